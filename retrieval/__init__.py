@@ -1,0 +1,1 @@
+"""Retrieval core: chunk, scrub, embed, store (pgvector), search, staging file."""

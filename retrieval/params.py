@@ -1,0 +1,129 @@
+"""Typed views of params.yaml: one frozen dataclass per section, checked once on load."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+
+T = TypeVar("T")
+
+
+class ParamsError(ValueError):
+    """params.yaml is missing, malformed, or has values out of range (all problems in one message)."""
+
+
+@dataclass(frozen=True)
+class EmbedParams:
+    batch_size: int = 32  # passages per forward pass
+
+    def problems(self) -> list[str]:
+        return [] if self.batch_size >= 1 else ["embed.batch_size must be >= 1"]
+
+
+@dataclass(frozen=True)
+class IngestParams:
+    max_file_bytes: int = 5_000_000  # larger files are refused
+    chunk_tokens: int = 200  # target chunk size, approximate tokens
+    dup_threshold: float = 0.92  # cosine at/above which a new chunk is a duplicate (skipped)
+    near_threshold: float = 0.75  # cosine at/above which a chunk of another source is linked as "near"
+    batch_docs: int = 64  # documents embedded together
+
+    def problems(self) -> list[str]:
+        out = []
+        if self.max_file_bytes < 1:
+            out.append("ingest.max_file_bytes must be >= 1")
+        if self.chunk_tokens < 16:
+            out.append("ingest.chunk_tokens must be >= 16")
+        if not 0 < self.near_threshold <= self.dup_threshold <= 1:
+            out.append("ingest: need 0 < near_threshold <= dup_threshold <= 1")
+        if self.batch_docs < 1:
+            out.append("ingest.batch_docs must be >= 1")
+        return out
+
+
+@dataclass(frozen=True)
+class SearchParams:
+    top_k: int = 20  # candidates for the selector
+    hnsw_m: int = 16  # HNSW graph degree
+    hnsw_ef_construction: int = 64  # HNSW build beam
+    ef_search: int = 100  # HNSW query beam
+    hybrid: bool = True  # add a keyword side, fused by reciprocal rank
+    keyword: str = "fts"  # fts | trgm | both
+    rrf_k: int = 60  # RRF constant
+    threshold: float = 0.2  # cosine below which a chunk never enters context
+    token_budget: int = 1500  # context budget, approximate tokens
+    min_chunks: int = 3  # floor the budget never cuts below
+
+    def problems(self) -> list[str]:
+        out = []
+        if not 1 <= self.top_k <= 1000:
+            out.append("search.top_k must be in 1..1000")
+        if self.hnsw_m < 2 or self.hnsw_ef_construction < 2 * self.hnsw_m:
+            out.append("search: need hnsw_m >= 2 and hnsw_ef_construction >= 2 * hnsw_m")
+        if not 1 <= self.ef_search <= 1000:
+            out.append("search.ef_search must be in 1..1000")
+        if self.keyword not in ("fts", "trgm", "both"):
+            out.append(f"search.keyword must be fts, trgm or both, not {self.keyword!r}")
+        if self.rrf_k < 1:
+            out.append("search.rrf_k must be >= 1")
+        if not -1 <= self.threshold <= 1:
+            out.append("search.threshold must be a cosine in [-1, 1]")
+        if self.token_budget < 1 or self.min_chunks < 0:
+            out.append("search: need token_budget >= 1 and min_chunks >= 0")
+        return out
+
+
+@dataclass(frozen=True)
+class StagingParams:
+    dir: str = ".pai/staging"  # one markdown file per query
+    git: bool = False  # commit the staging dir once per query batch
+
+    def problems(self) -> list[str]:
+        return [] if self.dir else ["staging.dir must be set"]
+
+
+def load_section(path: Path | str, section: str, cls: type[T]) -> T:
+    """Read `section` of a params file into `cls`; raise ParamsError listing every problem."""
+    raw = _read(Path(path))
+    return _build(raw.get(section) or {}, section, cls)
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ParamsError(f"{path}: no such params file") from None
+    except yaml.YAMLError as e:
+        raise ParamsError(f"{path}: not valid YAML ({e})") from None
+    if not isinstance(data, dict):
+        raise ParamsError(f"{path}: expected a mapping of sections")
+    return data
+
+
+def _build(values: dict[str, Any], section: str, cls: type[T]) -> T:
+    if not isinstance(values, dict):
+        raise ParamsError(f"params section {section!r} must be a mapping")
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    problems = [f"{section}.{k}: unknown key" for k in values if k not in fields]
+    kwargs = {}
+    for name, value in values.items():
+        if name not in fields:
+            continue
+        want = type(fields[name].default)
+        if want is float and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)
+        if not isinstance(value, want) or (want is int and isinstance(value, bool)):
+            problems.append(f"{section}.{name}: expected {want.__name__}, got {value!r}")
+            continue
+        kwargs[name] = value
+    if problems:
+        raise ParamsError("; ".join(problems))
+    obj = cls(**kwargs)
+    problems = obj.problems()  # type: ignore[attr-defined]
+    if problems:
+        raise ParamsError("; ".join(problems))
+    return obj

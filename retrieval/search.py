@@ -1,0 +1,126 @@
+"""Search: HNSW cosine top-k, an optional keyword side fused by reciprocal rank, threshold, budget."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import psycopg
+
+from .embed import Embedder
+from .params import SearchParams
+
+
+@dataclass(frozen=True)
+class Candidate:
+    rank: int  # 1-based position after fusion
+    chunk_id: int
+    source: str
+    heading: str | None
+    parent_heading: str | None
+    start_line: int
+    end_line: int
+    text: str
+    content_hash: str
+    score: float  # cosine similarity to the query
+    tokens: int
+    vector_rank: int | None = None  # 1-based rank on the vector side, None if only keyword found it
+    keyword_rank: int | None = None
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    query: str
+    candidates: list[Candidate]  # top_k, fused order
+    threshold: float
+    context: list[Candidate] = field(default_factory=list)  # what enters the prompt without a selector
+
+    @property
+    def above(self) -> list[Candidate]:
+        return [c for c in self.candidates if c.score >= self.threshold]
+
+    @property
+    def below_threshold(self) -> int:
+        return len(self.candidates) - len(self.above)
+
+
+def rrf(rankings: list[list[int]], k: int) -> list[int]:
+    """Reciprocal rank fusion: ids ordered by sum of 1/(k + rank); ties keep first-seen order."""
+    scores: dict[int, float] = {}
+    for ranking in rankings:
+        for r, item in enumerate(ranking, start=1):
+            scores[item] = scores.get(item, 0.0) + 1.0 / (k + r)
+    return sorted(scores, key=lambda i: -scores[i])
+
+
+def take_budget(candidates: list[Candidate], token_budget: int, min_chunks: int) -> list[Candidate]:
+    """Candidates top-down while they fit the budget; never fewer than `min_chunks` (if there are)."""
+    out, used = [], 0
+    for c in candidates:
+        if used + c.tokens > token_budget and len(out) >= min_chunks:
+            break
+        out.append(c)
+        used += c.tokens
+    return out
+
+
+_KEYWORD_SQL = {
+    # OR of the query's stemmed terms, ranked by cover density: natural-language queries rarely match AND.
+    "fts": """
+        SELECT id FROM chunks,
+             to_tsquery('english', replace(plainto_tsquery('english', %(q)s)::text, '&', '|')) AS q
+        WHERE tsv @@ q ORDER BY ts_rank_cd(tsv, q) DESC, id LIMIT %(k)s
+    """,
+    "trgm": """
+        SELECT id FROM chunks WHERE %(q)s <%% text
+        ORDER BY word_similarity(%(q)s, text) DESC, id LIMIT %(k)s
+    """,
+}
+
+
+def search(conn: psycopg.Connection, embedder: Embedder, query: str, params: SearchParams) -> SearchResult:
+    """Top-k candidates for `query` and the budgeted context drawn from those above threshold."""
+    qvec = embedder.encode([query])[0]
+    return search_vector(conn, query, qvec, params)
+
+
+def search_vector(conn: psycopg.Connection, query: str, qvec: np.ndarray, params: SearchParams) -> SearchResult:
+    with conn.transaction():
+        conn.execute(f"SET LOCAL hnsw.ef_search = {int(params.ef_search)}")
+        vector_ids = [
+            i for (i,) in conn.execute(
+                "SELECT id FROM chunks ORDER BY embedding <=> %s LIMIT %s", (qvec, params.top_k)
+            )
+        ]  # fmt: skip
+        rankings = [vector_ids]
+        if params.hybrid and query.strip():
+            sides = ["fts", "trgm"] if params.keyword == "both" else [params.keyword]
+            for side in sides:
+                rankings.append(
+                    [i for (i,) in conn.execute(_KEYWORD_SQL[side], {"q": query, "k": params.top_k})]
+                )
+        fused = rrf(rankings, params.rrf_k)[: params.top_k]
+        rows = conn.execute(
+            """
+            SELECT id, source, heading, parent_heading, start_line, end_line, text, content_hash,
+                   tokens, 1 - (embedding <=> %s) AS score
+            FROM chunks WHERE id = ANY(%s)
+            """,
+            (qvec, fused),
+        ).fetchall()
+    by_id = {r[0]: r for r in rows}
+    vrank = {i: r for r, i in enumerate(vector_ids, start=1)}
+    krank: dict[int, int] = {}
+    for ranking in rankings[1:]:
+        for r, i in enumerate(ranking, start=1):
+            krank[i] = min(r, krank.get(i, r))
+    candidates = [
+        Candidate(
+            rank=n, chunk_id=i, source=by_id[i][1], heading=by_id[i][2], parent_heading=by_id[i][3],
+            start_line=by_id[i][4], end_line=by_id[i][5], text=by_id[i][6], content_hash=by_id[i][7],
+            tokens=by_id[i][8], score=float(by_id[i][9]), vector_rank=vrank.get(i), keyword_rank=krank.get(i),
+        )
+        for n, i in enumerate((i for i in fused if i in by_id), start=1)
+    ]  # fmt: skip
+    above = [c for c in candidates if c.score >= params.threshold]
+    return SearchResult(query, candidates, params.threshold, take_budget(above, params.token_budget, params.min_chunks))

@@ -1,0 +1,1 @@
+"""The running service and the `pai` command line."""

@@ -1,0 +1,165 @@
+"""`pai`: a thin command line over the stage functions. Each command: parse -> call core -> print."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.table import Table
+
+from retrieval.db import DatabaseError
+from retrieval.params import ParamsError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help="pai-brain: retrieval, selection and retraining.")
+bench_app = typer.Typer(no_args_is_help=True, help="Benchmarks (figures for the README and issue notes).")
+app.add_typer(bench_app, name="bench")
+
+console = Console(stderr=True)  # progress and tables on stderr; --json output alone on stdout
+ParamsOpt = Annotated[Path, typer.Option("--params", help="params.yaml to read")]
+
+
+def _fail(msg: str) -> None:
+    console.print(f"[red]error:[/red] {msg}")
+    raise typer.Exit(2)
+
+
+def progress_bar() -> Progress:
+    return Progress(
+        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+        TimeElapsedColumn(), TimeRemainingColumn(), console=console, transient=False,
+    )  # fmt: skip
+
+
+@app.command()
+def ingest(
+    paths: Annotated[list[Path], typer.Argument(help="files, directories or JSONL corpora")],
+    params: ParamsOpt = Path("params.yaml"),
+    as_json: Annotated[bool, typer.Option("--json", help="print the report as JSON")] = False,
+) -> None:
+    """Chunk, scrub, embed and store files; unchanged files write nothing, deleted ones are removed."""
+    from retrieval.db import connect
+    from retrieval.embed import get_embedder
+    from retrieval.ingest import ingest_paths
+    from retrieval.params import EmbedParams, IngestParams, SearchParams, load_section
+
+    try:
+        ip = load_section(params, "ingest", IngestParams)
+        sp = load_section(params, "search", SearchParams)
+        ep = load_section(params, "embed", EmbedParams)
+        with connect() as conn, progress_bar() as bar:
+            task = bar.add_task("ingest", total=None)
+            embedder = get_embedder(ep.batch_size)
+            report = ingest_paths(conn, paths, ip, sp, embedder, lambda done, total: bar.update(task, completed=done, total=total))
+    except (ParamsError, DatabaseError) as e:
+        _fail(str(e))
+    for err in report.errors:
+        console.print(f"[yellow]skipped:[/yellow] {err}")
+    if as_json:
+        print(json.dumps(report.as_dict(), indent=2))
+        return
+    t = Table(title="ingest", show_header=False)
+    for k, v in report.as_dict().items():
+        if k != "errors":
+            t.add_row(k, str(v))
+    t.add_row("errors", str(len(report.errors)))
+    console.print(t)
+
+
+@app.command()
+def query(
+    texts: Annotated[list[str], typer.Argument(help="one or more queries (one staging file each)")],
+    params: ParamsOpt = Path("params.yaml"),
+    as_json: Annotated[bool, typer.Option("--json", help="print results as JSON")] = False,
+    staging_dir: Annotated[Optional[Path], typer.Option(help="override staging.dir")] = None,
+    no_staging: Annotated[bool, typer.Option("--no-staging", help="do not write staging files")] = False,
+) -> None:
+    """Search: top-k candidates, the budgeted context, and a staging file per query."""
+    from dataclasses import asdict
+
+    from retrieval import staging
+    from retrieval.db import connect
+    from retrieval.embed import get_embedder
+    from retrieval.params import EmbedParams, SearchParams, StagingParams, load_section
+    from retrieval.search import search
+
+    texts = [t for t in texts if t.strip()]
+    if not texts:
+        _fail("empty query")
+    try:
+        sp = load_section(params, "search", SearchParams)
+        st = load_section(params, "staging", StagingParams)
+        ep = load_section(params, "embed", EmbedParams)
+        embedder = get_embedder(ep.batch_size)
+        with connect() as conn:
+            results = [search(conn, embedder, t, sp) for t in texts]
+    except (ParamsError, DatabaseError) as e:
+        _fail(str(e))
+    directory = staging_dir or Path(st.dir)
+    out = []
+    written = []
+    for r in results:
+        path = None
+        if not no_staging:
+            path = staging.write(staging.from_result(r), directory, display_root=os.getcwd())
+            written.append(path)
+        out.append({
+            "query": r.query, "staging_file": str(path) if path else None,
+            "below_threshold": r.below_threshold,
+            "context": [c.chunk_id for c in r.context],
+            "candidates": [asdict(c) for c in r.candidates],
+        })  # fmt: skip
+    if st.git and written:
+        staging.commit_batch(directory, written, f"pai query: {len(written)} staging file(s)")
+    if as_json:
+        print(json.dumps(out if len(out) > 1 else out[0], indent=2, ensure_ascii=False))
+        return
+    for r, o in zip(results, out):
+        t = Table(title=f"{r.query}  ({len(r.context)} in context, {r.below_threshold} below threshold)")
+        for col in ("#", "score", "source", "lines", "ctx", "text"):
+            t.add_column(col, overflow="fold")
+        ctx = {c.chunk_id for c in r.context}
+        for c in r.candidates:
+            t.add_row(str(c.rank), f"{c.score:.3f}", c.source[-60:], f"{c.start_line}-{c.end_line}",
+                      "✓" if c.chunk_id in ctx else "", c.text[:80].replace("\n", " "))  # fmt: skip
+        console.print(t)
+        if o["staging_file"]:
+            console.print(f"staging file: {o['staging_file']}")
+
+
+@bench_app.command("retrieval")
+def bench_retrieval(
+    vectors: Annotated[int, typer.Option(help="table size (real MiniLM embeddings, topped up by mixtures)")] = 100_000,
+    queries: Annotated[int, typer.Option(help="number of timed queries (real SciFact claims)")] = 200,
+    ef_search: Annotated[Optional[list[int]], typer.Option("--ef-search", help="ef_search values to compare (default: params)")] = None,
+    benchmark_dir: Annotated[Path, typer.Option(help="the shared benchmark folder")] = Path("../shared/benchmark"),
+    params: ParamsOpt = Path("params.yaml"),
+    as_json: Annotated[bool, typer.Option("--json", help="print results as JSON")] = False,
+) -> None:
+    """pgvector HNSW: insert rate, build time, p50/p95 latency, recall@k vs exact; staging write+parse."""
+    from eval.bench_retrieval import print_table, run
+    from retrieval.params import EmbedParams, SearchParams, load_section
+
+    try:
+        sp = load_section(params, "search", SearchParams)
+        ep = load_section(params, "embed", EmbedParams)
+        result = run(vectors, queries, ef_search or [sp.ef_search], sp, ep, benchmark_dir, progress_bar)
+    except (ParamsError, DatabaseError, FileNotFoundError) as e:
+        _fail(str(e))
+    if as_json:
+        print(json.dumps(result, indent=2))
+    else:
+        print_table(result, console)
+
+
+def main() -> None:  # pragma: no cover - console entry
+    app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(app())

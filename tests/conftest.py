@@ -1,0 +1,77 @@
+"""Shared fixtures: a real PostgreSQL (DATABASE_URL, or an embedded pgserver one), a fresh migrated
+database per test cloned from a template, and the real MiniLM embedder."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+
+import psycopg
+import pytest
+from psycopg.conninfo import make_conninfo
+
+from retrieval.db import connect
+
+REPO = Path(__file__).resolve().parents[1]
+BENCHMARK = REPO.parent / "shared" / "benchmark"
+
+
+@pytest.fixture(scope="session")
+def benchmark_dir() -> Path:
+    """../shared/benchmark (read-only); CI lays shared/ beside the clone as well."""
+    if not (BENCHMARK / "scifact" / "corpus.jsonl").exists():
+        pytest.fail(f"benchmark data not found at {BENCHMARK}")
+    return BENCHMARK
+
+
+@pytest.fixture(scope="session")
+def pg_server_url(tmp_path_factory):
+    url = os.environ.get("DATABASE_URL")
+    if url:
+        yield url
+        return
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import pgserver
+
+        server = pgserver.get_server(tmp_path_factory.mktemp("pg") / "data", cleanup_mode="delete")
+    yield server.get_uri()
+    server.cleanup()
+
+
+@pytest.fixture(scope="session")
+def template_db(pg_server_url):
+    name = f"pai_template_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(pg_server_url, autocommit=True) as c:
+        c.execute(f"CREATE DATABASE {name}")
+    connect(make_conninfo(pg_server_url, dbname=name)).close()  # applies the migrations once
+    yield name
+    with psycopg.connect(pg_server_url, autocommit=True) as c:
+        c.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+@pytest.fixture
+def db_url(pg_server_url, template_db):
+    """A fresh, migrated database for one test."""
+    name = f"t_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(pg_server_url, autocommit=True) as c:
+        c.execute(f"CREATE DATABASE {name} TEMPLATE {template_db}")
+    yield make_conninfo(pg_server_url, dbname=name)
+    with psycopg.connect(pg_server_url, autocommit=True) as c:
+        c.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+@pytest.fixture
+def conn(db_url):
+    with connect(db_url) as c:
+        yield c
+
+
+@pytest.fixture(scope="session")
+def embedder():
+    from retrieval.embed import get_embedder
+
+    return get_embedder(32)

@@ -1,0 +1,49 @@
+from pathlib import Path
+
+import pytest
+
+from retrieval.params import EmbedParams, IngestParams, ParamsError, SearchParams, StagingParams, load_section
+
+REPO = Path(__file__).resolve().parents[2]
+SECTIONS = {"embed": EmbedParams, "ingest": IngestParams, "search": SearchParams, "staging": StagingParams}
+
+
+@pytest.mark.parametrize("section,cls", SECTIONS.items())
+def test_params_yaml_loads_into_every_config(section, cls):
+    obj = load_section(REPO / "params.yaml", section, cls)
+    assert isinstance(obj, cls)
+
+
+def test_every_key_in_params_yaml_is_a_field():
+    import yaml
+
+    raw = yaml.safe_load((REPO / "params.yaml").read_text())
+    for section, cls in SECTIONS.items():
+        assert set(raw[section]) == set(cls.__dataclass_fields__), section
+
+
+def test_all_problems_reported_at_once(tmp_path):
+    p = tmp_path / "params.yaml"
+    p.write_text("search:\n  top_k: 0\n  keyword: bm99\n  ef_search: fast\n  bogus: 1\n")
+    with pytest.raises(ParamsError) as e:
+        load_section(p, "search", SearchParams)
+    msg = str(e.value)
+    assert "search.bogus: unknown key" in msg and "search.ef_search: expected int" in msg
+    p.write_text("search:\n  top_k: 0\n  keyword: bm99\n")
+    with pytest.raises(ParamsError) as e:
+        load_section(p, "search", SearchParams)
+    assert "top_k" in str(e.value) and "bm99" in str(e.value)
+
+
+def test_missing_file_is_one_clear_error(tmp_path):
+    with pytest.raises(ParamsError, match="no such params file"):
+        load_section(tmp_path / "nope.yaml", "search", SearchParams)
+
+
+def test_int_accepted_for_float_but_bool_not_for_int(tmp_path):
+    p = tmp_path / "params.yaml"
+    p.write_text("search:\n  threshold: 0\n  top_k: true\n")
+    with pytest.raises(ParamsError, match="top_k: expected int"):
+        load_section(p, "search", SearchParams)
+    p.write_text("search:\n  threshold: 0\n")
+    assert load_section(p, "search", SearchParams).threshold == 0.0

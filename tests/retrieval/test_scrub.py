@@ -1,0 +1,84 @@
+import json
+
+import pytest
+
+from retrieval.scrub import scrub
+
+GH = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+CASES = [  # (kind, text, expected text)
+    ("AWS_ACCESS_KEY", "id AKIAIOSFODNN7EXAMPLE ok", "id [REDACTED:AWS_ACCESS_KEY] ok"),
+    ("AWS_SECRET_KEY", "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+     "aws_secret_access_key = [REDACTED:AWS_SECRET_KEY]"),
+    ("GITHUB_TOKEN", f"clone with {GH} now", "clone with [REDACTED:GITHUB_TOKEN] now"),
+    ("GITHUB_TOKEN", "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz", "[REDACTED:GITHUB_TOKEN]"),
+    ("SLACK_TOKEN", "xoxb-123456789012-abcdefghijkl", "[REDACTED:SLACK_TOKEN]"),
+    ("SLACK_TOKEN", "post to https://hooks.slack.com/services/T0000/B0000/XXXXXXXX",
+     "post to [REDACTED:SLACK_TOKEN]"),
+    ("STRIPE_KEY", "sk_live_4eC39HqLyjWDarjtT1zdp7dc", "[REDACTED:STRIPE_KEY]"),
+    ("JWT", "t=eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+     "t=[REDACTED:JWT]"),
+    ("BEARER_TOKEN", "Authorization: Bearer abcdefghijklmnop1234", "Authorization: Bearer [REDACTED:BEARER_TOKEN]"),
+    ("PRIVATE_KEY", "a\n-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA\nxyz\n-----END RSA PRIVATE KEY-----\nb",
+     "a\n[REDACTED:PRIVATE_KEY]\n\n\n\nb"),
+    ("PRIVATE_KEY", "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END OPENSSH PRIVATE KEY-----",
+     "[REDACTED:PRIVATE_KEY]\n\n"),
+    ("SSH_KEY", "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl me@host",
+     "[REDACTED:SSH_KEY] me@host"),
+    ("DB_PASSWORD", "DATABASE_URL=postgres://admin:s3cr3t!@db.example.com:5432/app",
+     "DATABASE_URL=postgres://admin:[REDACTED:DB_PASSWORD]@db.example.com:5432/app"),
+    ("DB_PASSWORD", "mongodb+srv://u:pa55word@cluster0.mongodb.net", "mongodb+srv://u:[REDACTED:DB_PASSWORD]@cluster0.mongodb.net"),
+    ("PASSWORD", 'password = "hunter2"', 'password = "[REDACTED:PASSWORD]"'),
+    ("PASSWORD", "DB_PASSWORD=hunter22", "DB_PASSWORD=[REDACTED:PASSWORD]"),
+    ("API_KEY", "api_key: abcd1234efgh", "api_key: [REDACTED:API_KEY]"),
+    ("SECRET", "client_secret='xyzzy-plugh'", "client_secret='[REDACTED:SECRET]'"),
+    ("TOKEN", "GITLAB_TOKEN=abc123def456", "GITLAB_TOKEN=[REDACTED:TOKEN]"),
+    ("GOOGLE_API_KEY", "key=AIzaSyA1234567890abcdefghijklmnopqrstuv", "key=[REDACTED:GOOGLE_API_KEY]"),
+    ("LLM_API_KEY", "sk-proj-abcdefghijklmnopqrstuvwxyz0123456789", "[REDACTED:LLM_API_KEY]"),
+    ("SENDGRID_API_KEY", "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",
+     "[REDACTED:SENDGRID_API_KEY]"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("kind,text,expected", CASES, ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)])
+def test_each_secret_class_is_redacted(kind, text, expected):
+    r = scrub(text)
+    assert r.text == expected
+    assert r.counts == {kind: 1}
+    assert r.text.count("\n") == text.count("\n")  # line numbers survive
+
+
+def test_thirteen_or_more_classes_covered():
+    assert len({c[0] for c in CASES}) >= 13
+
+
+PROSE = [
+    "Token: a unit of text in NLP.",
+    "The password policy requires rotation every 90 days.",
+    "Set your api key in the settings page.",
+    "secret: the meaning of life",
+    "Bearer bonds were common in the 19th century.",
+    "Connect with postgres://localhost:5432/app (no password).",
+    "The SHA-256 of the file is 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08.",
+    "Authentication uses tokens: see the docs.",
+    "git commit 3f2a1bc fixed the ssh-rsa parsing bug",
+]
+
+
+@pytest.mark.parametrize("text", PROSE)
+def test_ordinary_prose_is_left_alone(text):
+    r = scrub(text)
+    assert (r.text, dict(r.counts)) == (text, {})
+
+
+def test_already_redacted_text_is_stable():
+    once = scrub('password = "hunter2"\nAKIAIOSFODNN7EXAMPLE').text
+    twice = scrub(once)
+    assert twice.text == once and not twice.counts
+
+
+def test_no_false_redactions_on_real_corpora(benchmark_dir):
+    texts = [json.loads(line)["text"] for line in open(benchmark_dir / "scifact" / "corpus.jsonl")][:3000]
+    for line in open(benchmark_dir / "hotpotqa" / "dev.jsonl"):
+        texts += [c["text"] for c in json.loads(line)["candidates"]]
+    redacted = [t for t in texts if scrub(t).counts]
+    assert len(texts) > 5000 and redacted == []
