@@ -157,6 +157,51 @@ def bench_retrieval(
         print_table(result, console)
 
 
+@app.command()
+def cycle(
+    benchmark_dir: Annotated[Path, typer.Option(help="the shared benchmark folder")] = Path("../shared/benchmark"),
+    split: Annotated[str, typer.Option(help="SciFact qrels split to evaluate")] = "test",
+    params: ParamsOpt = Path("params.yaml"),
+    as_json: Annotated[bool, typer.Option("--json", help="print results as JSON")] = False,
+) -> None:
+    """The main job on embedded defaults: ingest the SciFact corpus, then measure retrieval on its
+    queries (vector vs hybrid). Later stages of the retrain cycle extend this command."""
+    from eval.retrieval_eval import evaluate, load_scifact
+    from retrieval.db import connect
+    from retrieval.embed import get_embedder
+    from retrieval.ingest import ingest_paths
+    from retrieval.params import EmbedParams, IngestParams, SearchParams, load_section
+
+    corpus = benchmark_dir / "scifact" / "corpus.jsonl"
+    if not corpus.exists():
+        _fail(f"{corpus}: not found (pass --benchmark-dir)")
+    try:
+        ip = load_section(params, "ingest", IngestParams)
+        sp = load_section(params, "search", SearchParams)
+        ep = load_section(params, "embed", EmbedParams)
+        queries = load_scifact(benchmark_dir, split)
+        embedder = get_embedder(ep.batch_size)
+        with connect() as conn, progress_bar() as bar:
+            task = bar.add_task("1. ingest SciFact corpus", total=None)
+            report = ingest_paths(conn, [corpus], ip, sp, embedder, lambda d, t: bar.update(task, completed=d, total=t))
+            task = bar.add_task(f"2. search {len(queries)} {split} queries x 2 systems", total=2 * len(queries))
+            rows = evaluate(conn, embedder, queries, sp, lambda: bar.advance(task))
+    except (ParamsError, DatabaseError, FileNotFoundError) as e:
+        _fail(str(e))
+    result = {"ingest": report.as_dict(), "retrieval": rows}
+    if as_json:
+        print(json.dumps(result, indent=2))
+        return
+    console.print(f"ingest: {report.documents:,} documents ({report.documents_new:,} new, {report.documents_unchanged:,} unchanged), "
+                  f"{report.chunks_inserted:,} chunks written, {report.docs_per_second:.1f} docs/s")  # fmt: skip
+    t = Table(title=f"SciFact {split}: first-stage retrieval (top-{sp.top_k} candidates, document level)")
+    for col in rows[0]:
+        t.add_column(col, justify="right")
+    for r in rows:
+        t.add_row(*[str(v) for v in r.values()])
+    console.print(t)
+
+
 def main() -> None:  # pragma: no cover - console entry
     app()
 

@@ -1,0 +1,1 @@
+"""Metrics, benchmarks and the promotion gate."""

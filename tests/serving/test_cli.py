@@ -1,0 +1,48 @@
+"""`pai ingest` / `pai query` as a user runs them, against a real database."""
+
+import json
+
+from typer.testing import CliRunner
+
+from retrieval import staging
+from serving.cli import app
+
+runner = CliRunner()
+
+
+def test_ingest_then_query_writes_a_staging_file(db_url, tmp_path, monkeypatch):
+    monkeypatch.setenv("DATABASE_URL", db_url)
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "pg.md").write_text("# Postgres\n\n## Vectors\n\npgvector adds HNSW indexes for cosine search.\n")
+    (notes / "food.md").write_text("# Cooking\n\nBoil pasta for ten minutes in salted water.\n")
+    (notes / "blob.txt").write_bytes(b"\x00\x01")
+    r = runner.invoke(app, ["ingest", str(notes), "--json"])
+    assert r.exit_code == 0, r.output
+    report = json.loads(r.stdout)
+    assert (report["documents_new"], report["chunks_inserted"], len(report["errors"])) == (2, 2, 1)
+
+    r = runner.invoke(app, ["query", "how do I index vectors?", "--json", "--staging-dir", str(tmp_path / "st")])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    assert out["candidates"][0]["source"].endswith("pg.md")
+    sf = staging.read(tmp_path / "st" / out["staging_file"].split("/st/")[1])
+    assert sf.query == "how do I index vectors?"
+    assert [c.chunk_id for c in sf.candidates] == [c["chunk_id"] for c in out["candidates"] if c["score"] >= 0.2]
+
+
+def test_bad_params_and_empty_query_are_one_line_errors(db_url, tmp_path, monkeypatch):
+    monkeypatch.setenv("DATABASE_URL", db_url)
+    bad = tmp_path / "params.yaml"
+    bad.write_text("search:\n  top_k: 0\n")
+    r = runner.invoke(app, ["query", "x", "--params", str(bad)])
+    assert r.exit_code == 2 and "search.top_k must be in 1..1000" in r.output
+    r = runner.invoke(app, ["query", "   "])
+    assert r.exit_code == 2 and "empty query" in r.output
+
+
+def test_database_down_is_a_clean_exit(monkeypatch, tmp_path):
+    monkeypatch.setenv("DATABASE_URL", "postgresql://u:secretpw@127.0.0.1:1/db")
+    (tmp_path / "a.md").write_text("hello\n")
+    r = runner.invoke(app, ["ingest", str(tmp_path)])
+    assert r.exit_code == 2 and "database unavailable" in r.output and "secretpw" not in r.output
