@@ -155,9 +155,9 @@ def _read_text(path: Path, max_bytes: int) -> str:
     return text
 
 
-def discover(paths: list[Path]) -> tuple[list[Path], list[str], list[Path], int]:
-    """Files to ingest, errors, the arguments that no longer exist, and files skipped by type."""
-    files, errors, missing, skipped = [], [], [], 0
+def discover(paths: list[Path]) -> tuple[list[Path], list[Path], int]:
+    """Files to ingest, the arguments that no longer exist, and files skipped by type."""
+    files, missing, skipped = [], [], 0
     for p in paths:
         if p.is_dir():
             for root, dirs, names in os.walk(p):
@@ -172,7 +172,7 @@ def discover(paths: list[Path]) -> tuple[list[Path], list[str], list[Path], int]
             files.append(p)
         else:
             missing.append(p)
-    return files, errors, missing, skipped
+    return files, missing, skipped
 
 
 def document_hash(doc: Document, params: IngestParams) -> str:
@@ -199,45 +199,28 @@ def ingest_paths(
     t0 = time.perf_counter()
     report = IngestReport()
     store.ensure_hnsw(conn, search.hnsw_m, search.hnsw_ef_construction)
-    files, report.errors, missing, report.skipped_files = discover(paths)
+    files, missing, report.skipped_files = discover(paths)
     report.files = len(files)
-
-    gone: list[str] = []
-    for p in paths:
-        if p.is_dir():
-            here = {str(f.resolve()) for f in files}
-            gone += [q for q in store.paths_under(conn, str(p.resolve())) if q not in here]
-    for p in missing:
-        known = store.sources_for_paths(conn, [str(p.resolve())])
-        known_dir = store.paths_under(conn, str(p.resolve()))
-        if known or known_dir:
-            gone += list(known) + known_dir
-        else:
-            report.errors.append(f"{p}: no such file or directory")
-    if gone:
-        sources = [s for ss in store.sources_for_paths(conn, gone).values() for s in ss]
-        report.documents_deleted, report.chunks_deleted = store.delete_sources(conn, sources)
+    gone = _gone_paths(conn, paths, files, missing, report)
+    sources = [s for ss in store.sources_for_paths(conn, gone).values() for s in ss]
 
     docs: list[Document] = []
     for f in files:
-        abspath = str(f.resolve())
+        n_errors = len(report.errors)
         try:
             file_docs = []
             for d in read_documents(f, params.max_file_bytes):
-                if isinstance(d, InputError):
-                    report.errors.append(str(d))
-                else:
-                    file_docs.append(d)
+                (report.errors.append(str(d)) if isinstance(d, InputError) else file_docs.append(d))
         except InputError as e:
             report.errors.append(str(e))
             continue
         docs += file_docs
-        if f.suffix.lower() in CORPUS_SUFFIXES:  # records removed from a corpus file go too
+        abspath = str(f.resolve())
+        if f.suffix.lower() in CORPUS_SUFFIXES and len(report.errors) == n_errors:
+            # records removed from a corpus file go too; not when some records failed to read
             now = {d.source for d in file_docs}
-            stale = [s for s in store.sources_for_paths(conn, [abspath]).get(abspath, []) if s not in now]
-            n_docs, n_chunks = store.delete_sources(conn, stale)
-            report.documents_deleted += n_docs
-            report.chunks_deleted += n_chunks
+            sources += [s for s in store.sources_for_paths(conn, [abspath]).get(abspath, []) if s not in now]
+    report.documents_deleted, report.chunks_deleted = store.delete_sources(conn, sources)
 
     for start in range(0, len(docs), params.batch_docs):
         _ingest_batch(conn, docs[start : start + params.batch_docs], params, search, embedder, report)
@@ -245,6 +228,19 @@ def ingest_paths(
             progress(min(start + params.batch_docs, len(docs)), len(docs))
     report.seconds = time.perf_counter() - t0
     return report
+
+
+def _gone_paths(conn, paths: list[Path], files: list[Path], missing: list[Path], report: IngestReport) -> list[str]:
+    """Stored file paths that no longer exist: under a walked folder, or named and missing."""
+    here = {str(f.resolve()) for f in files}
+    gone = [q for p in paths if p.is_dir() for q in store.paths_under(conn, str(p.resolve())) if q not in here]
+    for p in missing:
+        known = list(store.sources_for_paths(conn, [str(p.resolve())])) + store.paths_under(conn, str(p.resolve()))
+        if known:
+            gone += known
+        else:
+            report.errors.append(f"{p}: no such file or directory")
+    return gone
 
 
 def _ingest_batch(

@@ -30,6 +30,7 @@ def test_bench_runs_end_to_end_on_a_small_table(db_url, benchmark_dir, monkeypat
     hnsw = [r for r in result["search"] if r["method"] == "hnsw"]
     exact = [r for r in result["search"] if r["method"] == "exact scan"][0]
     assert [r["ef_search"] for r in hnsw] == [10, 100]
+    assert [r["scan"] for r in hnsw] == ["Index Scan", "Index Scan"] and exact["scan"] == "Seq Scan"
     assert exact["recall_at_k"] >= 0.99  # the seq scan agrees with numpy (up to ties between equal vectors)
     assert hnsw[1]["recall_at_k"] >= hnsw[0]["recall_at_k"]
     assert result["real_vectors"] == 600 and result["insert_rows_per_s"] > 0

@@ -152,3 +152,13 @@ def test_database_down_is_one_clear_error():
     with pytest.raises(DatabaseError) as e:
         connect("postgresql://postgres:pw@127.0.0.1:1/nowhere")
     assert "database unavailable" in str(e.value) and "pw" not in str(e.value) and "\n" not in str(e.value)
+
+
+def test_a_corrupted_corpus_file_loses_nothing(conn, embedder, tmp_path):
+    f = tmp_path / "c.jsonl"
+    f.write_text(json.dumps({"_id": "1", "text": "Rivers flow to the sea."}) + "\n")
+    ingest(conn, embedder, f)
+    f.write_text("{truncated\n")
+    r = ingest(conn, embedder, f)
+    assert (r.documents_deleted, len(r.errors)) == (0, 1)
+    assert conn.execute("SELECT count(*) FROM chunks").fetchone() == (1,)

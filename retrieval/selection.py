@@ -1,0 +1,143 @@
+"""The selection contract (DESIGN.md, contracts 1 and 2): one prompt format and one output parser,
+shared by training, evaluation and serving. Change either only with a PROMPT_VERSION bump.
+
+The selector sees the query and candidates numbered 1..N and answers `{"selected": [i, ...]}`:
+unique candidate numbers, at most k, most relevant first. `parse_selection` never raises: output
+that cannot be used as is gets repaired (bad items dropped) or replaced by the similarity order,
+and the result says which happened.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+
+from .chunking import approx_tokens
+
+PROMPT_VERSION = "pai-select/1"
+DEFAULT_K = 5
+
+SYSTEM_TEMPLATE = (
+    "You choose context for a question-answering assistant. You are given a query and candidate "
+    "passages numbered 1 to {n}. Pick the passages that help answer the query, at most {k}, most "
+    "relevant first. If none helps, pick none.\n"
+    'Reply with JSON only, exactly of this form: {{"selected": [numbers]}}\n'
+    "JSON schema: {schema}"
+)
+
+
+def output_schema(n: int, k: int = DEFAULT_K) -> dict:
+    """JSON schema of the answer, for constrained decoding (Ollama `format`, llama.cpp grammar)."""
+    return {
+        "type": "object",
+        "properties": {
+            "selected": {
+                "type": "array",
+                "items": {"type": "integer", "minimum": 1, "maximum": max(n, 1)},
+                "maxItems": k,
+                "uniqueItems": True,
+            }
+        },
+        "required": ["selected"],
+        "additionalProperties": False,
+    }
+
+
+@dataclass(frozen=True)
+class PromptCandidate:
+    source: str
+    heading: str | None
+    text: str
+
+
+def cut_to_tokens(text: str, budget: int) -> str:
+    """`text` cut to about `budget` tokens (the same estimate as the retrieval budget), marked with …"""
+    if approx_tokens(text) <= budget:
+        return text
+    return text[: budget * 4].rstrip() + " …"
+
+
+def render_messages(
+    query: str, candidates: list[PromptCandidate], k: int = DEFAULT_K, chunk_tokens: int = 200
+) -> list[dict[str, str]]:
+    """The chat messages [system, user] the selector is trained on and served with."""
+    n = len(candidates)
+    system = SYSTEM_TEMPLATE.format(n=n, k=k, schema=json.dumps(output_schema(n, k), separators=(",", ":")))
+    parts = [f"Query: {query.strip()}", "", "Candidates:"]
+    for i, c in enumerate(candidates, start=1):
+        head = f" — {c.heading}" if c.heading else ""
+        parts += ["", f"[{i}] {c.source}{head}", cut_to_tokens(c.text.strip(), chunk_tokens)]
+    return [{"role": "system", "content": system}, {"role": "user", "content": "\n".join(parts)}]
+
+
+def render_answer(selected: list[int]) -> str:
+    """The assistant turn for training: the canonical serialisation of a selection."""
+    return json.dumps({"selected": list(selected)})
+
+
+@dataclass(frozen=True)
+class Selection:
+    selected: tuple[int, ...]  # 1-based candidate numbers, most relevant first
+    status: str  # "ok" | "repaired" | "fallback"
+    problem: str | None = None  # what was wrong, for the counters and the logs
+
+
+def similarity_order(n: int, k: int = DEFAULT_K) -> tuple[int, ...]:
+    return tuple(range(1, min(n, k) + 1))
+
+
+def parse_selection(raw: str, n: int, k: int = DEFAULT_K) -> Selection:
+    """Read a selector's output for N candidates; never raises."""
+    ok, obj, problem = _load_json(raw)
+    if not ok:
+        return Selection(similarity_order(n, k), "fallback", problem)
+    items = obj.get("selected") if isinstance(obj, dict) else obj if isinstance(obj, list) else None
+    if not isinstance(items, list):
+        return Selection(similarity_order(n, k), "fallback", "no 'selected' list")
+    if not items:
+        return Selection((), "ok" if problem is None else "repaired", problem)
+    picked: list[int] = []
+    dropped = []
+    for item in items:
+        i = _as_int(item)
+        if i is None or not 1 <= i <= n or i in picked:
+            dropped.append(repr(item)[:20])
+        else:
+            picked.append(i)
+    problems = [p for p in (problem, f"dropped {', '.join(dropped)}" if dropped else None,
+                            f"kept first {k} of {len(picked)}" if len(picked) > k else None) if p]  # fmt: skip
+    if not picked:
+        return Selection(similarity_order(n, k), "fallback", "; ".join(problems))
+    status = "ok" if not problems and isinstance(obj, dict) else "repaired"
+    if not isinstance(obj, dict):
+        problems.append("bare list instead of an object")
+    return Selection(tuple(picked[:k]), status, "; ".join(problems) or None)
+
+
+def _load_json(raw: str) -> tuple[bool, object, str | None]:
+    text = (raw or "").strip()
+    try:
+        return True, json.loads(text), None
+    except (json.JSONDecodeError, RecursionError):
+        pass
+    # prose or code fences around the JSON: take the first object or list that parses
+    for m in re.finditer(r"[\[{]", text):
+        try:
+            obj, _ = json.JSONDecoder().raw_decode(text[m.start() :])
+            return True, obj, "JSON embedded in other text"
+        except (json.JSONDecodeError, RecursionError):
+            continue
+    return False, None, "not JSON"
+
+
+def _as_int(item: object) -> int | None:
+    if isinstance(item, bool):
+        return None
+    if isinstance(item, int):
+        return item
+    if isinstance(item, float) and item.is_integer():
+        return int(item)
+    if isinstance(item, str) and item.strip().lstrip("[").rstrip("]").isdigit():
+        return int(item.strip().lstrip("[").rstrip("]"))
+    return None

@@ -1,0 +1,65 @@
+"""The selection contract: literal prompts and parses, and fuzzed outputs that always parse or fall back."""
+
+import json
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from retrieval.selection import (
+    PROMPT_VERSION, PromptCandidate, Selection, cut_to_tokens, output_schema, parse_selection, render_answer,
+    render_messages,
+)  # fmt: skip
+
+
+def test_render_messages_literal():
+    msgs = render_messages("Why is the sky blue?", [PromptCandidate("a.md", "Optics", "Rayleigh scattering."),
+                                                   PromptCandidate("b.md", None, "x" * 40)], k=1, chunk_tokens=5)  # fmt: skip
+    assert [m["role"] for m in msgs] == ["system", "user"]
+    assert "numbered 1 to 2" in msgs[0]["content"] and "at most 1" in msgs[0]["content"]
+    assert json.loads(msgs[0]["content"].split("JSON schema: ")[1]) == output_schema(2, 1)
+    assert msgs[1]["content"] == (
+        "Query: Why is the sky blue?\n\nCandidates:\n\n[1] a.md — Optics\nRayleigh scattering.\n\n"
+        "[2] b.md\n" + "x" * 20 + " …"
+    )
+    assert PROMPT_VERSION == "pai-select/1"
+
+
+def test_cut_to_tokens():
+    assert cut_to_tokens("short", 10) == "short"
+    assert cut_to_tokens("a" * 100, 5) == "a" * 20 + " …"
+
+
+def test_parse_valid_and_empty():
+    assert parse_selection('{"selected": [3, 1]}', n=5) == Selection((3, 1), "ok")
+    assert parse_selection('{"selected": []}', n=5) == Selection((), "ok")
+    assert parse_selection(render_answer([2, 4]), n=5) == Selection((2, 4), "ok")
+
+
+def test_parse_repairs():
+    assert parse_selection('{"selected": [2, 2, 9, "3", 1.0]}', n=5) == Selection((2, 3, 1), "repaired", "dropped 2, 9")
+    assert parse_selection('Sure! ```json\n{"selected": [4]}\n```', n=5) == Selection((4,), "repaired", "JSON embedded in other text")
+    assert parse_selection('{"selected": [1,2,3,4,5,6,7]}', n=10) == Selection((1, 2, 3, 4, 5), "repaired", "kept first 5 of 7")
+    assert parse_selection("[2, 1]", n=3) == Selection((2, 1), "repaired", "bare list instead of an object")
+
+
+def test_parse_falls_back_to_similarity_order():
+    assert parse_selection("I think passage two.", n=8) == Selection((1, 2, 3, 4, 5), "fallback", "not JSON")
+    assert parse_selection('{"picked": [1]}', n=3) == Selection((1, 2, 3), "fallback", "no 'selected' list")
+    assert parse_selection('{"selected": [0, 99, true]}', n=3).status == "fallback"
+    assert parse_selection("", n=0) == Selection((), "fallback", "not JSON")
+
+
+@settings(max_examples=500, deadline=None)
+@given(raw=st.one_of(
+    st.text(max_size=200),
+    st.recursive(st.none() | st.booleans() | st.integers(-5, 30) | st.floats() | st.text(max_size=5),
+                 lambda inner: st.lists(inner, max_size=8) | st.dictionaries(st.sampled_from(["selected", "x"]), inner, max_size=3),
+                 max_leaves=20).map(json.dumps),
+), n=st.integers(0, 20), k=st.integers(1, 8))  # fmt: skip
+def test_any_output_parses_or_falls_back(raw, n, k):
+    s = parse_selection(raw, n=n, k=k)
+    assert s.status in ("ok", "repaired", "fallback")
+    assert len(s.selected) <= k and len(set(s.selected)) == len(s.selected)
+    assert all(1 <= i <= n for i in s.selected)
+    if s.status == "fallback":
+        assert s.selected == tuple(range(1, min(n, k) + 1)) and s.problem
