@@ -1,6 +1,5 @@
 """Search against real Postgres + pgvector with real embeddings, and its pure parts with literals."""
 
-from dataclasses import replace
 from pathlib import Path
 
 from retrieval.ingest import ingest_paths
