@@ -1,0 +1,142 @@
+"""The feedback log (DESIGN.md contract 3). Every write is one transaction; bad feedback is refused
+with a one-line FeedbackError and writes nothing."""
+
+from __future__ import annotations
+
+import re
+
+import psycopg
+
+from .search import Candidate
+
+LEARNED_QA_MIN_SIMILARITY = 0.15  # pg_trgm similarity for a learned answer to count as related
+_CITATION = re.compile(r"\[(\d{1,3})\]")
+
+
+class FeedbackError(ValueError):
+    """Feedback that cannot be recorded (unknown query, chunk that was not a candidate, ...)."""
+
+
+def cited_ranks(answer: str, n: int) -> list[int]:
+    """Candidate numbers cited as `[3]` in an answer, in order of first citation, within 1..n."""
+    out: list[int] = []
+    for m in _CITATION.finditer(answer):
+        i = int(m.group(1))
+        if 1 <= i <= n and i not in out:
+            out.append(i)
+    return out
+
+
+def log_query(
+    conn: psycopg.Connection,
+    text: str,
+    candidates: list[Candidate],
+    selector_version: str,
+    picked: list[int] | None = None,
+    *,
+    prompt_version: str | None = None,
+    selection_status: str = "pending",
+    staging_path: str | None = None,
+) -> int:
+    """Record a served query with its candidates (and the selector's pick, as candidate ranks)."""
+    pick = {r: i for i, r in enumerate(picked or [], start=1)}
+    with conn.transaction():
+        (qid,) = conn.execute(
+            "INSERT INTO queries (text, selector_version, prompt_version, selection_status, staging_path)"
+            " VALUES (%s, %s, %s, %s, %s) RETURNING id",
+            (text, selector_version, prompt_version, selection_status, staging_path),
+        ).fetchone()
+        with conn.cursor() as cur:
+            cur.executemany(
+                "INSERT INTO query_candidates (query_id, rank, chunk_id, content_hash, score, pick_rank)"
+                " VALUES (%s, %s, %s, %s, %s, %s)",
+                [(qid, c.rank, c.chunk_id, c.content_hash, c.score, pick.get(c.rank)) for c in candidates],
+            )
+    return qid
+
+
+def record_pick(conn: psycopg.Connection, query_id: int, picked: list[int], status: str) -> None:
+    """The selector's pick (candidate ranks, best first), when it arrives after the answer."""
+    with conn.transaction():
+        n = _candidate_count(conn, query_id)
+        bad = [r for r in picked if not 1 <= r <= n]
+        if bad:
+            raise FeedbackError(f"query {query_id}: picked ranks {bad} are not among its {n} candidates")
+        conn.execute("UPDATE query_candidates SET pick_rank = NULL WHERE query_id = %s", (query_id,))
+        for i, r in enumerate(picked, start=1):
+            conn.execute("UPDATE query_candidates SET pick_rank = %s WHERE query_id = %s AND rank = %s", (i, query_id, r))
+        conn.execute("UPDATE queries SET selection_status = %s, updated_at = now() WHERE id = %s", (status, query_id))
+
+
+def record_feedback(
+    conn: psycopg.Connection,
+    query_id: int,
+    *,
+    used_chunk_ids: list[int] | None = None,
+    answer: str | None = None,
+    rating: int | None = None,
+    correction: str | None = None,
+) -> list[int]:
+    """Mark which candidates were used (explicit chunk ids, else the `[n]` cited in `answer`); the
+    others become ignored. A +1 rating promotes (query, answer) to learned Q&A; a correction
+    replaces the learned answer. Returns the used candidate ranks."""
+    if rating not in (None, -1, 1):
+        raise FeedbackError(f"rating must be +1 or -1, not {rating!r}")
+    with conn.transaction():
+        row = conn.execute("SELECT text FROM queries WHERE id = %s FOR UPDATE", (query_id,)).fetchone()
+        if row is None:
+            raise FeedbackError(f"unknown query id {query_id}")
+        by_chunk = dict(conn.execute("SELECT chunk_id, rank FROM query_candidates WHERE query_id = %s", (query_id,)).fetchall())
+        if used_chunk_ids is not None:
+            unknown = [c for c in used_chunk_ids if c not in by_chunk]
+            if unknown:
+                raise FeedbackError(f"query {query_id}: chunks {unknown} were not among its candidates")
+            used = [by_chunk[c] for c in used_chunk_ids]
+        elif answer is not None:
+            used = cited_ranks(answer, len(by_chunk))
+        else:
+            used = None
+        if used is not None:
+            conn.execute("UPDATE query_candidates SET used = (rank = ANY(%s)) WHERE query_id = %s", (used, query_id))
+        conn.execute(
+            "UPDATE queries SET answer = coalesce(%s, answer), rating = coalesce(%s, rating),"
+            " correction = coalesce(%s, correction), updated_at = now() WHERE id = %s",
+            (answer, rating, correction, query_id),
+        )
+        learned = correction or answer
+        if correction or (rating == 1 and learned):
+            conn.execute(
+                """INSERT INTO learned_qa (question, answer, source_query_id) VALUES (%s, %s, %s)
+                   ON CONFLICT (question) DO UPDATE SET
+                     answer = CASE WHEN %s THEN EXCLUDED.answer ELSE learned_qa.answer END,
+                     quality_score = learned_qa.quality_score + CASE WHEN %s THEN 1 ELSE 0 END,
+                     updated_at = now()""",
+                (row[0], learned, query_id, correction is not None, rating == 1),
+            )
+    return used or []
+
+
+def learned_answers(conn: psycopg.Connection, query: str, limit: int = 3) -> list[tuple[str, str, float]]:
+    """(question, answer, similarity) of learned Q&A related to `query`, best first."""
+    return conn.execute(
+        "SELECT question, answer, similarity(question, %s) AS s FROM learned_qa"
+        " WHERE similarity(question, %s) >= %s ORDER BY s DESC, quality_score DESC LIMIT %s",
+        (query, query, LEARNED_QA_MIN_SIMILARITY, limit),
+    ).fetchall()
+
+
+def counters(conn: psycopg.Connection) -> dict[str, float]:
+    learned, queries, used, corrections, fallbacks = conn.execute(
+        """SELECT (SELECT count(*) FROM learned_qa), (SELECT count(*) FROM queries),
+                  (SELECT count(*) FROM query_candidates WHERE used), (SELECT count(*) FROM queries WHERE correction IS NOT NULL),
+                  (SELECT count(*) FROM queries WHERE selection_status = 'fallback')"""
+    ).fetchone()
+    return {"learned_qa_count": learned, "queries": queries, "use_count": used, "corrections": corrections,
+            "fallback_rate": round(fallbacks / queries, 4) if queries else 0.0}  # fmt: skip
+
+
+def _candidate_count(conn: psycopg.Connection, query_id: int) -> int:
+    (n,) = conn.execute("SELECT count(*) FROM query_candidates WHERE query_id = %s", (query_id,)).fetchone()
+    if not n and conn.execute("SELECT 1 FROM queries WHERE id = %s", (query_id,)).fetchone() is None:
+        raise FeedbackError(f"unknown query id {query_id}")
+    return n

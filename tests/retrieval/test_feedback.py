@@ -1,0 +1,69 @@
+"""The feedback log on real Postgres: rows as specified, bad feedback refused with nothing written."""
+
+import pytest
+
+from retrieval.feedback import (
+    FeedbackError, cited_ranks, counters, learned_answers, log_query, record_feedback, record_pick,
+)  # fmt: skip
+from retrieval.search import Candidate
+
+
+def cands(n=4):
+    return [Candidate(r, 100 + r, f"/d/{r}.md", None, None, 1, 2, f"text {r}", f"h{r}", 1 - r / 10, 3) for r in range(1, n + 1)]
+
+
+def rows(conn, qid):
+    return conn.execute("SELECT rank, chunk_id, content_hash, pick_rank, used FROM query_candidates"
+                        " WHERE query_id = %s ORDER BY rank", (qid,)).fetchall()  # fmt: skip
+
+
+def test_cited_ranks_literals():
+    assert cited_ranks("See [3] and [1], also [3] and [9].", n=4) == [3, 1]
+    assert cited_ranks("no citations", n=4) == []
+
+
+def test_query_log_then_used_and_ignored(conn):
+    qid = log_query(conn, "how?", cands(), "similarity", picked=[2, 1], selection_status="ok")
+    assert rows(conn, qid) == [(1, 101, "h1", 2, None), (2, 102, "h2", 1, None), (3, 103, "h3", None, None), (4, 104, "h4", None, None)]
+    assert record_feedback(conn, qid, used_chunk_ids=[102]) == [2]
+    assert [u for *_, u in rows(conn, qid)] == [False, True, False, False]
+    assert record_feedback(conn, qid, answer="Per [4] and [1].") == [4, 1]
+    assert [u for *_, u in rows(conn, qid)] == [True, False, False, True]
+    assert conn.execute("SELECT selector_version, answer FROM queries WHERE id = %s", (qid,)).fetchone() == ("similarity", "Per [4] and [1].")
+
+
+def test_bad_feedback_writes_nothing(conn):
+    qid = log_query(conn, "how?", cands(), "similarity")
+    with pytest.raises(FeedbackError, match="unknown query id 999"):
+        record_feedback(conn, 999, used_chunk_ids=[101])
+    with pytest.raises(FeedbackError, match=r"chunks \[555\] were not among its candidates"):
+        record_feedback(conn, qid, used_chunk_ids=[101, 555], rating=1, answer="x")
+    with pytest.raises(FeedbackError, match="rating must be"):
+        record_feedback(conn, qid, rating=5)
+    with pytest.raises(FeedbackError, match="not among its 4 candidates"):
+        record_pick(conn, qid, [1, 7], "ok")
+    assert [u for *_, u in rows(conn, qid)] == [None] * 4
+    assert conn.execute("SELECT answer, rating FROM queries").fetchall() == [(None, None)]
+    assert conn.execute("SELECT count(*) FROM learned_qa").fetchone() == (0,)
+
+
+def test_late_pick_replaces_the_pending_one(conn):
+    qid = log_query(conn, "how?", cands(), "similarity")
+    record_pick(conn, qid, [3, 1], "repaired")
+    assert [p for _, _, _, p, _ in rows(conn, qid)] == [2, None, 1, None]
+    assert conn.execute("SELECT selection_status FROM queries").fetchone() == ("repaired",)
+
+
+def test_thumbs_up_learns_and_correction_replaces(conn):
+    q = "how do I rotate the database password?"
+    for answer in ("Use the vault CLI [1].", "Use the vault CLI [1]."):
+        qid = log_query(conn, q, cands(), "similarity")
+        record_feedback(conn, qid, answer=answer, rating=1)
+    assert conn.execute("SELECT answer, quality_score FROM learned_qa").fetchall() == [("Use the vault CLI [1].", 2)]
+    qid = log_query(conn, q, cands(), "similarity")
+    record_feedback(conn, qid, rating=-1, correction="Run `pai rotate` instead.")
+    assert conn.execute("SELECT answer, quality_score FROM learned_qa").fetchall() == [("Run `pai rotate` instead.", 2)]
+    related = learned_answers(conn, "rotate database password")
+    assert [a for _, a, _ in related] == ["Run `pai rotate` instead."] and related[0][2] >= 0.15
+    assert learned_answers(conn, "bananas in pyjamas") == []
+    assert counters(conn) == {"learned_qa_count": 1, "queries": 3, "use_count": 2, "corrections": 1, "fallback_rate": 0.0}
