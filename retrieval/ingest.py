@@ -106,12 +106,31 @@ def ingest_paths(
             sources += [s for s in store.sources_for_paths(conn, [abspath]).get(abspath, []) if s not in now]
     report.documents_deleted, report.chunks_deleted = store.delete_sources(conn, sources)
 
+    _ingest_batches(conn, docs, params, search, embedder, report, progress)
+    report.seconds = time.perf_counter() - t0
+    return report
+
+
+def ingest_documents(
+    conn: psycopg.Connection,
+    docs: list[Document],
+    params: IngestParams,
+    search: SearchParams,
+    embedder: Embedder,
+) -> IngestReport:
+    """Ingest documents that come from no file (the service's webhook notes)."""
+    t0 = time.perf_counter()
+    report = IngestReport()
+    _ingest_batches(conn, docs, params, search, embedder, report, None)
+    report.seconds = time.perf_counter() - t0
+    return report
+
+
+def _ingest_batches(conn, docs, params, search, embedder, report, progress) -> None:
     for start in range(0, len(docs), params.batch_docs):
         _ingest_batch(conn, docs[start : start + params.batch_docs], params, search, embedder, report)
         if progress:
             progress(min(start + params.batch_docs, len(docs)), len(docs))
-    report.seconds = time.perf_counter() - t0
-    return report
 
 
 def _gone_paths(conn, paths: list[Path], files: list[Path], missing: list[Path], report: IngestReport) -> list[str]:

@@ -132,6 +132,33 @@ def query(
             console.print(f"staging file: {o['staging_file']}")
 
 
+@app.command()
+def serve(
+    host: Annotated[str, typer.Option(help="bind address (loopback by default)")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="port")] = 8484,
+    inline: Annotated[bool, typer.Option("--inline", help="wait for the selector (with a timeout) instead of selecting in the background")] = False,
+    selector: Annotated[str, typer.Option(help="selector backend")] = "similarity",
+    timeout: Annotated[float, typer.Option(help="selector timeout, seconds")] = 30.0,
+    params: ParamsOpt = Path("params.yaml"),
+) -> None:
+    """Run the retrieval service (HTTP API; OpenAPI docs at /docs)."""
+    import uvicorn
+
+    from serving.app import create_app
+    from serving.selectors import build_selector
+    from serving.server import build_service
+
+    try:
+        service = build_service(params, build_selector(selector), inline=inline, timeout_s=timeout)
+    except (ParamsError, DatabaseError, ValueError) as e:
+        _fail(str(e))
+    if host not in ("127.0.0.1", "localhost", "::1"):
+        console.print(f"[yellow]warning:[/yellow] listening on {host}, beyond loopback")
+    console.print(f"pai serve: http://{host}:{port}  (docs: /docs, selector: {service.picker.selector.version}, "
+                  f"{'inline' if inline else 'background'} selection)")  # fmt: skip
+    uvicorn.run(create_app(service), host=host, port=port, log_level="info")
+
+
 @bench_app.command("retrieval")
 def bench_retrieval(
     vectors: Annotated[int, typer.Option(help="table size (real MiniLM embeddings, topped up by mixtures)")] = 100_000,

@@ -1,0 +1,99 @@
+"""Running the selector without ever failing the query: timeouts, crashes and garbage become the
+similarity order, counted; picks are cached by query so the next same query is served the pick."""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from collections import Counter, OrderedDict
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass
+from typing import Callable
+
+from retrieval.search import Candidate
+from retrieval.selection import PromptCandidate, Selection, parse_selection, render_messages, similarity_order
+
+from .selectors import Selector
+
+
+@dataclass(frozen=True)
+class Pick:
+    version: str  # the selector that made it
+    selection: Selection  # numbers into the candidates it was shown, 1-based
+    chunk_ids: tuple[int, ...]
+    ranks: tuple[int, ...]  # the picked candidates' retrieval ranks
+    seconds: float
+
+
+def query_key(query: str) -> str:
+    """Same query, same topic: case and spacing do not matter."""
+    return re.sub(r"\s+", " ", query.strip().lower())
+
+
+class Picker:
+    def __init__(self, selector: Selector, k: int = 5, chunk_tokens: int = 200, timeout_s: float = 30.0, cache_size: int = 10_000):
+        self.selector = selector  # swapped by reference (hot-swap); read once per selection
+        self.k, self.chunk_tokens, self.timeout_s = k, chunk_tokens, timeout_s
+        self.counts: Counter = Counter()  # ok / repaired / fallback / timeout / error / cached
+        self._cache: OrderedDict[str, Pick] = OrderedDict()
+        self._cache_size = cache_size
+        self._lock = threading.Lock()
+        self._generate_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="selector")
+        self._background = ThreadPoolExecutor(max_workers=1, thread_name_prefix="select-bg")
+
+    def cached(self, query: str, candidates: list[Candidate]) -> Pick | None:
+        """The cached pick for this query, if all its chunks are still among the candidates."""
+        with self._lock:
+            pick = self._cache.get(query_key(query))
+        if pick and set(pick.chunk_ids) <= {c.chunk_id for c in candidates}:
+            self._count("cached")
+            return pick
+        return None
+
+    def select(self, query: str, candidates: list[Candidate]) -> Pick:
+        """Run the current selector on `candidates` (numbered 1..N in this order); never raises."""
+        selector = self.selector
+        n = len(candidates)
+        messages = render_messages(query, [PromptCandidate(c.source, c.heading, c.text) for c in candidates], self.k, self.chunk_tokens)
+        t0 = time.perf_counter()
+        try:
+            raw = self._generate_pool.submit(selector.generate, messages, n, self.k).result(timeout=self.timeout_s)
+            selection = parse_selection(raw, n, self.k)
+        except FutureTimeout:
+            selection = Selection(similarity_order(n, self.k), "fallback", f"selector timed out after {self.timeout_s:g} s")
+            self._count("timeout")
+        except Exception as e:  # noqa: BLE001 - any backend failure must fall back, and is counted
+            selection = Selection(similarity_order(n, self.k), "fallback", f"selector failed: {type(e).__name__}: {e}"[:200])
+            self._count("error")
+        self._count(selection.status)
+        picked = [candidates[i - 1] for i in selection.selected]
+        pick = Pick(selector.version, selection, tuple(c.chunk_id for c in picked), tuple(c.rank for c in picked), time.perf_counter() - t0)
+        if selection.status != "fallback":
+            with self._lock:
+                self._cache[query_key(query)] = pick
+                self._cache.move_to_end(query_key(query))
+                while len(self._cache) > self._cache_size:
+                    self._cache.popitem(last=False)
+        return pick
+
+    def select_later(self, query: str, candidates: list[Candidate], done: Callable[[Pick], None]) -> None:
+        """Select in the background; `done` gets the pick (its errors are counted, not raised)."""
+
+        def work() -> None:
+            pick = self.select(query, candidates)
+            try:
+                done(pick)
+            except Exception:  # noqa: BLE001
+                self._count("log_error")
+
+        self._background.submit(work)
+
+    def _count(self, what: str) -> None:
+        with self._lock:
+            self.counts[what] += 1
+
+    def close(self) -> None:
+        self._background.shutdown(wait=True, cancel_futures=False)
+        self._generate_pool.shutdown(wait=False, cancel_futures=True)

@@ -1,0 +1,65 @@
+"""Building the service from params and running it under uvicorn (in the foreground for `pai serve`,
+in a thread for tests, the replay and the benchmarks)."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from pathlib import Path
+
+import uvicorn
+
+from retrieval.db import database_url
+from retrieval.embed import get_embedder
+from retrieval.params import EmbedParams, IngestParams, SearchParams, StagingParams, load_section
+
+from .app import Service, create_app
+from .picker import Picker
+from .selectors import Selector, SimilaritySelector
+
+
+def build_service(params: Path, selector: Selector | None = None, inline: bool = False,
+                  staging_dir: Path | None = None, timeout_s: float = 30.0) -> Service:  # fmt: skip
+    sp = load_section(params, "search", SearchParams)
+    st = load_section(params, "staging", StagingParams)
+    if staging_dir is not None:
+        st = StagingParams(dir=str(staging_dir), git=st.git)
+    return Service(
+        db_url=database_url(),
+        embedder=get_embedder(load_section(params, "embed", EmbedParams).batch_size),
+        picker=Picker(selector or SimilaritySelector(), timeout_s=timeout_s),
+        search=sp,
+        ingest=load_section(params, "ingest", IngestParams),
+        staging=st,
+        inline=inline,
+    )
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+class BackgroundServer:
+    """uvicorn in a daemon thread on a free loopback port; `with` starts and stops it."""
+
+    def __init__(self, service: Service, host: str = "127.0.0.1", port: int | None = None):
+        self.port = port or free_port(host)
+        self.url = f"http://{host}:{self.port}"
+        self.server = uvicorn.Server(uvicorn.Config(create_app(service), host=host, port=self.port, log_level="warning"))
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    def __enter__(self) -> "BackgroundServer":
+        self.thread.start()
+        deadline = time.monotonic() + 60
+        while not self.server.started:
+            if not self.thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("service did not start")
+            time.sleep(0.02)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=30)
