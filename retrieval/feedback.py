@@ -58,7 +58,10 @@ def log_query(
 def record_pick(conn: psycopg.Connection, query_id: int, picked: list[int], status: str) -> None:
     """The selector's pick (candidate ranks, best first), when it arrives after the answer."""
     with conn.transaction():
-        n = _candidate_count(conn, query_id)
+        # lock the query row first, as record_feedback does: the same lock order, no deadlock
+        if conn.execute("SELECT 1 FROM queries WHERE id = %s FOR UPDATE", (query_id,)).fetchone() is None:
+            raise FeedbackError(f"unknown query id {query_id}")
+        (n,) = conn.execute("SELECT count(*) FROM query_candidates WHERE query_id = %s", (query_id,)).fetchone()
         bad = [r for r in picked if not 1 <= r <= n]
         if bad:
             raise FeedbackError(f"query {query_id}: picked ranks {bad} are not among its {n} candidates")
@@ -133,10 +136,3 @@ def counters(conn: psycopg.Connection) -> dict[str, float]:
     ).fetchone()
     return {"learned_qa_count": learned, "queries": queries, "use_count": used, "corrections": corrections,
             "fallback_rate": round(fallbacks / queries, 4) if queries else 0.0}  # fmt: skip
-
-
-def _candidate_count(conn: psycopg.Connection, query_id: int) -> int:
-    (n,) = conn.execute("SELECT count(*) FROM query_candidates WHERE query_id = %s", (query_id,)).fetchone()
-    if not n and conn.execute("SELECT 1 FROM queries WHERE id = %s", (query_id,)).fetchone() is None:
-        raise FeedbackError(f"unknown query id {query_id}")
-    return n

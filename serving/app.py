@@ -115,7 +115,8 @@ def create_app(service: Service) -> FastAPI:
     @app.exception_handler(psycopg.OperationalError)
     @app.exception_handler(DatabaseError)
     async def db_down(request: Request, exc: Exception):
-        return JSONResponse({"error": f"database unavailable: {str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__}"}, 503)
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        return JSONResponse({"error": f"database: {first}"}, 503)
 
     @app.get("/health")
     def health() -> dict:

@@ -159,6 +159,113 @@ def serve(
     uvicorn.run(create_app(service), host=host, port=port, log_level="info")
 
 
+@app.command()
+def simulate(
+    benchmark: Annotated[str, typer.Option(help="scifact or hotpotqa")] = "scifact",
+    split: Annotated[str, typer.Option(help="which queries to replay")] = "train",
+    url: Annotated[Optional[str], typer.Option(help="a running service; default: start one in-process")] = None,
+    limit: Annotated[Optional[int], typer.Option(help="replay only the first N queries")] = None,
+    corpus_limit: Annotated[Optional[int], typer.Option(help="ingest only the relevant documents + N others")] = None,
+    benchmark_dir: Annotated[Path, typer.Option(help="the shared benchmark folder")] = Path("../shared/benchmark"),
+    params: ParamsOpt = Path("params.yaml"),
+    as_json: Annotated[bool, typer.Option("--json", help="print the summary as JSON")] = False,
+) -> None:
+    """Replay benchmark queries through /query and post qrels-based feedback: a realistic feedback log."""
+    from eval.replay import benchmark_files, corpus_documents, load_queries, replay
+    from retrieval.db import connect
+    from retrieval.ingest import ingest_documents
+    from serving.server import BackgroundServer, build_service
+
+    try:
+        queries = load_queries(benchmark_dir, benchmark, split)[:limit]
+        service = build_service(params)
+        docs = corpus_documents(benchmark_files(benchmark_dir, benchmark), queries, corpus_limit, service.ingest.max_file_bytes)
+        with progress_bar() as bar:
+            task = bar.add_task(f"1. ingest {benchmark} corpus", total=len(docs))
+            with connect(service.db_url) as conn:
+                for start in range(0, len(docs), 512):
+                    ingest_documents(conn, docs[start : start + 512], service.ingest, service.search, service.embedder)
+                    bar.update(task, completed=min(start + 512, len(docs)))
+            task = bar.add_task(f"2. replay {len(queries)} {split} queries", total=len(queries))
+            if url:
+                summary = replay(url, queries, lambda: bar.advance(task))
+            else:
+                with BackgroundServer(service) as srv:
+                    summary = replay(srv.url, queries, lambda: bar.advance(task))
+    except (ParamsError, DatabaseError, FileNotFoundError, ValueError) as e:
+        _fail(str(e))
+    for err in summary.errors[:5]:
+        console.print(f"[yellow]failed:[/yellow] {err}")
+    if as_json:
+        print(json.dumps(summary.as_dict(), indent=2))
+    else:
+        t = Table(title=f"replay {benchmark} {split}", show_header=False)
+        for k, v in summary.as_dict().items():
+            t.add_row(k, str(v))
+        console.print(t)
+
+
+hooks_app = typer.Typer(no_args_is_help=True, help="Git hooks that keep the index current.")
+app.add_typer(hooks_app, name="hooks")
+
+
+@app.command()
+def watch(
+    inbox: Annotated[Path, typer.Argument(help="folder to watch; files move to processed/ or failed/")],
+    params: ParamsOpt = Path("params.yaml"),
+) -> None:
+    """Ingest every file dropped into INBOX (Ctrl-C to stop)."""
+    import threading
+
+    from retrieval.db import connect
+    from retrieval.embed import get_embedder
+    from retrieval.params import EmbedParams, IngestParams, SearchParams, load_section
+    from serving.live import process_inbox_file
+    from serving.live import watch as watch_inbox
+
+    if not inbox.is_dir():
+        _fail(f"{inbox}: not a folder")
+    try:
+        ip = load_section(params, "ingest", IngestParams)
+        sp = load_section(params, "search", SearchParams)
+        embedder = get_embedder(load_section(params, "embed", EmbedParams).batch_size)
+        conn = connect()
+    except (ParamsError, DatabaseError) as e:
+        _fail(str(e))
+
+    def handle(path: Path) -> None:
+        where, report, error = process_inbox_file(conn, path, inbox, ip, sp, embedder)
+        if error:
+            console.print(f"[red]failed:[/red] {path.name}: {error} -> {where}")
+        else:
+            console.print(f"ingested {path.name}: {report.chunks_inserted} chunks -> {where}")
+
+    console.print(f"watching {inbox} (Ctrl-C to stop)")
+    stop = threading.Event()
+    try:
+        watch_inbox(inbox, handle, stop)
+    except KeyboardInterrupt:
+        stop.set()
+    finally:
+        conn.close()
+
+
+@hooks_app.command("install")
+def hooks_install(
+    repo: Annotated[Path, typer.Argument(help="git repository whose commits to ingest")] = Path("."),
+    params: ParamsOpt = Path("params.yaml"),
+) -> None:
+    """Add a post-commit hook that re-ingests the files each commit touches."""
+    from retrieval.db import pai_home
+    from serving.live import install_hook
+
+    try:
+        hook = install_hook(repo, params, pai_home())
+    except ValueError as e:
+        _fail(str(e))
+    console.print(f"installed {hook}")
+
+
 @bench_app.command("retrieval")
 def bench_retrieval(
     vectors: Annotated[int, typer.Option(help="table size (real MiniLM embeddings, topped up by mixtures)")] = 100_000,

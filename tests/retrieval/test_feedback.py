@@ -67,3 +67,28 @@ def test_thumbs_up_learns_and_correction_replaces(conn):
     assert [a for _, a, _ in related] == ["Run `pai rotate` instead."] and related[0][2] >= 0.15
     assert learned_answers(conn, "bananas in pyjamas") == []
     assert counters(conn) == {"learned_qa_count": 1, "queries": 3, "use_count": 2, "corrections": 1, "fallback_rate": 0.0}
+
+
+def test_pick_and_feedback_racing_on_one_query_never_deadlock(db_url, conn):
+    import threading
+
+    from retrieval.db import connect
+
+    qid = log_query(conn, "race", cands(), "similarity")
+    errors = []
+
+    def hammer(fn):
+        with connect(db_url) as c:
+            for _ in range(40):
+                try:
+                    fn(c)
+                except Exception as e:  # noqa: BLE001
+                    errors.append(e)
+
+    threads = [threading.Thread(target=hammer, args=(lambda c: record_pick(c, qid, [2, 1], "ok"),)),
+               threading.Thread(target=hammer, args=(lambda c: record_feedback(c, qid, used_chunk_ids=[101], rating=1),))]  # fmt: skip
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
