@@ -336,6 +336,30 @@ def cycle(
     console.print(t)
 
 
+@bench_app.command("serve")
+def bench_serve(
+    clients: Annotated[Optional[list[int]], typer.Option("--clients", help="concurrent clients (repeat to compare)")] = None,
+    duration: Annotated[float, typer.Option(help="seconds of load per client count")] = 30.0,
+    notes: Annotated[int, typer.Option(help="webhook notes for ingest-to-searchable latency")] = 50,
+    benchmark_dir: Annotated[Path, typer.Option(help="the shared benchmark folder")] = Path("../shared/benchmark"),
+    params: ParamsOpt = Path("params.yaml"),
+    as_json: Annotated[bool, typer.Option("--json", help="print results as JSON")] = False,
+) -> None:
+    """/query latency and throughput under concurrent clients; webhook ingest-to-searchable latency."""
+    from eval.bench_serve import print_table, run
+    from eval.retrieval_eval import load_scifact
+
+    try:
+        queries = [q for _, q, _ in load_scifact(benchmark_dir, "test")]
+        result = run(params, queries, clients or [1, 4, 20], duration, notes)
+    except (FileNotFoundError, RuntimeError) as e:
+        _fail(str(e))
+    if as_json:
+        print(json.dumps(result, indent=2))
+    else:
+        print_table(result, console)
+
+
 def main() -> None:  # pragma: no cover - console entry
     app()
 

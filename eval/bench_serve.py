@@ -1,0 +1,126 @@
+"""`pai bench serve`: the service under concurrent load, measured from outside it.
+
+Starts `pai serve` as its own process on loopback (so the load generator does not share its
+interpreter), sends real SciFact claims from N client threads for D seconds through the full
+/query path (embed, hybrid search, staging file, feedback log, background selector), then measures
+webhook ingest-to-searchable latency: POST /ingest a new note, then /query for it until it is found.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import numpy as np
+
+from serving.server import free_port
+
+WORDS = "amber basalt cobalt dune ember fjord garnet helix indigo jasper krypton lumen magma nebula onyx prism quartz".split()
+
+
+def start_service(params: Path, port: int) -> subprocess.Popen:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "serving.cli", "serve", "--port", str(port), "--params", str(params)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=os.environ.copy(),
+    )  # fmt: skip
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"pai serve exited: {proc.stderr.read()[-500:]}")
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
+                return proc
+        except httpx.HTTPError:
+            time.sleep(0.2)
+    proc.kill()
+    raise RuntimeError("pai serve did not become healthy in 120 s")
+
+
+def load(url: str, queries: list[str], clients: int, seconds: float) -> dict:
+    latencies: list[float] = []
+    errors: list[str] = []
+    lock = threading.Lock()
+    deadline = time.monotonic() + seconds
+
+    def client(i: int) -> None:
+        rng = random.Random(i)
+        with httpx.Client(base_url=url, timeout=30) as c:
+            while time.monotonic() < deadline:
+                t0 = time.perf_counter()
+                try:
+                    r = c.post("/query", json={"query": rng.choice(queries)})
+                    ok = r.status_code == 200
+                except httpx.HTTPError as e:
+                    ok, r = False, e
+                dt = time.perf_counter() - t0
+                with lock:
+                    (latencies.append(dt) if ok else errors.append(str(r)[:200]))
+
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
+    t0 = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    wall = time.perf_counter() - t0
+    ms = np.array(latencies) * 1000
+    return {"clients": clients, "seconds": round(wall, 1), "requests": len(latencies), "errors": len(errors),
+            "requests_per_s": round(len(latencies) / wall, 1), "p50_ms": round(float(np.percentile(ms, 50)), 1),
+            "p95_ms": round(float(np.percentile(ms, 95)), 1), "p99_ms": round(float(np.percentile(ms, 99)), 1)}  # fmt: skip
+
+
+def ingest_to_searchable(url: str, notes: int, seed: int = 0) -> dict:
+    rng = random.Random(seed)
+    times = []
+    with httpx.Client(base_url=url, timeout=30) as c:
+        for i in range(notes):
+            words = " ".join(rng.sample(WORDS, 6))
+            source = f"bench-note-{seed}-{i}-{rng.getrandbits(32):08x}"
+            text = f"# Field note {source}\n\nThe {words} survey found {rng.randint(10, 999)} samples near the ridge."
+            t0 = time.perf_counter()
+            c.post("/ingest", json={"source": source, "text": text}).raise_for_status()
+            while True:
+                r = c.post("/query", json={"query": text}).json()
+                if any(cand["source"] == f"webhook:{source}" for cand in r["candidates"][:1]):
+                    break
+                if time.perf_counter() - t0 > 10:
+                    raise RuntimeError(f"note {source} not searchable after 10 s")
+            times.append(time.perf_counter() - t0)
+    ms = np.array(times) * 1000
+    return {"notes": notes, "p50_ms": round(float(np.percentile(ms, 50)), 1), "p95_ms": round(float(np.percentile(ms, 95)), 1)}
+
+
+def run(params: Path, queries: list[str], clients: list[int], seconds: float, notes: int) -> dict:
+    port = free_port()
+    proc = start_service(params, port)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        chunks = httpx.get(f"{url}/health").json()["chunks"]
+        rows = [load(url, queries, n, seconds) for n in clients]
+        ingest = ingest_to_searchable(url, notes)
+        stats = httpx.get(f"{url}/stats").json()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    return {"chunks": chunks, "load": rows, "ingest_to_searchable": ingest, "selector": stats["selector"],
+            "targets": {"query_p50_ms": 25, "ingest_to_searchable_p95_ms": 1000}}  # fmt: skip
+
+
+def print_table(result: dict, console) -> None:
+    from rich.table import Table
+
+    t = Table(title=f"/query under load ({result['chunks']:,} chunks, similarity selector in the background)")
+    for col in ("clients", "seconds", "requests", "errors", "req/s", "p50 ms", "p95 ms", "p99 ms"):
+        t.add_column(col, justify="right")
+    for r in result["load"]:
+        t.add_row(*(str(r[k]) for k in ("clients", "seconds", "requests", "errors", "requests_per_s", "p50_ms", "p95_ms", "p99_ms")))
+    console.print(t)
+    i = result["ingest_to_searchable"]
+    console.print(f"webhook ingest-to-searchable over {i['notes']} notes: p50 {i['p50_ms']} ms, p95 {i['p95_ms']} ms "
+                  f"| targets: /query p50 <= 25 ms, ingest-to-searchable p95 <= 1000 ms")  # fmt: skip
