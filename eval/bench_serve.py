@@ -12,6 +12,7 @@ import os
 import random
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -19,14 +20,15 @@ from pathlib import Path
 import httpx
 import numpy as np
 
+from retrieval.db import connect
 from serving.server import free_port
 
-WORDS = "amber basalt cobalt dune ember fjord garnet helix indigo jasper krypton lumen magma nebula onyx prism quartz".split()
+NOTE_PREFIX = "bench-note-"
 
-
-def start_service(params: Path, port: int) -> subprocess.Popen:
+def start_service(params: Path, port: int, staging_dir: Path) -> subprocess.Popen:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "serving.cli", "serve", "--port", str(port), "--params", str(params)],
+        [sys.executable, "-m", "serving.cli", "serve", "--port", str(port), "--params", str(params),
+         "--staging-dir", str(staging_dir)],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=os.environ.copy(),
     )  # fmt: skip
     deadline = time.monotonic() + 120
@@ -75,16 +77,22 @@ def load(url: str, queries: list[str], clients: int, seconds: float) -> dict:
             "p95_ms": round(float(np.percentile(ms, 95)), 1), "p99_ms": round(float(np.percentile(ms, 99)), 1)}  # fmt: skip
 
 
-def ingest_to_searchable(url: str, notes: int, seed: int = 0) -> dict:
+def ingest_to_searchable(url: str, texts: list[str], notes: int, seed: int = 0) -> dict:
+    """Each note is a distinct real sentence; one that dedup skips (already stored) is passed over."""
     rng = random.Random(seed)
-    times = []
+    times, skipped = [], 0
     with httpx.Client(base_url=url, timeout=30) as c:
-        for i in range(notes):
-            words = " ".join(rng.sample(WORDS, 6))
-            source = f"bench-note-{seed}-{i}-{rng.getrandbits(32):08x}"
-            text = f"# Field note {source}\n\nThe {words} survey found {rng.randint(10, 999)} samples near the ridge."
+        for i, sentence in enumerate(rng.sample(texts, len(texts))):
+            if len(times) == notes:
+                break
+            source = f"{NOTE_PREFIX}{seed}-{i}"
+            text = f"# Field note {i}\n\n{sentence} (observed {rng.randint(10, 999)} times)"
             t0 = time.perf_counter()
-            c.post("/ingest", json={"source": source, "text": text}).raise_for_status()
+            r = c.post("/ingest", json={"source": source, "text": text})
+            r.raise_for_status()
+            if r.json()["chunks_inserted"] != 1:
+                skipped += 1
+                continue
             while True:
                 r = c.post("/query", json={"query": text}).json()
                 if any(cand["source"] == f"webhook:{source}" for cand in r["candidates"][:1]):
@@ -92,22 +100,33 @@ def ingest_to_searchable(url: str, notes: int, seed: int = 0) -> dict:
                 if time.perf_counter() - t0 > 10:
                     raise RuntimeError(f"note {source} not searchable after 10 s")
             times.append(time.perf_counter() - t0)
+    if not times:
+        raise RuntimeError("every note was skipped as a duplicate")
     ms = np.array(times) * 1000
-    return {"notes": notes, "p50_ms": round(float(np.percentile(ms, 50)), 1), "p95_ms": round(float(np.percentile(ms, 95)), 1)}
+    return {"notes": len(times), "skipped_as_duplicate": skipped,
+            "p50_ms": round(float(np.percentile(ms, 50)), 1), "p95_ms": round(float(np.percentile(ms, 95)), 1)}  # fmt: skip
 
 
 def run(params: Path, queries: list[str], clients: list[int], seconds: float, notes: int) -> dict:
+    """Benchmark, then remove what it wrote (its queries, its notes, its staging files), so the
+    feedback log that trains the selector holds no benchmark traffic."""
     port = free_port()
-    proc = start_service(params, port)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        chunks = httpx.get(f"{url}/health").json()["chunks"]
-        rows = [load(url, queries, n, seconds) for n in clients]
-        ingest = ingest_to_searchable(url, notes)
-        stats = httpx.get(f"{url}/stats").json()
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+    with connect() as conn:
+        (last_query,) = conn.execute("SELECT coalesce(max(id), 0) FROM queries").fetchone()
+    with tempfile.TemporaryDirectory() as staging_dir:
+        proc = start_service(params, port, Path(staging_dir))
+        url = f"http://127.0.0.1:{port}"
+        try:
+            chunks = httpx.get(f"{url}/health").json()["chunks"]
+            rows = [load(url, queries, n, seconds) for n in clients]
+            ingest = ingest_to_searchable(url, queries, notes, seed=time.time_ns())
+            stats = httpx.get(f"{url}/stats").json()
+        finally:
+            proc.terminate()
+            proc.wait(timeout=30)
+            with connect() as conn:
+                conn.execute("DELETE FROM queries WHERE id > %s", (last_query,))
+                conn.execute("DELETE FROM documents WHERE starts_with(source, %s)", (f"webhook:{NOTE_PREFIX}",))
     return {"chunks": chunks, "load": rows, "ingest_to_searchable": ingest, "selector": stats["selector"],
             "targets": {"query_p50_ms": 25, "ingest_to_searchable_p95_ms": 1000}}  # fmt: skip
 

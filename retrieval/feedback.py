@@ -46,12 +46,12 @@ def log_query(
             " VALUES (%s, %s, %s, %s, %s) RETURNING id",
             (text, selector_version, prompt_version, selection_status, staging_path),
         ).fetchone()
-        with conn.cursor() as cur:
-            cur.executemany(
-                "INSERT INTO query_candidates (query_id, rank, chunk_id, content_hash, score, pick_rank)"
-                " VALUES (%s, %s, %s, %s, %s, %s)",
-                [(qid, c.rank, c.chunk_id, c.content_hash, c.score, pick.get(c.rank)) for c in candidates],
-            )
+        conn.execute(  # one statement for all N candidates (this is on the query path)
+            "INSERT INTO query_candidates (query_id, rank, chunk_id, content_hash, score, pick_rank)"
+            " SELECT %s, * FROM unnest(%s::int[], %s::bigint[], %s::text[], %s::real[], %s::int[])",
+            (qid, [c.rank for c in candidates], [c.chunk_id for c in candidates], [c.content_hash for c in candidates],
+             [c.score for c in candidates], [pick.get(c.rank) for c in candidates]),
+        )  # fmt: skip
     return qid
 
 
@@ -65,9 +65,10 @@ def record_pick(conn: psycopg.Connection, query_id: int, picked: list[int], stat
         bad = [r for r in picked if not 1 <= r <= n]
         if bad:
             raise FeedbackError(f"query {query_id}: picked ranks {bad} are not among its {n} candidates")
-        conn.execute("UPDATE query_candidates SET pick_rank = NULL WHERE query_id = %s", (query_id,))
-        for i, r in enumerate(picked, start=1):
-            conn.execute("UPDATE query_candidates SET pick_rank = %s WHERE query_id = %s AND rank = %s", (i, query_id, r))
+        conn.execute(  # position in the pick, NULL for the candidates not picked
+            "UPDATE query_candidates SET pick_rank = array_position(%s::int[], rank) WHERE query_id = %s",
+            (picked, query_id),
+        )
         conn.execute("UPDATE queries SET selection_status = %s, updated_at = now() WHERE id = %s", (status, query_id))
 
 
@@ -121,11 +122,13 @@ def record_feedback(
 
 def learned_answers(conn: psycopg.Connection, query: str, limit: int = 3) -> list[tuple[str, str, float]]:
     """(question, answer, similarity) of learned Q&A related to `query`, best first."""
-    return conn.execute(
-        "SELECT question, answer, similarity(question, %s) AS s FROM learned_qa"
-        " WHERE similarity(question, %s) >= %s ORDER BY s DESC, quality_score DESC LIMIT %s",
-        (query, query, LEARNED_QA_MIN_SIMILARITY, limit),
-    ).fetchall()
+    with conn.transaction():  # `%` uses the trigram index with this threshold
+        conn.execute(f"SET LOCAL pg_trgm.similarity_threshold = {LEARNED_QA_MIN_SIMILARITY}")
+        return conn.execute(
+            "SELECT question, answer, similarity(question, %s) AS s FROM learned_qa"
+            " WHERE question %% %s ORDER BY s DESC, quality_score DESC LIMIT %s",
+            (query, query, limit),
+        ).fetchall()
 
 
 def counters(conn: psycopg.Connection) -> dict[str, float]:

@@ -69,9 +69,9 @@ _KEYWORD_SQL = {
     # ts_rank with log-length normalisation (flag 1). On SciFact test this fused nDCG@10 0.700 vs
     # 0.608 for ts_rank_cd and 0.663 for vector alone (`pai cycle`).
     "fts": """
-        SELECT id FROM chunks,
+        SELECT chunk_id FROM chunk_terms,
              to_tsquery('english', replace(plainto_tsquery('english', %(q)s)::text, '&', '|')) AS q
-        WHERE tsv @@ q ORDER BY ts_rank(tsv, q, 1) DESC, id LIMIT %(k)s
+        WHERE tsv @@ q ORDER BY ts_rank(tsv, q, 1) DESC, chunk_id LIMIT %(k)s
     """,
     "trgm": """
         SELECT id FROM chunks WHERE %(q)s <%% text
@@ -86,7 +86,23 @@ def search(conn: psycopg.Connection, embedder: Embedder, query: str, params: Sea
     return search_vector(conn, query, qvec, params)
 
 
-def search_vector(conn: psycopg.Connection, query: str, qvec: np.ndarray, params: SearchParams) -> SearchResult:
+def keyword_rankings(conn: psycopg.Connection, query: str, params: SearchParams) -> list[list[int]]:
+    """The keyword side's chunk-id rankings (none when hybrid is off). It needs no embedding, so the
+    service runs it on another connection while the query is being embedded."""
+    if not params.hybrid or not query.strip():
+        return []
+    sides = ["fts", "trgm"] if params.keyword == "both" else [params.keyword]
+    return [[i for (i,) in conn.execute(_KEYWORD_SQL[side], {"q": query, "k": params.top_k})] for side in sides]
+
+
+def search_vector(
+    conn: psycopg.Connection,
+    query: str,
+    qvec: np.ndarray,
+    params: SearchParams,
+    keyword: list[list[int]] | None = None,
+) -> SearchResult:
+    """Search with an embedded query; `keyword` = rankings already fetched by `keyword_rankings`."""
     with conn.transaction():
         conn.execute(f"SET LOCAL hnsw.ef_search = {int(params.ef_search)}")
         vector_ids = [
@@ -94,13 +110,7 @@ def search_vector(conn: psycopg.Connection, query: str, qvec: np.ndarray, params
                 "SELECT id FROM chunks ORDER BY embedding <=> %s LIMIT %s", (qvec, params.top_k)
             )
         ]  # fmt: skip
-        rankings = [vector_ids]
-        if params.hybrid and query.strip():
-            sides = ["fts", "trgm"] if params.keyword == "both" else [params.keyword]
-            for side in sides:
-                rankings.append(
-                    [i for (i,) in conn.execute(_KEYWORD_SQL[side], {"q": query, "k": params.top_k})]
-                )
+        rankings = [vector_ids] + (keyword_rankings(conn, query, params) if keyword is None else keyword)
         fused = rrf(rankings, params.rrf_k)[: params.top_k]
         rows = conn.execute(
             """

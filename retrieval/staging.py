@@ -10,7 +10,7 @@ import json
 import re
 import secrets
 import subprocess
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -53,7 +53,7 @@ def _comment_json(obj: dict) -> str:
 
 def render(sf: StagingFile, display_root: str | None = None) -> str:
     first = sf.query.split("\n", 1)[0]
-    head = {k: v for k, v in asdict(sf).items() if k != "candidates"}
+    head = {f.name: getattr(sf, f.name) for f in fields(sf) if f.name != "candidates"}
     out = [f"# Query: {first}", "", f"<!-- pai-staging {_comment_json({'version': VERSION, **head})} -->", ""]
     out.append(f"{len(sf.candidates)} candidates at or above threshold {sf.threshold:g}.")
     for c in sf.candidates:
@@ -65,7 +65,7 @@ def render(sf: StagingFile, display_root: str | None = None) -> str:
             "",
             f"## {c.rank}. **{shown}** ({c.score:.3f})",
             f"*lines {c.start_line}–{c.end_line}*" + (f" · {where}" if where else ""),
-            f"<!-- candidate {_comment_json({k: v for k, v in asdict(c).items() if k != 'text'})} -->",
+            f"<!-- candidate {_comment_json({f.name: getattr(c, f.name) for f in fields(c) if f.name != 'text'})} -->",
             "",
         ]
         out += [f"> {line}" if line else ">" for line in c.text.split("\n")]

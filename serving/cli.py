@@ -139,6 +139,7 @@ def serve(
     inline: Annotated[bool, typer.Option("--inline", help="wait for the selector (with a timeout) instead of selecting in the background")] = False,
     selector: Annotated[str, typer.Option(help="selector backend")] = "similarity",
     timeout: Annotated[float, typer.Option(help="selector timeout, seconds")] = 30.0,
+    staging_dir: Annotated[Optional[Path], typer.Option(help="override staging.dir")] = None,
     params: ParamsOpt = Path("params.yaml"),
 ) -> None:
     """Run the retrieval service (HTTP API; OpenAPI docs at /docs)."""
@@ -149,7 +150,7 @@ def serve(
     from serving.server import build_service
 
     try:
-        service = build_service(params, build_selector(selector), inline=inline, timeout_s=timeout)
+        service = build_service(params, build_selector(selector), inline=inline, staging_dir=staging_dir, timeout_s=timeout)
     except (ParamsError, DatabaseError, ValueError) as e:
         _fail(str(e))
     if host not in ("127.0.0.1", "localhost", "::1"):
