@@ -102,7 +102,9 @@ def test_query_feedback_and_rows(serve, conn):
         assert used == [(1, True), (2, False), (3, False), (4, False)]
         learned = client.post("/query", json={"query": "how do bees make honey"}).json()["learned"]
         assert learned and learned[0]["answer"] == "They store nectar as honey [1]."
-        assert (tmp := first["staging_file"]) and open(tmp).read().startswith("# Query: how do bees make honey?")
+        assert open(first["staging_file"]).read().startswith("# Query: how do bees make honey?")
+        paths = client.get("/openapi.json").json()["paths"]
+        assert {"/query", "/feedback", "/ingest", "/health", "/stats"} <= set(paths)
         stats = client.get("/stats").json()
         assert stats["queries"] == 3 and stats["learned_qa_count"] == 1 and stats["selector"]["cached"] >= 1
 

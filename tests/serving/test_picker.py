@@ -1,0 +1,54 @@
+"""The picker: whatever a selector does, a valid pick comes back; good picks are cached per query."""
+
+import json
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from retrieval.search import Candidate
+from serving.picker import Picker, query_key
+
+
+def cands(n):
+    return [Candidate(r, 100 + r, f"/d/{r}.md", None, None, 1, 2, f"text {r}", f"h{r}", 1 - r / 50, 3) for r in range(1, n + 1)]
+
+
+class Echo:
+    version = "echo:1"
+
+    def __init__(self, raw):
+        self.raw = raw
+
+    def generate(self, messages, n, k):
+        if isinstance(self.raw, Exception):
+            raise self.raw
+        return self.raw
+
+
+@settings(max_examples=300, deadline=None)
+@given(raw=st.one_of(st.text(max_size=80), st.builds(lambda xs: json.dumps({"selected": xs}), st.lists(st.integers(-3, 25), max_size=9)),
+                     st.just(ValueError("boom"))), n=st.integers(1, 20))  # fmt: skip
+def test_any_selector_output_gives_a_valid_pick(raw, n):
+    picker = Picker(Echo(raw), k=5, timeout_s=5)
+    try:
+        pick = picker.select("q", cands(n))
+    finally:
+        picker.close()
+    assert len(pick.ranks) <= 5 and len(set(pick.ranks)) == len(pick.ranks)
+    assert set(pick.ranks) <= set(range(1, n + 1))
+    assert pick.chunk_ids == tuple(100 + r for r in pick.ranks)
+    if pick.selection.status == "fallback":
+        assert pick.ranks == tuple(range(1, min(n, 5) + 1))
+
+
+def test_cache_serves_the_same_query_only_while_its_chunks_are_candidates():
+    picker = Picker(Echo('{"selected": [3, 1]}'))
+    try:
+        picker.select("How do  Bees work?", cands(5))
+        assert picker.cached("how do bees work?", cands(5)).chunk_ids == (103, 101)
+        assert picker.cached("how do bees work?", cands(2)) is None  # chunk 103 no longer a candidate
+        assert picker.cached("something else", cands(5)) is None
+        assert picker.counts["ok"] == 1 and picker.counts["cached"] == 1
+    finally:
+        picker.close()
+    assert query_key("  A  b ") == "a b"
