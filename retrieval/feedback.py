@@ -37,14 +37,15 @@ def log_query(
     prompt_version: str | None = None,
     selection_status: str = "pending",
     staging_path: str | None = None,
+    threshold: float | None = None,
 ) -> int:
     """Record a served query with its candidates (and the selector's pick, as candidate ranks)."""
     pick = {r: i for i, r in enumerate(picked or [], start=1)}
     with conn.transaction():
         (qid,) = conn.execute(
-            "INSERT INTO queries (text, selector_version, prompt_version, selection_status, staging_path)"
-            " VALUES (%s, %s, %s, %s, %s) RETURNING id",
-            (text, selector_version, prompt_version, selection_status, staging_path),
+            "INSERT INTO queries (text, selector_version, prompt_version, selection_status, staging_path, threshold)"
+            " VALUES (%s, %s, %s, %s, %s, %s) RETURNING id",
+            (text, selector_version, prompt_version, selection_status, staging_path, threshold),
         ).fetchone()
         conn.execute(  # one statement for all N candidates (this is on the query path)
             "INSERT INTO query_candidates (query_id, rank, chunk_id, content_hash, score, pick_rank)"

@@ -187,7 +187,8 @@ def run_query(service: Service, text: str, inline: bool) -> dict:
     path = staging.write(sf, Path(service.staging.dir), display_root=os.getcwd())
     with service.pool.connection() as conn:
         qid = feedback.log_query(conn, text, result.candidates, version, [c.rank for c in chosen],
-                                 prompt_version=PROMPT_VERSION, selection_status=status, staging_path=str(path))  # fmt: skip
+                                 prompt_version=PROMPT_VERSION, selection_status=status, staging_path=str(path),
+                                 threshold=service.search.threshold)  # fmt: skip
     if status == "pending" and shown:
         service.picker.select_later(text, shown, lambda p: _log_pick(service, qid, p))
     return {

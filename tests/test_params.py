@@ -3,9 +3,12 @@ from pathlib import Path
 import pytest
 
 from retrieval.params import EmbedParams, IngestParams, ParamsError, SearchParams, StagingParams, load_section
+from training.build import BuildParams
+from training.pull import PullParams
 
-REPO = Path(__file__).resolve().parents[2]
-SECTIONS = {"embed": EmbedParams, "ingest": IngestParams, "search": SearchParams, "staging": StagingParams}
+REPO = Path(__file__).resolve().parents[1]
+SECTIONS = {"embed": EmbedParams, "ingest": IngestParams, "search": SearchParams, "staging": StagingParams,
+            "pull": PullParams, "build": BuildParams}  # fmt: skip
 
 
 @pytest.mark.parametrize("section,cls", SECTIONS.items())

@@ -1,0 +1,168 @@
+"""Stage `pull`: feedback log (Postgres) -> data/feedback/feedback.jsonl, incrementally.
+
+The file holds the latest state of every query (merged by query id), so re-running, or killing and
+re-running, loses and duplicates nothing. The watermark (updated_at, id) is kept beside it and only
+moves after the file is in place; rows younger than `lag_seconds` wait for the next pull, so a
+transaction that commits late cannot slip under the watermark.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from retrieval.db import connect
+from retrieval.params import load_section
+from retrieval.scrub import scrub
+
+FEEDBACK_FILE, WATERMARK_FILE, METRICS_FILE = "feedback.jsonl", "watermark.json", "metrics.json"
+CANDIDATE_KEYS = ("rank", "chunk_id", "content_hash", "score", "source", "heading", "text", "pick_rank", "used")
+
+
+@dataclass(frozen=True)
+class PullParams:
+    out: str = "data/feedback"  # folder of feedback.jsonl, watermark.json, metrics.json
+    batch: int = 500  # queries fetched per round trip
+    lag_seconds: float = 5.0  # rows younger than this wait for the next pull
+
+    def problems(self) -> list[str]:
+        return [p for p, bad in (("pull.batch must be >= 1", self.batch < 1), ("pull.lag_seconds must be >= 0", self.lag_seconds < 0)) if bad]
+
+
+_SQL = """
+SELECT q.id, q.text, q.created_at, q.updated_at, q.selector_version, q.prompt_version,
+       q.selection_status, q.threshold, q.rating, q.correction, q.answer,
+       json_agg(json_build_object(
+           'rank', c.rank, 'chunk_id', c.chunk_id, 'content_hash', c.content_hash, 'score', c.score,
+           'source', ch.source, 'heading', ch.heading, 'text', ch.text,
+           'pick_rank', c.pick_rank, 'used', c.used) ORDER BY c.rank)
+FROM queries q
+JOIN query_candidates c ON c.query_id = q.id
+LEFT JOIN chunks ch ON ch.id = c.chunk_id AND ch.content_hash = c.content_hash
+WHERE (q.updated_at, q.id) > (%s, %s) AND q.updated_at < now() - make_interval(secs => %s)
+GROUP BY q.id ORDER BY q.updated_at, q.id LIMIT %s
+"""
+
+
+def to_record(row: tuple, redactions: Counter) -> dict:
+    """One exported query (contract 3, as a file); free text scrubbed again on the way out."""
+    qid, text, created, updated, version, prompt_version, status, threshold, rating, correction, answer, cands = row
+
+    def clean(s: str | None) -> str | None:
+        if s is None:
+            return None
+        r = scrub(s)
+        redactions.update(r.counts)
+        return r.text
+
+    return {
+        "query_id": qid, "query": clean(text), "created_at": created.isoformat(), "updated_at": updated.isoformat(),
+        "selector_version": version, "prompt_version": prompt_version, "selection_status": status,
+        "threshold": threshold, "rating": rating, "correction": clean(correction), "answer": clean(answer),
+        "candidates": [{k: (clean(c[k]) if k == "text" else c[k]) for k in CANDIDATE_KEYS} for c in cands],
+    }  # fmt: skip
+
+
+def check_record(rec: dict) -> str | None:
+    """Why a record cannot be used, or None."""
+    if not isinstance(rec.get("query"), str) or not rec["query"].strip():
+        return "empty query"
+    ranks = [c.get("rank") for c in rec.get("candidates") or []]
+    if not ranks:
+        return "no candidates"
+    if ranks != list(range(1, len(ranks) + 1)):
+        return "candidate ranks are not 1..N"
+    if rec.get("rating") not in (None, -1, 1):
+        return "rating outside -1/+1"
+    return None
+
+
+def merge(old: dict[int, dict], new: list[dict]) -> dict[int, dict]:
+    """Latest state per query id."""
+    out = dict(old)
+    out.update({r["query_id"]: r for r in new})
+    return out
+
+
+def summarize(records: dict[int, dict], pulled: int, skipped: Counter, redactions: Counter) -> dict:
+    cands = [c for r in records.values() for c in r["candidates"]]
+    return {
+        "queries": len(records), "pulled_now": pulled,
+        "with_used": sum(any(c["used"] for c in r["candidates"]) for r in records.values()),
+        "used": sum(c["used"] is True for c in cands), "ignored": sum(c["used"] is False for c in cands),
+        "unlabelled": sum(c["used"] is None for c in cands), "text_missing": sum(c["text"] is None for c in cands),
+        "thumbs_up": sum(r["rating"] == 1 for r in records.values()),
+        "thumbs_down": sum(r["rating"] == -1 for r in records.values()),
+        "skipped": dict(skipped), "redactions": dict(redactions),
+    }  # fmt: skip
+
+
+def read_state(out: Path) -> tuple[dict[int, dict], tuple[str, int]]:
+    records: dict[int, dict] = {}
+    if (out / FEEDBACK_FILE).exists():
+        for line in open(out / FEEDBACK_FILE, encoding="utf-8"):
+            r = json.loads(line)
+            records[r["query_id"]] = r
+    mark = ("-infinity", 0)
+    if (out / WATERMARK_FILE).exists():
+        w = json.loads((out / WATERMARK_FILE).read_text())
+        mark = (w["updated_at"], w["query_id"])
+    return records, mark
+
+
+def write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def pull(params: PullParams, progress=None) -> dict:
+    out = Path(params.out)
+    out.mkdir(parents=True, exist_ok=True)
+    records, mark = read_state(out)
+    skipped, redactions, pulled = Counter(), Counter(), 0
+    with connect() as conn:
+        while True:
+            rows = conn.execute(_SQL, (mark[0], mark[1], params.lag_seconds, params.batch)).fetchall()
+            if not rows:
+                break
+            batch = []
+            for row in rows:
+                rec = to_record(row, redactions)
+                why = check_record(rec)
+                if why:
+                    skipped[why] += 1
+                else:
+                    batch.append(rec)
+            records = merge(records, batch)
+            pulled += len(rows)
+            last = rows[-1]
+            mark = (last[3].isoformat(), last[0])
+            if progress:
+                progress(pulled)
+    # 1. the data, then 2. the watermark: a kill between the two re-pulls rows, which merge absorbs
+    write_atomic(out / FEEDBACK_FILE, "".join(json.dumps(records[k], ensure_ascii=False) + "\n" for k in sorted(records)))
+    write_atomic(out / WATERMARK_FILE, json.dumps({"updated_at": mark[0], "query_id": mark[1]}) + "\n")
+    metrics = summarize(records, pulled, skipped, redactions)
+    write_atomic(out / METRICS_FILE, json.dumps(metrics, indent=2) + "\n")
+    return metrics
+
+
+def main() -> None:
+    from rich.console import Console
+
+    params = load_section("params.yaml", "pull", PullParams)
+    console = Console(stderr=True)
+    with console.status("pulling feedback") as status:
+        metrics = pull(params, lambda n: status.update(f"pulling feedback: {n} queries"))
+    console.print(f"pull: {metrics['pulled_now']} new/updated queries, {metrics['queries']} in {params.out}/{FEEDBACK_FILE} "
+                  f"({metrics['with_used']} with used chunks; skipped {metrics['skipped'] or 0})")  # fmt: skip
+    if metrics["queries"] == 0:
+        raise SystemExit("pull: the feedback log is empty (run `pai simulate` or serve some queries first)")
+
+
+if __name__ == "__main__":
+    main()
