@@ -110,3 +110,33 @@ def replay(base_url: str, queries: list[ReplayQuery], advance: Callable[[], None
             advance()
     s.seconds = time.perf_counter() - t0
     return s
+
+
+def run_replay(
+    params: Path,
+    benchmark_dir: Path,
+    benchmark: str,
+    split: str,
+    bar,
+    url: str | None = None,
+    limit: int | None = None,
+    corpus_limit: int | None = None,
+) -> ReplaySummary:
+    """Ingest the benchmark corpus, then replay `split` through a service (`url`, or one started here)."""
+    from retrieval.db import connect
+    from retrieval.ingest import ingest_documents
+    from serving.server import BackgroundServer, build_service
+
+    queries = load_queries(benchmark_dir, benchmark, split)[:limit]
+    service = build_service(params)
+    docs = corpus_documents(benchmark_files(benchmark_dir, benchmark), queries, corpus_limit, service.ingest.max_file_bytes)
+    task = bar.add_task(f"ingest {benchmark} corpus", total=len(docs))
+    with connect(service.db_url) as conn:
+        for start in range(0, len(docs), 512):
+            ingest_documents(conn, docs[start : start + 512], service.ingest, service.search, service.embedder)
+            bar.update(task, completed=min(start + 512, len(docs)))
+    task = bar.add_task(f"replay {len(queries)} {benchmark} {split} queries", total=len(queries))
+    if url:
+        return replay(url, queries, lambda: bar.advance(task))
+    with BackgroundServer(service) as srv:
+        return replay(srv.url, queries, lambda: bar.advance(task))

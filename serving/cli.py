@@ -172,27 +172,11 @@ def simulate(
     as_json: Annotated[bool, typer.Option("--json", help="print the summary as JSON")] = False,
 ) -> None:
     """Replay benchmark queries through /query and post qrels-based feedback: a realistic feedback log."""
-    from eval.replay import benchmark_files, corpus_documents, load_queries, replay
-    from retrieval.db import connect
-    from retrieval.ingest import ingest_documents
-    from serving.server import BackgroundServer, build_service
+    from eval.replay import run_replay
 
     try:
-        queries = load_queries(benchmark_dir, benchmark, split)[:limit]
-        service = build_service(params)
-        docs = corpus_documents(benchmark_files(benchmark_dir, benchmark), queries, corpus_limit, service.ingest.max_file_bytes)
         with progress_bar() as bar:
-            task = bar.add_task(f"1. ingest {benchmark} corpus", total=len(docs))
-            with connect(service.db_url) as conn:
-                for start in range(0, len(docs), 512):
-                    ingest_documents(conn, docs[start : start + 512], service.ingest, service.search, service.embedder)
-                    bar.update(task, completed=min(start + 512, len(docs)))
-            task = bar.add_task(f"2. replay {len(queries)} {split} queries", total=len(queries))
-            if url:
-                summary = replay(url, queries, lambda: bar.advance(task))
-            else:
-                with BackgroundServer(service) as srv:
-                    summary = replay(srv.url, queries, lambda: bar.advance(task))
+            summary = run_replay(params, benchmark_dir, benchmark, split, bar, url=url, limit=limit, corpus_limit=corpus_limit)
     except (ParamsError, DatabaseError, FileNotFoundError, ValueError) as e:
         _fail(str(e))
     for err in summary.errors[:5]:
@@ -296,45 +280,24 @@ def bench_retrieval(
 def cycle(
     benchmark_dir: Annotated[Path, typer.Option(help="the shared benchmark folder")] = Path("../shared/benchmark"),
     split: Annotated[str, typer.Option(help="SciFact qrels split to evaluate")] = "test",
+    replay: Annotated[Optional[bool], typer.Option("--replay/--no-replay", help="replay SciFact train first (default: only into an empty log)")] = None,
     params: ParamsOpt = Path("params.yaml"),
     as_json: Annotated[bool, typer.Option("--json", help="print results as JSON")] = False,
 ) -> None:
-    """The main job on embedded defaults: ingest the SciFact corpus, then measure retrieval on its
-    queries (vector vs hybrid). Later stages of the retrain cycle extend this command."""
-    from eval.retrieval_eval import evaluate, load_scifact
-    from retrieval.db import connect
-    from retrieval.embed import get_embedder
-    from retrieval.ingest import ingest_paths
-    from retrieval.params import EmbedParams, IngestParams, SearchParams, load_section
+    """The main job on embedded defaults, one retrain cycle: ingest the SciFact corpus, replay its
+    train queries into the feedback log when the log is empty, `dvc repro`, and measure retrieval on
+    the test queries (vector vs hybrid)."""
+    from eval.cycle import print_cycle, run_cycle
 
-    corpus = benchmark_dir / "scifact" / "corpus.jsonl"
-    if not corpus.exists():
-        _fail(f"{corpus}: not found (pass --benchmark-dir)")
     try:
-        ip = load_section(params, "ingest", IngestParams)
-        sp = load_section(params, "search", SearchParams)
-        ep = load_section(params, "embed", EmbedParams)
-        queries = load_scifact(benchmark_dir, split)
-        embedder = get_embedder(ep.batch_size)
-        with connect() as conn, progress_bar() as bar:
-            task = bar.add_task("1. ingest SciFact corpus", total=None)
-            report = ingest_paths(conn, [corpus], ip, sp, embedder, lambda d, t: bar.update(task, completed=d, total=t))
-            task = bar.add_task(f"2. search {len(queries)} {split} queries x 2 systems", total=2 * len(queries))
-            rows = evaluate(conn, embedder, queries, sp, lambda: bar.advance(task))
-    except (ParamsError, DatabaseError, FileNotFoundError) as e:
+        with progress_bar() as bar:
+            result = run_cycle(params, benchmark_dir, split, bar, replay=replay)
+    except (ParamsError, DatabaseError, FileNotFoundError, RuntimeError) as e:
         _fail(str(e))
-    result = {"ingest": report.as_dict(), "retrieval": rows}
     if as_json:
         print(json.dumps(result, indent=2))
-        return
-    console.print(f"ingest: {report.documents:,} documents ({report.documents_new:,} new, {report.documents_unchanged:,} unchanged), "
-                  f"{report.chunks_inserted:,} chunks written, {report.docs_per_second:.1f} docs/s")  # fmt: skip
-    t = Table(title=f"SciFact {split}: first-stage retrieval (top-{sp.top_k} candidates, document level)")
-    for col in rows[0]:
-        t.add_column(col, justify="right")
-    for r in rows:
-        t.add_row(*[str(v) for v in r.values()])
-    console.print(t)
+    else:
+        print_cycle(result, console)
 
 
 @bench_app.command("serve")

@@ -1,0 +1,77 @@
+"""`pai cycle`: one retrain cycle on the embedded defaults, as a new user's main job.
+
+1. ingest the SciFact corpus (unchanged documents write nothing)
+2. replay SciFact train through the service into the feedback log, when the log is empty
+3. `dvc repro`: the pipeline stages in dvc.yaml
+4. first-stage retrieval on SciFact test, vector vs hybrid
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from retrieval.db import connect
+from retrieval.embed import get_embedder
+from retrieval.ingest import ingest_paths
+from retrieval.params import EmbedParams, IngestParams, SearchParams, load_section
+
+from .replay import run_replay
+from .retrieval_eval import evaluate, load_scifact
+
+
+def run_cycle(params: Path, benchmark_dir: Path, split: str, bar, replay: bool | None = None) -> dict:
+    corpus = benchmark_dir / "scifact" / "corpus.jsonl"
+    if not corpus.exists():
+        raise FileNotFoundError(f"{corpus}: not found (pass --benchmark-dir)")
+    ip = load_section(params, "ingest", IngestParams)
+    sp = load_section(params, "search", SearchParams)
+    embedder = get_embedder(load_section(params, "embed", EmbedParams).batch_size)
+    queries = load_scifact(benchmark_dir, split)
+    result: dict = {}
+    with connect() as conn:
+        task = bar.add_task("1. ingest SciFact corpus", total=None)
+        result["ingest"] = ingest_paths(conn, [corpus], ip, sp, embedder, lambda d, t: bar.update(task, completed=d, total=t)).as_dict()
+        (logged,) = conn.execute("SELECT count(*) FROM queries").fetchone()
+    if replay or (replay is None and logged == 0):
+        result["replay"] = run_replay(params, benchmark_dir, "scifact", "train", bar).as_dict()
+    task = bar.add_task("3. dvc repro", total=1)
+    run = subprocess.run([str(Path(sys.executable).with_name("dvc")), "repro"], capture_output=True, text=True)
+    if run.returncode != 0:
+        raise RuntimeError(f"dvc repro failed:\n{run.stdout[-2000:]}{run.stderr[-2000:]}")
+    bar.update(task, completed=1)
+    result["pipeline"] = {"feedback": _read_json("data/feedback/metrics.json"), "dataset": _read_json("data/datasets/stats.json")}
+    with connect() as conn:
+        task = bar.add_task(f"4. search {len(queries)} {split} queries x 2 systems", total=2 * len(queries))
+        result["retrieval"] = evaluate(conn, embedder, queries, sp, lambda: bar.advance(task))
+    return result
+
+
+def _read_json(path: str) -> dict | None:
+    p = Path(path)
+    return json.loads(p.read_text()) if p.exists() else None
+
+
+def print_cycle(result: dict, console) -> None:
+    from rich.table import Table
+
+    i = result["ingest"]
+    console.print(f"1. ingest: {i['documents']:,} documents ({i['documents_new']:,} new, {i['documents_unchanged']:,} unchanged), "
+                  f"{i['chunks_inserted']:,} chunks written, {i['docs_per_second']} docs/s")  # fmt: skip
+    if r := result.get("replay"):
+        console.print(f"2. replay: {r['queries']} queries ({r['with_used']} with used chunks, {r['errors']} errors) "
+                      f"at {r['queries_per_s']} q/s")  # fmt: skip
+    else:
+        console.print("2. replay: skipped (the feedback log already has queries; --replay forces it)")
+    f, d = result["pipeline"]["feedback"] or {}, result["pipeline"]["dataset"] or {}
+    console.print(f"3. dvc repro: pulled {f.get('queries')} queries; built {d.get('train_examples')} train / "
+                  f"{d.get('val_examples')} val examples, {d.get('pairs')} pairs")  # fmt: skip
+    rows = result["retrieval"]
+    t = Table(title="4. SciFact first-stage retrieval (top-20 candidates, document level)")
+    for col in rows[0]:
+        t.add_column(col, justify="right")
+    for r in rows:
+        t.add_row(*[str(v) for v in r.values()])
+    console.print(t)
