@@ -2,7 +2,7 @@
 
 1. ingest the SciFact corpus (unchanged documents write nothing)
 2. replay SciFact train through the service into the feedback log, when the log is empty
-3. `dvc repro`: the pipeline stages in dvc.yaml
+3. `dvc repro`: the pipeline stages in dvc.yaml (pull, build, train so far)
 4. first-stage retrieval on SciFact test, vector vs hybrid
 """
 
@@ -42,7 +42,8 @@ def run_cycle(params: Path, benchmark_dir: Path, split: str, bar, replay: bool |
     if run.returncode != 0:
         raise RuntimeError(f"dvc repro failed:\n{run.stdout[-2000:]}{run.stderr[-2000:]}")
     bar.update(task, completed=1)
-    result["pipeline"] = {"feedback": _read_json("data/feedback/metrics.json"), "dataset": _read_json("data/datasets/stats.json")}
+    result["pipeline"] = {"feedback": _read_json("data/feedback/metrics.json"), "dataset": _read_json("data/datasets/stats.json"),
+                          "train": _read_json("models/selector/metrics.json")}  # fmt: skip
     with connect() as conn:
         task = bar.add_task(f"4. search {len(queries)} {split} queries x 2 systems", total=2 * len(queries))
         result["retrieval"] = evaluate(conn, embedder, queries, sp, lambda: bar.advance(task))
@@ -65,9 +66,11 @@ def print_cycle(result: dict, console) -> None:
                       f"at {r['queries_per_s']} q/s")  # fmt: skip
     else:
         console.print("2. replay: skipped (the feedback log already has queries; --replay forces it)")
-    f, d = result["pipeline"]["feedback"] or {}, result["pipeline"]["dataset"] or {}
+    f, d, tr = (result["pipeline"][k] or {} for k in ("feedback", "dataset", "train"))
     console.print(f"3. dvc repro: pulled {f.get('queries')} queries; built {d.get('train_examples')} train / "
-                  f"{d.get('val_examples')} val examples, {d.get('pairs')} pairs")  # fmt: skip
+                  f"{d.get('val_examples')} val examples, {d.get('pairs')} pairs; trained ({tr.get('profile')} profile, "
+                  f"{tr.get('base_model')}) {tr.get('steps')} steps in {tr.get('seconds')} s, loss "
+                  f"{tr.get('train_loss_first')} -> {tr.get('train_loss_last')}")  # fmt: skip
     rows = result["retrieval"]
     t = Table(title="4. SciFact first-stage retrieval (top-20 candidates, document level)")
     for col in rows[0]:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from .chunking import approx_tokens
 
-PROMPT_VERSION = "pai-select/1"
+PROMPT_VERSION = "pai-select/2"  # 2: sources shown as their last two path parts
 DEFAULT_K = 5
 
 SYSTEM_TEMPLATE = (
@@ -51,6 +51,11 @@ class PromptCandidate:
     text: str
 
 
+def display_source(source: str) -> str:
+    """What the model sees of a source: its last two path parts ("scifact/corpus.jsonl#42", "docs/setup.md")."""
+    return "/".join([part for part in source.split("/") if part][-2:])
+
+
 def cut_to_tokens(text: str, budget: int) -> str:
     """`text` cut to about `budget` tokens (the same estimate as the retrieval budget), marked with …"""
     if approx_tokens(text) <= budget:
@@ -67,7 +72,7 @@ def render_messages(
     parts = [f"Query: {query.strip()}", "", "Candidates:"]
     for i, c in enumerate(candidates, start=1):
         head = f" — {c.heading}" if c.heading else ""
-        parts += ["", f"[{i}] {c.source}{head}", cut_to_tokens(c.text.strip(), chunk_tokens)]
+        parts += ["", f"[{i}] {display_source(c.source)}{head}", cut_to_tokens(c.text.strip(), chunk_tokens)]
     return [{"role": "system", "content": system}, {"role": "user", "content": "\n".join(parts)}]
 
 

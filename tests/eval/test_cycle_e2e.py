@@ -39,7 +39,8 @@ def test_pai_cycle_in_a_fresh_clone(db_url, benchmark_dir, tmp_path):
     scifact_slice(benchmark_dir / "scifact", tmp_path / "bench" / "scifact")
     (clone / "params.yaml").write_text((clone / "params.yaml").read_text().replace("lag_seconds: 5.0", "lag_seconds: 0.0"))
     venv_bin = Path(sys.executable).parent
-    env = os.environ | {"DATABASE_URL": db_url, "PYTHONPATH": str(clone), "PATH": f"{venv_bin}:{os.environ['PATH']}"}
+    # the Qwen2 tokenizer cache is shared with the working tree's, so the clone does not fetch it again
+    env = os.environ | {"PAI_HOME": str(REPO / ".pai"), "DATABASE_URL": db_url, "PYTHONPATH": str(clone), "PATH": f"{venv_bin}:{os.environ['PATH']}"}
     run = subprocess.run([sys.executable, "-m", "serving.cli", "cycle", "--benchmark-dir", str(tmp_path / "bench"), "--json"],
                          cwd=clone, env=env, capture_output=True, text=True, timeout=1200)  # fmt: skip
     assert run.returncode == 0, run.stderr[-3000:]
@@ -48,5 +49,6 @@ def test_pai_cycle_in_a_fresh_clone(db_url, benchmark_dir, tmp_path):
     assert result["replay"]["queries"] == 30 and result["replay"]["errors"] == 0
     assert result["pipeline"]["feedback"]["queries"] == 30
     assert result["pipeline"]["dataset"]["train_examples"] > 0
+    assert result["pipeline"]["train"]["profile"] == "cpu" and result["pipeline"]["train"]["steps"] > 0
     assert [r["queries"] for r in result["retrieval"]] == [10, 10]
     assert (clone / "dvc.lock").exists() and (clone / "data" / "datasets" / "train.jsonl").exists()

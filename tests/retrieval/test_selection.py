@@ -12,16 +12,16 @@ from retrieval.selection import (
 
 
 def test_render_messages_literal():
-    msgs = render_messages("Why is the sky blue?", [PromptCandidate("a.md", "Optics", "Rayleigh scattering."),
+    msgs = render_messages("Why is the sky blue?", [PromptCandidate("/home/u/notes/a.md", "Optics", "Rayleigh scattering."),
                                                    PromptCandidate("b.md", None, "x" * 40)], k=1, chunk_tokens=5)  # fmt: skip
     assert [m["role"] for m in msgs] == ["system", "user"]
     assert "numbered 1 to 2" in msgs[0]["content"] and "at most 1" in msgs[0]["content"]
     assert json.loads(msgs[0]["content"].split("JSON schema: ")[1]) == output_schema(2, 1)
     assert msgs[1]["content"] == (
-        "Query: Why is the sky blue?\n\nCandidates:\n\n[1] a.md — Optics\nRayleigh scattering.\n\n"
+        "Query: Why is the sky blue?\n\nCandidates:\n\n[1] notes/a.md — Optics\nRayleigh scattering.\n\n"
         "[2] b.md\n" + "x" * 20 + " …"
     )
-    assert PROMPT_VERSION == "pai-select/1"
+    assert PROMPT_VERSION == "pai-select/2"
 
 
 def test_cut_to_tokens():

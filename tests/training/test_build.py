@@ -26,7 +26,7 @@ def test_example_shape_and_labels():
     assert [m["role"] for m in ex["messages"]] == ["system", "user", "assistant"]
     assert json.loads(ex["messages"][2]["content"]) == {"selected": [1, 3]}  # by retrieval rank
     assert ex["meta"]["n"] == 3  # the 0.1 candidate was below threshold: not shown
-    assert "[3] /d3.md\npassage 3" in ex["messages"][1]["content"] and "[4]" not in ex["messages"][1]["content"]
+    assert "[3] d3.md\npassage 3" in ex["messages"][1]["content"] and "[4]" not in ex["messages"][1]["content"]
     assert pairs == [{"query": "alpha", "pos": ["passage 1", "passage 3"], "neg": ["passage 2"], "split": "train", "query_id": 1}]
     assert parse_selection(ex["messages"][2]["content"], n=3).status == "ok"
 

@@ -1,0 +1,42 @@
+"""The train stage's CPU profile: the real Qwen2 tokenizer, a tiny Qwen2, LoRA via trl, on literal examples."""
+
+import json
+
+from retrieval.selection import PromptCandidate, render_answer, render_messages
+from training.train import TrainParams, train
+
+
+def write_examples(path, n):
+    with open(path, "w") as f:
+        for i in range(n):
+            msgs = render_messages(f"question {i}?", [PromptCandidate(f"/d/{j}.md", None, f"passage {j} about {i}") for j in range(1, 4)], 2, 16)
+            msgs.append({"role": "assistant", "content": render_answer([1 + i % 3])})
+            f.write(json.dumps({"messages": msgs, "meta": {}}) + "\n")
+
+
+def test_cpu_profile_trains_saves_and_resumes(tmp_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    write_examples(data / "train.jsonl", 6)
+    write_examples(data / "val.jsonl", 2)
+    p = TrainParams(profile="cpu", data=str(data), out=str(tmp_path / "model"), cpu_max_examples=4, batch_size=2, epochs=1.0,
+                    cpu_max_length=400)  # fmt: skip
+    m = train(p)
+    assert (m["profile"], m["train_examples"], m["steps"]) == ("cpu", 4, 2)
+    assert m["train_loss_first"] > 0 and m["eval_loss"] is not None
+    cfg = json.loads((tmp_path / "model" / "train_config.json").read_text())
+    assert cfg["prompt_version"] == "pai-select/2" and cfg["lora_r"] == 16 and cfg["profile"] == "cpu"
+    assert (tmp_path / "model" / "adapter" / "adapter_config.json").exists()
+    # a second run finds the finished checkpoint and resumes from it instead of starting over
+    assert train(p)["steps"] == 2
+
+
+def test_examples_too_long_are_dropped_and_counted(tmp_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    write_examples(data / "train.jsonl", 3)
+    write_examples(data / "val.jsonl", 1)
+    import pytest
+
+    with pytest.raises(SystemExit, match="no example fits max_length 50"):
+        train(TrainParams(profile="cpu", data=str(data), out=str(tmp_path / "m"), cpu_max_length=50))

@@ -1,0 +1,165 @@
+"""Stage `train`: LoRA fine-tune of the selector on the build stage's chat JSONL.
+
+Profiles (params `train.profile`; `auto` = gpu when CUDA is available, else cpu; the run says which):
+- gpu: Unsloth `FastLanguageModel` on `unsloth/Qwen2.5-14B-Instruct-bnb-4bit` (4-bit base, LoRA on all
+  projections, gradient checkpointing "unsloth"), sized for a 16 GB card.
+- cpu: a tiny Qwen2-architecture model built from a config with the real Qwen2 tokenizer, through
+  transformers + peft + trl's SFTTrainer: the same training code path, minutes instead of hours.
+Both train on the assistant turn only. The adapter is saved with the prompt version, the base model
+and every hyper-parameter (`train_config.json`), so export and serving render the same prompt.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from retrieval.db import pai_home
+from retrieval.params import load_section
+from retrieval.selection import PROMPT_VERSION
+
+from .pull import write_atomic
+
+
+@dataclass(frozen=True)
+class TrainParams:
+    profile: str = "auto"  # auto | cpu | gpu
+    data: str = "data/datasets"  # the build stage's folder (train.jsonl, val.jsonl)
+    out: str = "models/selector"  # adapter, tokenizer, train_config.json, metrics.json
+    lora_r: int = 16  # LoRA rank
+    lora_alpha: int = 32  # LoRA scale numerator (alpha / r scales the update)
+    lora_dropout: float = 0.05
+    learning_rate: float = 2e-4
+    epochs: float = 1.0
+    batch_size: int = 2  # per device
+    grad_accum: int = 1  # effective batch = batch_size * grad_accum
+    seed: int = 13
+    gpu_base_model: str = "unsloth/Qwen2.5-14B-Instruct-bnb-4bit"
+    gpu_max_length: int = 6144  # 20 candidates x 200 tokens + instructions fit (build stats: p99 ~5K)
+    cpu_max_length: int = 1024  # longer examples are dropped and counted
+    cpu_max_examples: int = 32  # cap on train examples, to keep the CPU cycle in minutes
+    cpu_hidden: int = 64  # tiny Qwen2: hidden size
+    cpu_layers: int = 2
+    cpu_heads: int = 4
+    cpu_kv_heads: int = 2
+    cpu_intermediate: int = 128
+
+    def problems(self) -> list[str]:
+        out = []
+        if self.profile not in ("auto", "cpu", "gpu"):
+            out.append(f"train.profile must be auto, cpu or gpu, not {self.profile!r}")
+        if self.lora_r < 1 or self.lora_alpha < 1 or not 0 <= self.lora_dropout < 1:
+            out.append("train: need lora_r >= 1, lora_alpha >= 1, 0 <= lora_dropout < 1")
+        if self.learning_rate <= 0 or self.epochs <= 0 or self.batch_size < 1 or self.grad_accum < 1:
+            out.append("train: need learning_rate > 0, epochs > 0, batch_size >= 1, grad_accum >= 1")
+        return out
+
+
+def resolve_profile(profile: str) -> str:
+    if profile != "auto":
+        return profile
+    import torch
+
+    return "gpu" if torch.cuda.is_available() else "cpu"
+
+
+def load_examples(path: Path, tokenizer, max_length: int, limit: int | None) -> tuple[list[dict], int]:
+    """Chat examples that fit `max_length` real tokens (the rest are dropped and counted)."""
+    kept, dropped = [], 0
+    for line in open(path, encoding="utf-8"):
+        messages = json.loads(line)["messages"]
+        n = len(tokenizer.apply_chat_template(messages, tokenize=True, return_dict=True)["input_ids"])
+        if n > max_length:
+            dropped += 1
+            continue
+        kept.append({"messages": messages})
+        if limit is not None and len(kept) >= limit:
+            break
+    return kept, dropped
+
+
+def cpu_model_and_tokenizer(p: TrainParams):
+    from .base_model import qwen2_tokenizer, tiny_qwen2
+
+    tok = qwen2_tokenizer(pai_home() / "cache")
+    model = tiny_qwen2(len(tok), p.cpu_hidden, p.cpu_layers, p.cpu_heads, p.cpu_kv_heads, p.cpu_intermediate, p.seed)
+    return model, tok, f"tiny-qwen2(h{p.cpu_hidden},l{p.cpu_layers})+qwen2-tokenizer"
+
+
+def gpu_model_and_tokenizer(p: TrainParams):  # pragma: no cover - needs CUDA and the model cache
+    from unsloth import FastLanguageModel
+
+    model, tok = FastLanguageModel.from_pretrained(p.gpu_base_model, max_seq_length=p.gpu_max_length, load_in_4bit=True)
+    model = FastLanguageModel.get_peft_model(
+        model, r=p.lora_r, lora_alpha=p.lora_alpha, lora_dropout=p.lora_dropout,
+        target_modules=["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"],
+        use_gradient_checkpointing="unsloth", random_state=p.seed,
+    )  # fmt: skip
+    return model, tok, p.gpu_base_model
+
+
+def train(p: TrainParams) -> dict:
+    from datasets import Dataset
+    from peft import LoraConfig
+    from trl import SFTConfig, SFTTrainer
+
+    profile = resolve_profile(p.profile)
+    if profile == "gpu":
+        model, tok, base = gpu_model_and_tokenizer(p)
+        max_length, limit, peft_config = p.gpu_max_length, None, None  # LoRA already attached by Unsloth
+    else:
+        model, tok, base = cpu_model_and_tokenizer(p)
+        max_length, limit = p.cpu_max_length, p.cpu_max_examples
+        peft_config = LoraConfig(r=p.lora_r, lora_alpha=p.lora_alpha, lora_dropout=p.lora_dropout,
+                                 target_modules="all-linear", task_type="CAUSAL_LM")  # fmt: skip
+    data = Path(p.data)
+    train_rows, dropped_train = load_examples(data / "train.jsonl", tok, max_length, limit)
+    val_rows, dropped_val = load_examples(data / "val.jsonl", tok, max_length, None if limit is None else max(8, limit // 5))
+    if not train_rows:
+        raise SystemExit(f"train: no example fits max_length {max_length} ({dropped_train} dropped); lower build.chunk_tokens")
+    out = Path(p.out)
+    config = SFTConfig(
+        output_dir=str(out / "checkpoints"), max_length=max_length, assistant_only_loss=True,
+        per_device_train_batch_size=p.batch_size, gradient_accumulation_steps=p.grad_accum,
+        learning_rate=p.learning_rate, num_train_epochs=p.epochs, seed=p.seed,
+        logging_steps=1, eval_strategy="epoch" if val_rows else "no", save_strategy="epoch", save_total_limit=1,
+        report_to=[], use_cpu=profile == "cpu", bf16=profile == "gpu", disable_tqdm=False,
+    )  # fmt: skip
+    trainer = SFTTrainer(model=model, args=config, train_dataset=Dataset.from_list(train_rows),
+                         eval_dataset=Dataset.from_list(val_rows) if val_rows else None,
+                         processing_class=tok, peft_config=peft_config)  # fmt: skip
+    t0 = time.perf_counter()
+    resume = any((out / "checkpoints").glob("checkpoint-*"))
+    result = trainer.train(resume_from_checkpoint=True if resume else None)
+    seconds = time.perf_counter() - t0
+    eval_loss = trainer.evaluate()["eval_loss"] if val_rows else None
+    trainer.save_model(str(out / "adapter"))
+    tok.save_pretrained(str(out / "adapter"))
+    losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
+    metrics = {
+        "profile": profile, "base_model": base, "train_examples": len(train_rows), "val_examples": len(val_rows),
+        "dropped_too_long": dropped_train + dropped_val, "steps": result.global_step, "seconds": round(seconds, 1),
+        "train_loss_first": round(losses[0], 4) if losses else None, "train_loss_last": round(losses[-1], 4) if losses else None,
+        "eval_loss": round(eval_loss, 4) if eval_loss is not None else None,
+    }  # fmt: skip
+    write_atomic(out / "train_config.json", json.dumps({"prompt_version": PROMPT_VERSION, "base_model": base,
+                                                        "max_length": max_length, **asdict(p), "profile": profile}, indent=2) + "\n")  # fmt: skip
+    write_atomic(out / "metrics.json", json.dumps(metrics, indent=2) + "\n")
+    return metrics
+
+
+def main() -> None:
+    from rich.console import Console
+
+    p = load_section("params.yaml", "train", TrainParams)
+    console = Console(stderr=True)
+    console.print(f"train: profile {resolve_profile(p.profile)} (params train.profile = {p.profile})")
+    m = train(p)
+    console.print(f"train: {m['train_examples']} examples, {m['steps']} steps in {m['seconds']} s on {m['base_model']}; "
+                  f"loss {m['train_loss_first']} -> {m['train_loss_last']}, eval loss {m['eval_loss']}")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
