@@ -21,6 +21,7 @@ from retrieval.params import load_section
 from retrieval.selection import PROMPT_VERSION
 
 from .pull import write_atomic
+from .tracking import files_sha256, git_commit, use_mlflow
 
 
 @dataclass(frozen=True)
@@ -144,10 +145,29 @@ def train(p: TrainParams) -> dict:
         "train_loss_first": round(losses[0], 4) if losses else None, "train_loss_last": round(losses[-1], 4) if losses else None,
         "eval_loss": round(eval_loss, 4) if eval_loss is not None else None,
     }  # fmt: skip
-    write_atomic(out / "train_config.json", json.dumps({"prompt_version": PROMPT_VERSION, "base_model": base,
-                                                        "max_length": max_length, **asdict(p), "profile": profile}, indent=2) + "\n")  # fmt: skip
+    record = {"prompt_version": PROMPT_VERSION, "base_model": base, "max_length": max_length, **asdict(p), "profile": profile,
+              "dataset_sha256": files_sha256(data / "train.jsonl", data / "val.jsonl"), "git_commit": git_commit()}  # fmt: skip
+    write_atomic(out / "train_config.json", json.dumps(record, indent=2) + "\n")
+    record["mlflow_run_id"] = log_run(record, metrics, trainer.state.log_history, out)
+    write_atomic(out / "train_config.json", json.dumps(record, indent=2) + "\n")
     write_atomic(out / "metrics.json", json.dumps(metrics, indent=2) + "\n")
     return metrics
+
+
+def log_run(record: dict, metrics: dict, history: list[dict], out: Path) -> str:
+    """One MLflow run per training: parameters, the loss curves, final metrics, config and adapter."""
+    mlflow = use_mlflow()
+    with mlflow.start_run(run_name=f"train-{record['profile']}") as run:
+        mlflow.set_tags({"stage": "train", "profile": record["profile"], "prompt_version": record["prompt_version"]})
+        mlflow.log_params({k: v for k, v in record.items() if v is not None})
+        for h in history:
+            for key in ("loss", "eval_loss", "grad_norm", "learning_rate"):
+                if key in h:
+                    mlflow.log_metric(key if key != "loss" else "train_loss", h[key], step=h["step"])
+        mlflow.log_metrics({k: v for k, v in metrics.items() if isinstance(v, (int, float)) and v is not None})
+        mlflow.log_artifact(str(out / "train_config.json"))
+        mlflow.log_artifacts(str(out / "adapter"), artifact_path="adapter")
+        return run.info.run_id
 
 
 def main() -> None:

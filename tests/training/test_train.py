@@ -14,7 +14,8 @@ def write_examples(path, n):
             f.write(json.dumps({"messages": msgs, "meta": {}}) + "\n")
 
 
-def test_cpu_profile_trains_saves_and_resumes(tmp_path):
+def test_cpu_profile_trains_saves_and_resumes(tmp_path, monkeypatch):
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path}/mlflow.db")
     data = tmp_path / "data"
     data.mkdir()
     write_examples(data / "train.jsonl", 6)
@@ -27,6 +28,11 @@ def test_cpu_profile_trains_saves_and_resumes(tmp_path):
     cfg = json.loads((tmp_path / "model" / "train_config.json").read_text())
     assert cfg["prompt_version"] == "pai-select/2" and cfg["lora_r"] == 16 and cfg["profile"] == "cpu"
     assert (tmp_path / "model" / "adapter" / "adapter_config.json").exists()
+    import mlflow
+
+    run = mlflow.get_run(cfg["mlflow_run_id"])
+    assert run.data.params["lora_r"] == "16" and run.data.params["dataset_sha256"] == cfg["dataset_sha256"]
+    assert [m.step for m in mlflow.MlflowClient().get_metric_history(run.info.run_id, "train_loss")] == [1, 2]
     # a second run finds the finished checkpoint and resumes from it instead of starting over
     assert train(p)["steps"] == 2
 
