@@ -3,13 +3,15 @@ from pathlib import Path
 import pytest
 
 from retrieval.params import EmbedParams, IngestParams, ParamsError, SearchParams, StagingParams, load_section
+from eval.evaluate import EvaluateParams
 from training.build import BuildParams
 from training.pull import PullParams
 from training.train import TrainParams
 
 REPO = Path(__file__).resolve().parents[1]
 SECTIONS = {"embed": EmbedParams, "ingest": IngestParams, "search": SearchParams, "staging": StagingParams,
-            "pull": PullParams, "build": BuildParams, "train": TrainParams}  # fmt: skip
+            "pull": PullParams, "build": BuildParams, "train": TrainParams,
+            "evaluate": EvaluateParams}  # fmt: skip
 
 
 @pytest.mark.parametrize("section,cls", SECTIONS.items())

@@ -20,6 +20,7 @@ from retrieval.db import pai_home
 from retrieval.params import load_section
 from retrieval.selection import PROMPT_VERSION
 
+from .build import BuildParams
 from .pull import write_atomic
 from .tracking import files_sha256, git_commit, use_mlflow
 
@@ -101,7 +102,7 @@ def gpu_model_and_tokenizer(p: TrainParams):  # pragma: no cover - needs CUDA an
     return model, tok, p.gpu_base_model
 
 
-def train(p: TrainParams) -> dict:
+def train(p: TrainParams, prompt: BuildParams = BuildParams()) -> dict:
     from datasets import Dataset
     from peft import LoraConfig
     from trl import SFTConfig, SFTTrainer
@@ -121,6 +122,11 @@ def train(p: TrainParams) -> dict:
     if not train_rows:
         raise SystemExit(f"train: no example fits max_length {max_length} ({dropped_train} dropped); lower build.chunk_tokens")
     out = Path(p.out)
+    if profile == "cpu":  # a base built from a config exists nowhere else: keep it beside the adapter
+        model.save_pretrained(out / "base")
+    else:  # the base lives in the model cache; base/ only names it (one output layout for DVC)
+        (out / "base").mkdir(parents=True, exist_ok=True)
+        write_atomic(out / "base" / "source.json", json.dumps({"base_model": base}) + "\n")
     config = SFTConfig(
         output_dir=str(out / "checkpoints"), max_length=max_length, assistant_only_loss=True,
         per_device_train_batch_size=p.batch_size, gradient_accumulation_steps=p.grad_accum,
@@ -145,7 +151,8 @@ def train(p: TrainParams) -> dict:
         "train_loss_first": round(losses[0], 4) if losses else None, "train_loss_last": round(losses[-1], 4) if losses else None,
         "eval_loss": round(eval_loss, 4) if eval_loss is not None else None,
     }  # fmt: skip
-    record = {"prompt_version": PROMPT_VERSION, "base_model": base, "max_length": max_length, **asdict(p), "profile": profile,
+    record = {"prompt_version": PROMPT_VERSION, "chunk_tokens": prompt.chunk_tokens, "k": prompt.k, "base_model": base,
+              "max_length": max_length, **asdict(p), "profile": profile,
               "dataset_sha256": files_sha256(data / "train.jsonl", data / "val.jsonl"), "git_commit": git_commit()}  # fmt: skip
     write_atomic(out / "train_config.json", json.dumps(record, indent=2) + "\n")
     record["mlflow_run_id"] = log_run(record, metrics, trainer.state.log_history, out)
@@ -176,7 +183,7 @@ def main() -> None:
     p = load_section("params.yaml", "train", TrainParams)
     console = Console(stderr=True)
     console.print(f"train: profile {resolve_profile(p.profile)} (params train.profile = {p.profile})")
-    m = train(p)
+    m = train(p, load_section("params.yaml", "build", BuildParams))
     console.print(f"train: {m['train_examples']} examples, {m['steps']} steps in {m['seconds']} s on {m['base_model']}; "
                   f"loss {m['train_loss_first']} -> {m['train_loss_last']}, eval loss {m['eval_loss']}")  # fmt: skip
 

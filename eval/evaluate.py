@@ -1,0 +1,246 @@
+"""Stage `evaluate` (and `pai eval`): every system on every benchmark, side by side, in one run.
+
+Systems pick at most k candidates per query: `similarity` (MiniLM cosine order), `bm25` (bm25s over
+the query's candidates), `hybrid` (their reciprocal-rank fusion), and `selector` (the trained model,
+run through the same backend and contract as in serving; unparsable output falls back to similarity
+and is counted). Benchmarks are contract-5 items: HotpotQA test (fixed candidates) and the held-out
+feedback split. Each system is compared with each baseline by a paired bootstrap on Recall@5.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from retrieval.chunking import approx_tokens
+from retrieval.embed import Embedder
+from retrieval.params import load_section
+from retrieval.search import rrf
+from retrieval.selection import PromptCandidate, parse_selection, render_messages, similarity_order
+
+from .metrics import METRICS, contains_answer, paired_bootstrap, per_query
+
+BASELINES = ("similarity", "bm25", "hybrid")
+
+
+@dataclass(frozen=True)
+class EvaluateParams:
+    benchmarks: str = "../shared/benchmark/hotpotqa/test.jsonl"  # comma-separated contract-5 files
+    feedback: str = "data/feedback"  # held-out feedback split (build's val split), when present
+    model: str = "models/selector"  # the trained selector (train stage output)
+    out: str = "metrics"  # eval.json (DVC metrics), recall_at_k.csv (DVC plot)
+    k: int = 5
+    max_queries: int = 100  # per benchmark (the CPU selector generates ~1 s per query); 0 = all
+    val_fraction: float = 0.15  # must match build.val_fraction to find the held-out queries
+    seed: int = 0
+
+    def problems(self) -> list[str]:
+        return [] if self.k >= 1 and self.max_queries >= 0 else ["evaluate: need k >= 1 and max_queries >= 0"]
+
+
+@dataclass
+class Picked:
+    ids: list[str]
+    status: str = "ok"  # ok | repaired | fallback (selector only)
+    seconds: float = 0.0
+
+
+def load_items(path: Path, limit: int) -> list[dict]:
+    items = []
+    for line in open(path, encoding="utf-8"):
+        if line.strip():
+            items.append(json.loads(line))
+            if limit and len(items) >= limit:
+                break
+    return items
+
+
+def feedback_items(feedback_dir: Path, val_fraction: float, limit: int) -> list[dict]:
+    """Held-out feedback queries as contract-5 items: the shown candidates, relevant = used."""
+    from training.build import shown_candidates, split_of
+
+    items = []
+    path = feedback_dir / "feedback.jsonl"
+    if not path.exists():
+        return items
+    for line in open(path, encoding="utf-8"):
+        rec = json.loads(line)
+        shown = shown_candidates(rec)
+        used = [str(c["chunk_id"]) for c in shown if c["used"]]
+        if split_of(rec["query"], val_fraction) != "val" or not used or any(c["text"] is None for c in shown):
+            continue
+        items.append({"qid": str(rec["query_id"]), "query": rec["query"], "relevant_ids": used, "answers": [],
+                      "candidates": [{"id": str(c["chunk_id"]), "title": c["heading"], "text": c["text"],
+                                      "source": c["source"]} for c in shown]})  # fmt: skip
+        if limit and len(items) >= limit:
+            break
+    return items
+
+
+def similarity_ranking(embedder: Embedder, item: dict) -> list[str]:
+    cands = item["candidates"]
+    vecs = embedder.encode([item["query"]] + [f"{c.get('title') or ''}\n{c['text']}" for c in cands])
+    order = np.argsort(-(vecs[1:] @ vecs[0]), kind="stable")
+    return [cands[i]["id"] for i in order]
+
+
+def bm25_ranking(item: dict) -> list[str]:
+    import bm25s
+
+    cands = item["candidates"]
+    retriever = bm25s.BM25()
+    retriever.index(bm25s.tokenize([f"{c.get('title') or ''} {c['text']}" for c in cands], show_progress=False), show_progress=False)
+    scores = retriever.get_scores(bm25s.tokenize(item["query"], show_progress=False, return_ids=False)[0])
+    return [cands[i]["id"] for i in np.argsort(-scores, kind="stable")]
+
+
+def selector_pick(selector, item: dict, sim_order: list[str], k: int) -> Picked:
+    """The selector sees the candidates in similarity order (as retrieval hands them over)."""
+    by_id = {c["id"]: c for c in item["candidates"]}
+    shown = [by_id[i] for i in sim_order]
+    chunk_tokens = getattr(selector, "chunk_tokens", 200)
+    msgs = render_messages(item["query"], [PromptCandidate(c.get("source") or c.get("title") or c["id"], c.get("title"), c["text"])
+                                           for c in shown], k, chunk_tokens)  # fmt: skip
+    t0 = time.perf_counter()
+    try:
+        sel = parse_selection(selector.generate(msgs, len(shown), k), len(shown), k)
+    except Exception as e:  # noqa: BLE001 - evaluation counts a crash as a fallback, like serving
+        from retrieval.selection import Selection
+
+        sel = Selection(similarity_order(len(shown), k), "fallback", str(e)[:100])
+    return Picked([shown[i - 1]["id"] for i in sel.selected], sel.status, time.perf_counter() - t0)
+
+
+def run_systems(items: list[dict], embedder: Embedder, k: int, selector=None, progress: Callable[[], None] = lambda: None) -> dict[str, dict]:
+    picks: dict[str, dict[str, Picked]] = {s: {} for s in (*BASELINES, *(["selector"] if selector else []))}
+    for item in items:
+        q = item["qid"]
+        t0 = time.perf_counter()
+        sim = similarity_ranking(embedder, item)
+        picks["similarity"][q] = Picked(sim[:k], seconds=time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        bm = bm25_ranking(item)
+        picks["bm25"][q] = Picked(bm[:k], seconds=time.perf_counter() - t0)
+        picks["hybrid"][q] = Picked(rrf([sim, bm], 60)[:k])
+        if selector:
+            picks["selector"][q] = selector_pick(selector, item, sim, k)
+        progress()
+    return picks
+
+
+def score(items: list[dict], picks: dict[str, dict[str, Picked]], seed: int) -> dict:
+    relevant = {it["qid"]: set(it["relevant_ids"]) for it in items}
+    texts = {it["qid"]: {c["id"]: c["text"] for c in it["candidates"]} for it in items}
+    all_tokens = float(np.mean([sum(approx_tokens(c["text"]) for c in it["candidates"]) for it in items]))
+    table, per = {}, {}
+    for system, by_q in picks.items():
+        m = per_query(relevant, {q: by_q[q].ids for q in relevant})
+        per[system] = m
+        row = {name: round(float(v.mean()), 4) for name, v in m.items()}
+        statuses = [p.status for p in by_q.values()]
+        secs = [p.seconds * 1000 for p in by_q.values()]
+        with_answers = [it for it in items if it.get("answers")]
+        row.update({
+            "queries": len(items),
+            "json_valid": round(sum(s != "fallback" for s in statuses) / len(statuses), 4),
+            "fallback": round(statuses.count("fallback") / len(statuses), 4),
+            "latency_p50_ms": round(float(np.percentile(secs, 50)), 2), "latency_p95_ms": round(float(np.percentile(secs, 95)), 2),
+            "context_tokens": round(float(np.mean([sum(approx_tokens(texts[q][d]) for d in by_q[q].ids) for q in relevant])), 1),
+            "all_candidates_tokens": round(all_tokens, 1),
+            "answer_in_context": round(float(np.mean([contains_answer([texts[it["qid"]][d] for d in by_q[it["qid"]].ids],
+                                                                      it["answers"]) for it in with_answers])), 4) if with_answers else None,
+        })  # fmt: skip
+        table[system] = row
+    versus = {}
+    for system in per:
+        for base in BASELINES:
+            if system != base:
+                d, lo, hi = paired_bootstrap(per[system]["recall@5"], per[base]["recall@5"], seed=seed)
+                versus[f"{system}_vs_{base}"] = {"recall@5_diff": round(d, 4), "ci95_low": round(lo, 4), "ci95_high": round(hi, 4)}
+    return {"systems": table, "paired_bootstrap": versus}
+
+
+def recall_curve(items: list[dict], picks: dict[str, dict[str, Picked]], benchmark: str, k: int) -> list[dict]:
+    rows = []
+    for system, by_q in picks.items():
+        for kk in range(1, k + 1):
+            r = np.mean([len(set(by_q[it["qid"]].ids[:kk]) & set(it["relevant_ids"])) / len(it["relevant_ids"]) for it in items])
+            rows.append({"benchmark": benchmark, "system": system, "k": kk, "recall": round(float(r), 4)})
+    return rows
+
+
+def evaluate(p: EvaluateParams, embedder: Embedder, selector, progress_factory=None) -> tuple[dict, list[dict]]:
+    benches = {Path(b).parent.name + "/" + Path(b).stem: load_items(Path(b), p.max_queries) for b in p.benchmarks.split(",") if b}
+    held_out = feedback_items(Path(p.feedback), p.val_fraction, p.max_queries)
+    if held_out:
+        benches["feedback/val"] = held_out
+    result, curve = {}, []
+    for name, items in benches.items():
+        if not items:
+            continue
+        advance = progress_factory(name, len(items)) if progress_factory else (lambda: None)
+        picks = run_systems(items, embedder, p.k, selector, advance)
+        result[name] = score(items, picks, p.seed)
+        curve += recall_curve(items, picks, name, p.k)
+    return result, curve
+
+
+def main() -> None:
+    from rich.console import Console
+    from rich.progress import Progress
+
+    from retrieval.embed import get_embedder
+    from serving.selectors import TransformersSelector
+    from training.pull import write_atomic
+
+    p = load_section("params.yaml", "evaluate", EvaluateParams)
+    console = Console(stderr=True)
+    model_dir = Path(p.model)
+    selector = TransformersSelector(model_dir) if (model_dir / "train_config.json").exists() else None
+    with Progress(console=console) as bar:
+        result, curve = evaluate(p, get_embedder(), selector, lambda name, n: (lambda t=bar.add_task(name, total=n): bar.advance(t)))
+    out = Path(p.out)
+    out.mkdir(parents=True, exist_ok=True)
+    write_atomic(out / "eval.json", json.dumps(result, indent=2) + "\n")
+    write_atomic(out / "recall_at_k.csv", "benchmark,system,k,recall\n" + "".join(
+        f"{r['benchmark']},{r['system']},{r['k']},{r['recall']}\n" for r in curve))  # fmt: skip
+    if selector is not None:
+        log_to_mlflow(model_dir, result)
+    print_table(result, console)
+
+
+def log_to_mlflow(model_dir: Path, result: dict) -> None:
+    from training.tracking import use_mlflow
+
+    run_id = json.loads((model_dir / "train_config.json").read_text()).get("mlflow_run_id")
+    mlflow = use_mlflow()
+    with mlflow.start_run(run_id=run_id) if run_id else mlflow.start_run(run_name="evaluate"):
+        for bench, r in result.items():
+            for system, row in r["systems"].items():
+                mlflow.log_metrics({f"{bench}/{system}/{m}".replace("@", "_at_"): row[m] for m in (*METRICS, "json_valid", "fallback")})
+
+
+def print_table(result: dict, console) -> None:
+    from rich.table import Table
+
+    for bench, r in result.items():
+        t = Table(title=f"{bench}: {next(iter(r['systems'].values()))['queries']} queries")
+        cols = [*METRICS, "json_valid", "answer_in_context", "latency_p50_ms", "context_tokens"]
+        t.add_column("system")
+        for c in cols:
+            t.add_column(c, justify="right")
+        for system, row in r["systems"].items():
+            t.add_row(system, *[str(row[c]) for c in cols])
+        console.print(t)
+        for name, v in r["paired_bootstrap"].items():
+            if name.startswith("selector"):
+                console.print(f"  {name}: recall@5 {v['recall@5_diff']:+.4f} [{v['ci95_low']:+.4f}, {v['ci95_high']:+.4f}]")
+
+
+if __name__ == "__main__":
+    main()

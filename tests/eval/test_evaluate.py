@@ -1,0 +1,79 @@
+"""Evaluation numbers of known selectors: a perfect one scores 1, a random one scores chance."""
+
+import json
+import random
+import re
+
+import pytest
+
+from eval.evaluate import run_systems, score
+
+
+def items(n=60):
+    out = []
+    for i in range(n):
+        cands = [{"id": f"{i}-{j}", "title": None, "text": f"filler paragraph {j} about topic {i}"} for j in range(10)]
+        gold = random.Random(i).sample(range(10), 2)
+        for j in gold:
+            cands[j]["text"] = f"GOLD fact {j} for question {i}: the answer is Paris"
+        out.append({"qid": str(i), "query": f"question {i}", "candidates": cands,
+                    "relevant_ids": [f"{i}-{j}" for j in gold], "answers": ["Paris"]})  # fmt: skip
+    return out
+
+
+class Perfect:
+    version = "perfect"
+
+    def generate(self, messages, n, k):
+        blocks = re.findall(r"\[(\d+)\] [^\n]*\n([^\n]*)", messages[1]["content"])
+        return json.dumps({"selected": [int(i) for i, text in blocks if text.startswith("GOLD")]})
+
+
+class Random:
+    version = "random"
+
+    def __init__(self):
+        self.rng = random.Random(7)
+
+    def generate(self, messages, n, k):
+        return json.dumps({"selected": self.rng.sample(range(1, n + 1), k)})
+
+
+@pytest.fixture(scope="module")
+def embedder():
+    from retrieval.embed import get_embedder
+
+    return get_embedder()
+
+
+def test_perfect_selector_scores_one(embedder):
+    its = items()
+    r = score(its, run_systems(its, embedder, 5, Perfect()), seed=0)
+    sel = r["systems"]["selector"]
+    assert (sel["recall@5"], sel["precision@5"], sel["mrr"], sel["json_valid"], sel["answer_in_context"]) == (1.0, 0.4, 1.0, 1.0, 1.0)
+    assert sel["context_tokens"] < sel["all_candidates_tokens"]
+    # the perfect selector beats every baseline with a CI above zero, or ties one that is perfect too
+    for base in ("similarity", "bm25", "hybrid"):
+        v = r["paired_bootstrap"][f"selector_vs_{base}"]
+        assert v["ci95_low"] > 0 or r["systems"][base]["recall@5"] == 1.0
+
+
+def test_random_selector_scores_chance(embedder):
+    its = items(200)
+    r = score(its, run_systems(its, embedder, 5, Random()), seed=0)
+    # 5 random picks of 10 with 2 relevant: expected recall@5 = 0.5
+    assert abs(r["systems"]["selector"]["recall@5"] - 0.5) < 0.07
+    assert r["systems"]["selector"]["fallback"] == 0.0
+
+
+def test_garbage_selector_falls_back_and_is_counted(embedder):
+    class Garbage:
+        version = "garbage"
+
+        def generate(self, messages, n, k):
+            return "no idea"
+
+    its = items(5)
+    r = score(its, run_systems(its, embedder, 5, Garbage()), seed=0)
+    assert r["systems"]["selector"]["fallback"] == 1.0
+    assert r["systems"]["selector"]["recall@5"] == r["systems"]["similarity"]["recall@5"]
