@@ -14,7 +14,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from retrieval.db import DatabaseError
-from retrieval.params import ParamsError
+from retrieval.params import ParamsError, load_section
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="pai-brain: retrieval, selection and retraining.")
 bench_app = typer.Typer(no_args_is_help=True, help="Benchmarks (figures for the README and issue notes).")
@@ -25,7 +25,7 @@ ParamsOpt = Annotated[Path, typer.Option("--params", help="params.yaml to read")
 
 
 def _fail(msg: str) -> None:
-    console.print(f"[red]error:[/red] {msg}")
+    console.print(f"[red]error:[/red] {msg}", soft_wrap=True)  # one line, however narrow the terminal
     raise typer.Exit(2)
 
 
@@ -59,7 +59,7 @@ def ingest(
     except (ParamsError, DatabaseError) as e:
         _fail(str(e))
     for err in report.errors:
-        console.print(f"[yellow]skipped:[/yellow] {err}")
+        console.print(f"[yellow]skipped:[/yellow] {err}", soft_wrap=True)
     if as_json:
         print(json.dumps(report.as_dict(), indent=2))
         return
@@ -298,6 +298,43 @@ def cycle(
         print(json.dumps(result, indent=2))
     else:
         print_cycle(result, console)
+
+
+@app.command("eval")
+def eval_command(
+    benchmark: Annotated[Path, typer.Option(help="a benchmark file in the contract-5 format")],
+    selector: Annotated[str, typer.Option(help="all, similarity, bm25, hybrid or selector")] = "all",
+    model: Annotated[Path, typer.Option(help="trained selector folder for the 'selector' system")] = Path("models/selector"),
+    max_queries: Annotated[int, typer.Option(help="evaluate the first N queries (0 = all)")] = 100,
+    params: ParamsOpt = Path("params.yaml"),
+    as_json: Annotated[bool, typer.Option("--json", help="print results as one JSON object")] = False,
+) -> None:
+    """Evaluate selectors on a benchmark file: one table, all systems side by side."""
+    from dataclasses import replace
+
+    from eval.evaluate import EvaluateParams, evaluate, print_table
+    from retrieval.embed import get_embedder
+    from serving.selectors import TransformersSelector
+
+    if not benchmark.exists():
+        _fail(f"{benchmark}: no such benchmark file")
+    try:
+        p = replace(load_section(params, "evaluate", EvaluateParams), benchmarks=str(benchmark), feedback="", max_queries=max_queries)
+        sel = TransformersSelector(model) if selector in ("all", "selector") and (model / "train_config.json").exists() else None
+        if selector == "selector" and sel is None:
+            _fail(f"{model}: no trained selector (run dvc repro)")
+        with progress_bar() as bar:
+            result, _ = evaluate(p, get_embedder(), sel, lambda name, n: (lambda t=bar.add_task(name, total=n): bar.advance(t)))
+    except (ParamsError, json.JSONDecodeError, KeyError) as e:
+        _fail(f"{benchmark}: {e}")
+    if selector != "all":
+        for r in result.values():
+            r["systems"] = {k: v for k, v in r["systems"].items() if k == selector}
+            r["paired_bootstrap"] = {k: v for k, v in r["paired_bootstrap"].items() if k.startswith(selector + "_vs_")}
+    if as_json:
+        print(json.dumps(result, indent=2))
+    else:
+        print_table(result, console)
 
 
 @bench_app.command("serve")

@@ -12,6 +12,7 @@ and every hyper-parameter (`train_config.json`), so export and serving render th
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -102,6 +103,17 @@ def gpu_model_and_tokenizer(p: TrainParams):  # pragma: no cover - needs CUDA an
     return model, tok, p.gpu_base_model
 
 
+def can_resume(checkpoints: Path, fingerprint: str) -> bool:
+    """True if `checkpoints` holds a checkpoint of this very run; otherwise clears them for a fresh one."""
+    stamp = checkpoints / "fingerprint.txt"
+    if stamp.exists() and stamp.read_text() == fingerprint and any(checkpoints.glob("checkpoint-*")):
+        return True
+    shutil.rmtree(checkpoints, ignore_errors=True)
+    checkpoints.mkdir(parents=True)
+    stamp.write_text(fingerprint)
+    return False
+
+
 def train(p: TrainParams, prompt: BuildParams = BuildParams()) -> dict:
     from datasets import Dataset
     from peft import LoraConfig
@@ -122,6 +134,8 @@ def train(p: TrainParams, prompt: BuildParams = BuildParams()) -> dict:
     if not train_rows:
         raise SystemExit(f"train: no example fits max_length {max_length} ({dropped_train} dropped); lower build.chunk_tokens")
     out = Path(p.out)
+    # checkpoints are resumed only by a run with the same data, params and prompt; others start over
+    fingerprint = files_sha256(data / "train.jsonl", data / "val.jsonl") + json.dumps([asdict(p), asdict(prompt), profile], sort_keys=True)
     if profile == "cpu":  # a base built from a config exists nowhere else: keep it beside the adapter
         model.save_pretrained(out / "base")
     else:  # the base lives in the model cache; base/ only names it (one output layout for DVC)
@@ -138,8 +152,7 @@ def train(p: TrainParams, prompt: BuildParams = BuildParams()) -> dict:
                          eval_dataset=Dataset.from_list(val_rows) if val_rows else None,
                          processing_class=tok, peft_config=peft_config)  # fmt: skip
     t0 = time.perf_counter()
-    resume = any((out / "checkpoints").glob("checkpoint-*"))
-    result = trainer.train(resume_from_checkpoint=True if resume else None)
+    result = trainer.train(resume_from_checkpoint=True if can_resume(out / "checkpoints", fingerprint) else None)
     seconds = time.perf_counter() - t0
     eval_loss = trainer.evaluate()["eval_loss"] if val_rows else None
     trainer.save_model(str(out / "adapter"))

@@ -46,3 +46,18 @@ def test_database_down_is_a_clean_exit(monkeypatch, tmp_path):
     (tmp_path / "a.md").write_text("hello\n")
     r = runner.invoke(app, ["ingest", str(tmp_path)])
     assert r.exit_code == 2 and "database unavailable" in r.output and "secretpw" not in r.output
+
+
+def test_pai_eval_prints_all_baselines_as_json(tmp_path):
+    items = [{"qid": str(i), "query": f"capital of country {i}?", "relevant_ids": [f"{i}a"], "answers": ["Paris"],
+              "candidates": [{"id": f"{i}a", "title": "France", "text": f"Paris is the capital of country {i}."},
+                             {"id": f"{i}b", "title": "Rivers", "text": "Rivers flow to the sea."}]} for i in range(4)]  # fmt: skip
+    bench = tmp_path / "b.jsonl"
+    bench.write_text("".join(json.dumps(it) + "\n" for it in items))
+    r = runner.invoke(app, ["eval", "--benchmark", str(bench), "--model", str(tmp_path / "none"), "--json"])
+    assert r.exit_code == 0, r.output
+    out = next(iter(json.loads(r.stdout).values()))
+    assert set(out["systems"]) == {"similarity", "bm25", "hybrid"}
+    assert out["systems"]["similarity"]["recall@5"] == 1.0 and out["systems"]["similarity"]["queries"] == 4
+    r = runner.invoke(app, ["eval", "--benchmark", str(tmp_path / "missing.jsonl")])
+    assert r.exit_code == 2 and "no such benchmark file" in r.output

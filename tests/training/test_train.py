@@ -33,8 +33,15 @@ def test_cpu_profile_trains_saves_and_resumes(tmp_path, monkeypatch):
     run = mlflow.get_run(cfg["mlflow_run_id"])
     assert run.data.params["lora_r"] == "16" and run.data.params["dataset_sha256"] == cfg["dataset_sha256"]
     assert [m.step for m in mlflow.MlflowClient().get_metric_history(run.info.run_id, "train_loss")] == [1, 2]
-    # a second run finds the finished checkpoint and resumes from it instead of starting over
-    assert train(p)["steps"] == 2
+    # the same run again resumes from its finished checkpoint instead of starting over ...
+    again = train(p)
+    assert again["steps"] == 2 and again["seconds"] < m["seconds"]
+    # ... but a run with other params or data never resumes someone else's checkpoint
+    from dataclasses import replace
+
+    other = train(replace(p, learning_rate=1e-3))
+    assert other["steps"] == 2 and other["seconds"] > again["seconds"] and json.loads((tmp_path / "model" / "train_config.json").read_text())["learning_rate"] == 1e-3
+    assert (tmp_path / "model" / "checkpoints" / "fingerprint.txt").read_text().endswith('"cpu"]')
 
 
 def test_examples_too_long_are_dropped_and_counted(tmp_path):
