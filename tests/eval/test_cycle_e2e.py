@@ -36,12 +36,16 @@ def scifact_slice(src: Path, dst: Path, n_train: int = 30, n_test: int = 10, oth
 def test_pai_cycle_in_a_fresh_clone(db_url, benchmark_dir, tmp_path):
     clone = tmp_path / "p"
     subprocess.run(["git", "clone", "-q", str(REPO), str(clone)], check=True)
-    scifact_slice(benchmark_dir / "scifact", tmp_path / "bench" / "scifact")
-    (clone / "params.yaml").write_text((clone / "params.yaml").read_text().replace("lag_seconds: 5.0", "lag_seconds: 0.0"))
+    # the clone reads ../shared/benchmark like a checkout does: SciFact cut down, HotpotQA as it is
+    bench = tmp_path / "shared" / "benchmark"
+    scifact_slice(benchmark_dir / "scifact", bench / "scifact")
+    (bench / "hotpotqa").symlink_to(benchmark_dir / "hotpotqa")
+    params = (clone / "params.yaml").read_text().replace("lag_seconds: 5.0", "lag_seconds: 0.0")
+    (clone / "params.yaml").write_text(params.replace("max_queries: 100 ", "max_queries: 10 "))
     venv_bin = Path(sys.executable).parent
     # the Qwen2 tokenizer cache is shared with the working tree's, so the clone does not fetch it again
     env = os.environ | {"PAI_HOME": str(REPO / ".pai"), "DATABASE_URL": db_url, "PYTHONPATH": str(clone), "PATH": f"{venv_bin}:{os.environ['PATH']}"}
-    run = subprocess.run([sys.executable, "-m", "serving.cli", "cycle", "--benchmark-dir", str(tmp_path / "bench"), "--json"],
+    run = subprocess.run([sys.executable, "-m", "serving.cli", "cycle", "--benchmark-dir", str(bench), "--json"],
                          cwd=clone, env=env, capture_output=True, text=True, timeout=1200)  # fmt: skip
     assert run.returncode == 0, run.stderr[-3000:]
     result = json.loads(run.stdout)
@@ -50,5 +54,7 @@ def test_pai_cycle_in_a_fresh_clone(db_url, benchmark_dir, tmp_path):
     assert result["pipeline"]["feedback"]["queries"] == 30
     assert result["pipeline"]["dataset"]["train_examples"] > 0
     assert result["pipeline"]["train"]["profile"] == "cpu" and result["pipeline"]["train"]["steps"] > 0
+    hotpot = result["pipeline"]["eval"]["hotpotqa/test"]["systems"]
+    assert set(hotpot) == {"similarity", "bm25", "hybrid", "selector"} and hotpot["selector"]["queries"] == 10
     assert [r["queries"] for r in result["retrieval"]] == [10, 10]
     assert (clone / "dvc.lock").exists() and (clone / "data" / "datasets" / "train.jsonl").exists()
