@@ -9,32 +9,16 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
 from retrieval.db import DatabaseError
 from retrieval.params import ParamsError, load_section
+from serving.cli_pipeline import register
+from serving.terminal import ParamsOpt, _fail, console, progress_bar
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="pai-brain: retrieval, selection and retraining.")
 bench_app = typer.Typer(no_args_is_help=True, help="Benchmarks (figures for the README and issue notes).")
 app.add_typer(bench_app, name="bench")
-
-console = Console(stderr=True)  # progress and tables on stderr; --json output alone on stdout
-ParamsOpt = Annotated[Path, typer.Option("--params", help="params.yaml to read")]
-
-
-def _fail(msg: str) -> None:
-    console.print(f"[red]error:[/red] {msg}", soft_wrap=True)  # one line, however narrow the terminal
-    raise typer.Exit(2)
-
-
-def progress_bar() -> Progress:
-    return Progress(
-        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-        TimeElapsedColumn(), TimeRemainingColumn(), console=console, transient=False,
-    )  # fmt: skip
-
 
 @app.command()
 def ingest(
@@ -46,7 +30,7 @@ def ingest(
     from retrieval.db import connect
     from retrieval.embed import get_embedder
     from retrieval.ingest import ingest_paths
-    from retrieval.params import EmbedParams, IngestParams, SearchParams, load_section
+    from retrieval.params import EmbedParams, IngestParams, SearchParams
 
     try:
         ip = load_section(params, "ingest", IngestParams)
@@ -85,7 +69,7 @@ def query(
     from retrieval import staging
     from retrieval.db import connect
     from retrieval.embed import get_embedder
-    from retrieval.params import EmbedParams, SearchParams, StagingParams, load_section
+    from retrieval.params import EmbedParams, SearchParams, StagingParams
     from retrieval.search import search
 
     texts = [t for t in texts if t.strip()]
@@ -160,36 +144,6 @@ def serve(
     uvicorn.run(create_app(service), host=host, port=port, log_level="info")
 
 
-@app.command()
-def simulate(
-    benchmark: Annotated[str, typer.Option(help="scifact or hotpotqa")] = "scifact",
-    split: Annotated[str, typer.Option(help="which queries to replay")] = "train",
-    url: Annotated[Optional[str], typer.Option(help="a running service; default: start one in-process")] = None,
-    limit: Annotated[Optional[int], typer.Option(help="replay only the first N queries")] = None,
-    corpus_limit: Annotated[Optional[int], typer.Option(help="ingest only the relevant documents + N others")] = None,
-    benchmark_dir: Annotated[Path, typer.Option(help="the shared benchmark folder")] = Path("../shared/benchmark"),
-    params: ParamsOpt = Path("params.yaml"),
-    as_json: Annotated[bool, typer.Option("--json", help="print the summary as JSON")] = False,
-) -> None:
-    """Replay benchmark queries through /query and post qrels-based feedback: a realistic feedback log."""
-    from eval.replay import run_replay
-
-    try:
-        with progress_bar() as bar:
-            summary = run_replay(params, benchmark_dir, benchmark, split, bar, url=url, limit=limit, corpus_limit=corpus_limit)
-    except (ParamsError, DatabaseError, FileNotFoundError, ValueError) as e:
-        _fail(str(e))
-    for err in summary.errors[:5]:
-        console.print(f"[yellow]failed:[/yellow] {err}")
-    if as_json:
-        print(json.dumps(summary.as_dict(), indent=2))
-    else:
-        t = Table(title=f"replay {benchmark} {split}", show_header=False)
-        for k, v in summary.as_dict().items():
-            t.add_row(k, str(v))
-        console.print(t)
-
-
 hooks_app = typer.Typer(no_args_is_help=True, help="Git hooks that keep the index current.")
 app.add_typer(hooks_app, name="hooks")
 
@@ -204,7 +158,7 @@ def watch(
 
     from retrieval.db import connect
     from retrieval.embed import get_embedder
-    from retrieval.params import EmbedParams, IngestParams, SearchParams, load_section
+    from retrieval.params import EmbedParams, IngestParams, SearchParams
     from serving.live import process_inbox_file
     from serving.live import watch as watch_inbox
 
@@ -251,114 +205,7 @@ def hooks_install(
     console.print(f"installed {hook}")
 
 
-@bench_app.command("retrieval")
-def bench_retrieval(
-    vectors: Annotated[int, typer.Option(help="table size (real MiniLM embeddings, topped up by mixtures)")] = 100_000,
-    queries: Annotated[int, typer.Option(help="number of timed queries (real SciFact claims)")] = 200,
-    ef_search: Annotated[Optional[list[int]], typer.Option("--ef-search", help="ef_search values to compare (default: params)")] = None,
-    benchmark_dir: Annotated[Path, typer.Option(help="the shared benchmark folder")] = Path("../shared/benchmark"),
-    params: ParamsOpt = Path("params.yaml"),
-    as_json: Annotated[bool, typer.Option("--json", help="print results as JSON")] = False,
-) -> None:
-    """pgvector HNSW: insert rate, build time, p50/p95 latency, recall@k vs exact; staging write+parse."""
-    from eval.bench_retrieval import print_table, run
-    from retrieval.params import EmbedParams, SearchParams, load_section
-
-    try:
-        sp = load_section(params, "search", SearchParams)
-        ep = load_section(params, "embed", EmbedParams)
-        result = run(vectors, queries, ef_search or [sp.ef_search], sp, ep, benchmark_dir, progress_bar)
-    except (ParamsError, DatabaseError, FileNotFoundError) as e:
-        _fail(str(e))
-    if as_json:
-        print(json.dumps(result, indent=2))
-    else:
-        print_table(result, console)
-
-
-@app.command()
-def cycle(
-    benchmark_dir: Annotated[Path, typer.Option(help="the shared benchmark folder")] = Path("../shared/benchmark"),
-    split: Annotated[str, typer.Option(help="SciFact qrels split to evaluate")] = "test",
-    replay: Annotated[Optional[bool], typer.Option("--replay/--no-replay", help="replay SciFact train first (default: only into an empty log)")] = None,
-    params: ParamsOpt = Path("params.yaml"),
-    as_json: Annotated[bool, typer.Option("--json", help="print results as JSON")] = False,
-) -> None:
-    """The main job on embedded defaults, one retrain cycle: ingest the SciFact corpus, replay its
-    train queries into the feedback log when the log is empty, `dvc repro`, and measure retrieval on
-    the test queries (vector vs hybrid)."""
-    from eval.cycle import print_cycle, run_cycle
-
-    try:
-        with progress_bar() as bar:
-            result = run_cycle(params, benchmark_dir, split, bar, replay=replay)
-    except (ParamsError, DatabaseError, FileNotFoundError, RuntimeError) as e:
-        _fail(str(e))
-    if as_json:
-        print(json.dumps(result, indent=2))
-    else:
-        print_cycle(result, console)
-
-
-@app.command("eval")
-def eval_command(
-    benchmark: Annotated[Path, typer.Option(help="a benchmark file in the contract-5 format")],
-    selector: Annotated[str, typer.Option(help="all, similarity, bm25, hybrid or selector")] = "all",
-    model: Annotated[Path, typer.Option(help="trained selector folder for the 'selector' system")] = Path("models/selector"),
-    max_queries: Annotated[int, typer.Option(help="evaluate the first N queries (0 = all)")] = 100,
-    params: ParamsOpt = Path("params.yaml"),
-    as_json: Annotated[bool, typer.Option("--json", help="print results as one JSON object")] = False,
-) -> None:
-    """Evaluate selectors on a benchmark file: one table, all systems side by side."""
-    from dataclasses import replace
-
-    from eval.evaluate import EvaluateParams, evaluate, print_table
-    from retrieval.embed import get_embedder
-    from serving.selectors import TransformersSelector
-
-    if not benchmark.exists():
-        _fail(f"{benchmark}: no such benchmark file")
-    try:
-        p = replace(load_section(params, "evaluate", EvaluateParams), benchmarks=str(benchmark), feedback="", max_queries=max_queries)
-        sel = TransformersSelector(model) if selector in ("all", "selector") and (model / "train_config.json").exists() else None
-        if selector == "selector" and sel is None:
-            _fail(f"{model}: no trained selector (run dvc repro)")
-        with progress_bar() as bar:
-            result, _ = evaluate(p, get_embedder(), sel, lambda name, n: (lambda t=bar.add_task(name, total=n): bar.advance(t)))
-    except (ParamsError, json.JSONDecodeError, KeyError) as e:
-        _fail(f"{benchmark}: {e}")
-    if selector != "all":
-        for r in result.values():
-            r["systems"] = {k: v for k, v in r["systems"].items() if k == selector}
-            r["paired_bootstrap"] = {k: v for k, v in r["paired_bootstrap"].items() if k.startswith(selector + "_vs_")}
-    if as_json:
-        print(json.dumps(result, indent=2))
-    else:
-        print_table(result, console)
-
-
-@bench_app.command("serve")
-def bench_serve(
-    clients: Annotated[Optional[list[int]], typer.Option("--clients", help="concurrent clients (repeat to compare)")] = None,
-    duration: Annotated[float, typer.Option(help="seconds of load per client count")] = 30.0,
-    notes: Annotated[int, typer.Option(help="webhook notes for ingest-to-searchable latency")] = 50,
-    benchmark_dir: Annotated[Path, typer.Option(help="the shared benchmark folder")] = Path("../shared/benchmark"),
-    params: ParamsOpt = Path("params.yaml"),
-    as_json: Annotated[bool, typer.Option("--json", help="print results as JSON")] = False,
-) -> None:
-    """/query latency and throughput under concurrent clients; webhook ingest-to-searchable latency."""
-    from eval.bench_serve import print_table, run
-    from eval.retrieval_eval import load_scifact
-
-    try:
-        queries = [q for _, q, _ in load_scifact(benchmark_dir, "test")]
-        result = run(params, queries, clients or [1, 4, 20], duration, notes)
-    except (FileNotFoundError, RuntimeError) as e:
-        _fail(str(e))
-    if as_json:
-        print(json.dumps(result, indent=2))
-    else:
-        print_table(result, console)
+register(app, bench_app)
 
 
 def main() -> None:  # pragma: no cover - console entry
