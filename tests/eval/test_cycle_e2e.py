@@ -43,8 +43,13 @@ def test_pai_cycle_in_a_fresh_clone(db_url, benchmark_dir, tmp_path):
     params = (clone / "params.yaml").read_text().replace("lag_seconds: 5.0", "lag_seconds: 0.0")
     (clone / "params.yaml").write_text(params.replace("max_queries: 100 ", "max_queries: 10 "))
     venv_bin = Path(sys.executable).parent
-    # the Qwen2 tokenizer cache is shared with the working tree's, so the clone does not fetch it again
-    env = os.environ | {"PAI_HOME": str(REPO / ".pai"), "DATABASE_URL": db_url, "PYTHONPATH": str(clone), "PATH": f"{venv_bin}:{os.environ['PATH']}"}
+    # a state folder of its own (no test runs in the developer's MLflow), sharing only the model cache
+    # so the Qwen2 tokenizer is not fetched again
+    home = tmp_path / ".pai"
+    home.mkdir()
+    (REPO / ".pai" / "cache").mkdir(parents=True, exist_ok=True)
+    (home / "cache").symlink_to(REPO / ".pai" / "cache")
+    env = os.environ | {"PAI_HOME": str(home), "DATABASE_URL": db_url, "PYTHONPATH": str(clone), "PATH": f"{venv_bin}:{os.environ['PATH']}"}
     run = subprocess.run([sys.executable, "-m", "serving.cli", "cycle", "--benchmark-dir", str(bench), "--json"],
                          cwd=clone, env=env, capture_output=True, text=True, timeout=1200)  # fmt: skip
     assert run.returncode == 0, run.stderr[-3000:]
@@ -58,3 +63,4 @@ def test_pai_cycle_in_a_fresh_clone(db_url, benchmark_dir, tmp_path):
     assert set(hotpot) == {"similarity", "bm25", "hybrid", "selector"} and hotpot["selector"]["queries"] == 10
     assert [r["queries"] for r in result["retrieval"]] == [10, 10]
     assert (clone / "dvc.lock").exists() and (clone / "data" / "datasets" / "train.jsonl").exists()
+    assert (home / "mlflow.db").exists()  # the training run was tracked, in the test's own store
