@@ -175,10 +175,3 @@ def ensure_hnsw(conn: psycopg.Connection, m: int, ef_construction: int) -> bool:
             f" WITH (m = {int(m)}, ef_construction = {int(ef_construction)})"
         )
     return True
-
-
-def counts(conn: psycopg.Connection) -> dict[str, int]:
-    docs, chunks = conn.execute(
-        "SELECT (SELECT count(*) FROM documents), (SELECT count(*) FROM chunks)"
-    ).fetchone()
-    return {"documents": docs, "chunks": chunks}
