@@ -25,10 +25,10 @@ from serving.server import free_port
 
 NOTE_PREFIX = "bench-note-"
 
-def start_service(params: Path, port: int, staging_dir: Path) -> subprocess.Popen:
+def start_service(params: Path, port: int, staging_dir: Path, extra: list[str] = ()) -> subprocess.Popen:
     proc = subprocess.Popen(
         [sys.executable, "-m", "serving.cli", "serve", "--port", str(port), "--params", str(params),
-         "--staging-dir", str(staging_dir)],
+         "--staging-dir", str(staging_dir), *extra],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=os.environ.copy(),
     )  # fmt: skip
     deadline = time.monotonic() + 120

@@ -2,7 +2,7 @@
 
 1. ingest the SciFact corpus (unchanged documents write nothing)
 2. replay SciFact train through the service into the feedback log, when the log is empty
-3. `dvc repro`: the pipeline stages in dvc.yaml (pull, build, train, evaluate so far)
+3. `dvc repro`: pull -> build -> train -> export -> evaluate -> deploy (dvc.yaml)
 4. first-stage retrieval on SciFact test, vector vs hybrid
 """
 
@@ -43,7 +43,8 @@ def run_cycle(params: Path, benchmark_dir: Path, split: str, bar, replay: bool |
         raise RuntimeError(f"dvc repro failed:\n{run.stdout[-2000:]}{run.stderr[-2000:]}")
     bar.update(task, completed=1)
     result["pipeline"] = {"feedback": _read_json("data/feedback/metrics.json"), "dataset": _read_json("data/datasets/stats.json"),
-                          "train": _read_json("models/selector/metrics.json"), "eval": _read_json("metrics/eval.json")}  # fmt: skip
+                          "train": _read_json("models/selector/metrics.json"), "export": _read_json("models/export/metrics.json"),
+                          "eval": _read_json("metrics/eval.json"), "deploy": _read_json("metrics/deploy.json")}  # fmt: skip
     with connect() as conn:
         task = bar.add_task(f"4. search {len(queries)} {split} queries x 2 systems", total=2 * len(queries))
         result["retrieval"] = evaluate(conn, embedder, queries, sp, lambda: bar.advance(task))
@@ -71,10 +72,16 @@ def print_cycle(result: dict, console) -> None:
                   f"{d.get('val_examples')} val examples, {d.get('pairs')} pairs; trained ({tr.get('profile')} profile, "
                   f"{tr.get('base_model')}) {tr.get('steps')} steps in {tr.get('seconds')} s, loss "
                   f"{tr.get('train_loss_first')} -> {tr.get('train_loss_last')}")  # fmt: skip
+    if x := result["pipeline"].get("export"):
+        console.print(f"   export: {x['quant']} GGUF {x['gguf_mb']} MB; parity on {x['prompts']} prompts: picks {x['pick_agreement']:.0%}, "
+                      f"teacher-forced tokens {x['forced_top1_agreement']:.0%}, served output parses {x['served_parse_rate']:.0%}")  # fmt: skip
     if result["pipeline"]["eval"]:
         from .evaluate import print_table
 
         print_table(result["pipeline"]["eval"], console)
+    if dp := result["pipeline"].get("deploy"):
+        console.print(f"   deploy: {dp['version']} registered; alias {dp['alias']}" + (
+            "" if dp["passed_gate"] else f" (gate: {'; '.join(dp['reasons'])})"), soft_wrap=True)  # fmt: skip
     rows = result["retrieval"]
     t = Table(title="4. SciFact first-stage retrieval (top-20 candidates, document level)")
     for col in rows[0]:

@@ -1,10 +1,12 @@
 """Stage `evaluate` (and `pai eval`): every system on every benchmark, side by side, in one run.
 
 Systems pick at most k candidates per query: `similarity` (MiniLM cosine order), `bm25` (bm25s over
-the query's candidates), `hybrid` (their reciprocal-rank fusion), and `selector` (the trained model,
-run through the same backend and contract as in serving; unparsable output falls back to similarity
-and is counted). Benchmarks are contract-5 items: HotpotQA test (fixed candidates) and the held-out
-feedback split. Each system is compared with each baseline by a paired bootstrap on Recall@5.
+the query's candidates), `hybrid` (their reciprocal-rank fusion), `selector` (the challenger: the
+exported GGUF run exactly as served, Ollama or llama.cpp, through the same contract; unparsable
+output falls back to similarity and is counted) and `champion` (the registry's current champion, as
+served, when there is one and it is a different model). Benchmarks are contract-5 items: HotpotQA
+test (fixed candidates) and the held-out feedback split. Each system is compared with each baseline
+and the champion by a paired bootstrap on Recall@5; the deploy gate reads those comparisons.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from retrieval.chunking import approx_tokens
 from retrieval.embed import Embedder
 from retrieval.params import load_section
 from retrieval.search import rrf
-from retrieval.selection import PromptCandidate, parse_selection, render_messages, similarity_order
+from retrieval.selection import PromptCandidate, parse_selection, similarity_order
 
 from .metrics import METRICS, contains_answer, paired_bootstrap, per_query
 
@@ -32,7 +34,7 @@ BASELINES = ("similarity", "bm25", "hybrid")
 class EvaluateParams:
     benchmarks: str = "../shared/benchmark/hotpotqa/test.jsonl"  # comma-separated contract-5 files
     feedback: str = "data/feedback"  # held-out feedback split (build's val split), when present
-    model: str = "models/selector"  # the trained selector (train stage output)
+    model: str = "models/export"  # the challenger: the export stage's folder (selector.json + GGUF), run as served
     out: str = "metrics"  # eval.json (DVC metrics), recall_at_k.csv (DVC plot)
     k: int = 5
     max_queries: int = 100  # per benchmark (the CPU selector generates ~1 s per query); 0 = all
@@ -103,12 +105,10 @@ def selector_pick(selector, item: dict, sim_order: list[str], k: int) -> Picked:
     """The selector sees the candidates in similarity order (as retrieval hands them over)."""
     by_id = {c["id"]: c for c in item["candidates"]}
     shown = [by_id[i] for i in sim_order]
-    chunk_tokens = getattr(selector, "chunk_tokens", 200)
-    msgs = render_messages(item["query"], [PromptCandidate(c.get("source") or c.get("title") or c["id"], c.get("title"), c["text"])
-                                           for c in shown], k, chunk_tokens)  # fmt: skip
+    cands = [PromptCandidate(c.get("source") or c.get("title") or c["id"], c.get("title"), c["text"]) for c in shown]
     t0 = time.perf_counter()
     try:
-        sel = parse_selection(selector.generate(msgs, len(shown), k), len(shown), k)
+        sel = parse_selection(selector.answer(item["query"], cands, k), len(shown), k)
     except Exception as e:  # noqa: BLE001 - evaluation counts a crash as a fallback, like serving
         from retrieval.selection import Selection
 
@@ -116,8 +116,10 @@ def selector_pick(selector, item: dict, sim_order: list[str], k: int) -> Picked:
     return Picked([shown[i - 1]["id"] for i in sel.selected], sel.status, time.perf_counter() - t0)
 
 
-def run_systems(items: list[dict], embedder: Embedder, k: int, selector=None, progress: Callable[[], None] = lambda: None) -> dict[str, dict]:
-    picks: dict[str, dict[str, Picked]] = {s: {} for s in (*BASELINES, *(["selector"] if selector else []))}
+def run_systems(items: list[dict], embedder: Embedder, k: int, selector=None, progress: Callable[[], None] = lambda: None,
+                champion=None) -> dict[str, dict]:  # fmt: skip
+    models = {name: sel for name, sel in (("selector", selector), ("champion", champion)) if sel is not None}
+    picks: dict[str, dict[str, Picked]] = {s: {} for s in (*BASELINES, *models)}
     for item in items:
         q = item["qid"]
         t0 = time.perf_counter()
@@ -127,8 +129,8 @@ def run_systems(items: list[dict], embedder: Embedder, k: int, selector=None, pr
         bm = bm25_ranking(item)
         picks["bm25"][q] = Picked(bm[:k], seconds=time.perf_counter() - t0)
         picks["hybrid"][q] = Picked(rrf([sim, bm], 60)[:k])
-        if selector:
-            picks["selector"][q] = selector_pick(selector, item, sim, k)
+        for name, sel in models.items():
+            picks[name][q] = selector_pick(sel, item, sim, k)
         progress()
     return picks
 
@@ -158,8 +160,8 @@ def score(items: list[dict], picks: dict[str, dict[str, Picked]], seed: int) -> 
         table[system] = row
     versus = {}
     for system in per:
-        for base in BASELINES:
-            if system != base:
+        for base in (*BASELINES, *(["champion"] if "champion" in per else [])):
+            if system != base and not (system in BASELINES and base == "champion"):
                 d, lo, hi = paired_bootstrap(per[system]["recall@5"], per[base]["recall@5"], seed=seed)
                 versus[f"{system}_vs_{base}"] = {"recall@5_diff": round(d, 4), "ci95_low": round(lo, 4), "ci95_high": round(hi, 4)}
     return {"systems": table, "paired_bootstrap": versus}
@@ -174,7 +176,7 @@ def recall_curve(items: list[dict], picks: dict[str, dict[str, Picked]], benchma
     return rows
 
 
-def evaluate(p: EvaluateParams, embedder: Embedder, selector, progress_factory=None) -> tuple[dict, list[dict]]:
+def evaluate(p: EvaluateParams, embedder: Embedder, selector, progress_factory=None, champion=None) -> tuple[dict, list[dict]]:
     benches = {Path(b).parent.name + "/" + Path(b).stem: load_items(Path(b), p.max_queries) for b in p.benchmarks.split(",") if b}
     held_out = feedback_items(Path(p.feedback), p.val_fraction, p.max_queries)
     if held_out:
@@ -184,7 +186,7 @@ def evaluate(p: EvaluateParams, embedder: Embedder, selector, progress_factory=N
         if not items:
             continue
         advance = progress_factory(name, len(items)) if progress_factory else (lambda: None)
-        picks = run_systems(items, embedder, p.k, selector, advance)
+        picks = run_systems(items, embedder, p.k, selector, advance, champion)
         result[name] = score(items, picks, p.seed)
         curve += recall_curve(items, picks, name, p.k)
     return result, curve
@@ -195,29 +197,48 @@ def main() -> None:
     from rich.progress import Progress
 
     from retrieval.embed import get_embedder
-    from serving.selectors import TransformersSelector
+    from serving.selectors import build_selector
     from training.pull import write_atomic
 
     p = load_section("params.yaml", "evaluate", EvaluateParams)
     console = Console(stderr=True)
-    model_dir = Path(p.model)
-    selector = TransformersSelector(model_dir) if (model_dir / "train_config.json").exists() else None
+    record_path = Path(p.model) / "selector.json"
+    selector = build_selector(p.model) if record_path.exists() else None
+    champion = load_champion(json.loads(record_path.read_text()) if selector else {}, console)
+    console.print(f"evaluate: challenger {getattr(selector, 'version', 'none')} ({type(selector).__name__}), "
+                  f"champion {getattr(champion, 'version', 'none')}")  # fmt: skip
     with Progress(console=console) as bar:
-        result, curve = evaluate(p, get_embedder(), selector, lambda name, n: (lambda t=bar.add_task(name, total=n): bar.advance(t)))
+        result, curve = evaluate(p, get_embedder(), selector, lambda name, n: (lambda t=bar.add_task(name, total=n): bar.advance(t)), champion)
     out = Path(p.out)
     out.mkdir(parents=True, exist_ok=True)
     write_atomic(out / "eval.json", json.dumps(result, indent=2) + "\n")
     write_atomic(out / "recall_at_k.csv", "benchmark,system,k,recall\n" + "".join(
         f"{r['benchmark']},{r['system']},{r['k']},{r['recall']}\n" for r in curve))  # fmt: skip
     if selector is not None:
-        log_to_mlflow(model_dir, result)
+        log_to_mlflow(json.loads(record_path.read_text()).get("train_run_id"), result)
     print_table(result, console)
 
 
-def log_to_mlflow(model_dir: Path, result: dict) -> None:
+def load_champion(challenger: dict, console):
+    """The registry's champion as served, unless it is the challenger's very GGUF; None without one.
+    A registry or model that cannot be reached is reported and evaluation goes on without it."""
+    from serving.selectors import SelectorLoadError, from_record
+
+    from .registry import RegistryError, champion
+
+    try:
+        record = champion()
+        if record is None or record.get("gguf_sha256") == challenger.get("gguf_sha256"):
+            return None
+        return from_record(record)
+    except (RegistryError, SelectorLoadError) as e:
+        console.print(f"[yellow]evaluate: no champion baseline:[/yellow] {e}", soft_wrap=True)
+        return None
+
+
+def log_to_mlflow(run_id: str | None, result: dict) -> None:
     from training.tracking import use_mlflow
 
-    run_id = json.loads((model_dir / "train_config.json").read_text()).get("mlflow_run_id")
     mlflow = use_mlflow()
     with mlflow.start_run(run_id=run_id) if run_id else mlflow.start_run(run_name="evaluate"):
         for bench, r in result.items():
@@ -238,7 +259,7 @@ def print_table(result: dict, console) -> None:
             t.add_row(system, *[str(row[c]) for c in cols])
         console.print(t)
         for name, v in r["paired_bootstrap"].items():
-            if name.startswith("selector"):
+            if name.startswith(("selector", "champion")):
                 console.print(f"  {name}: recall@5 {v['recall@5_diff']:+.4f} [{v['ci95_low']:+.4f}, {v['ci95_high']:+.4f}]")
 
 

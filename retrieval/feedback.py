@@ -56,8 +56,9 @@ def log_query(
     return qid
 
 
-def record_pick(conn: psycopg.Connection, query_id: int, picked: list[int], status: str) -> None:
-    """The selector's pick (candidate ranks, best first), when it arrives after the answer."""
+def record_pick(conn: psycopg.Connection, query_id: int, picked: list[int], status: str, version: str | None = None) -> None:
+    """The selector's pick (candidate ranks, best first), when it arrives after the answer;
+    `version` names the selector that made it."""
     with conn.transaction():
         # lock the query row first, as record_feedback does: the same lock order, no deadlock
         if conn.execute("SELECT 1 FROM queries WHERE id = %s FOR UPDATE", (query_id,)).fetchone() is None:
@@ -70,7 +71,8 @@ def record_pick(conn: psycopg.Connection, query_id: int, picked: list[int], stat
             "UPDATE query_candidates SET pick_rank = array_position(%s::int[], rank) WHERE query_id = %s",
             (picked, query_id),
         )
-        conn.execute("UPDATE queries SET selection_status = %s, updated_at = now() WHERE id = %s", (status, query_id))
+        conn.execute("UPDATE queries SET selection_status = %s, picked_by = %s, updated_at = now() WHERE id = %s",
+                     (status, version, query_id))  # fmt: skip
 
 
 def record_feedback(

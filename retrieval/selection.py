@@ -44,6 +44,14 @@ def output_schema(n: int, k: int = DEFAULT_K) -> dict:
     }
 
 
+def output_gbnf(n: int, k: int = DEFAULT_K) -> str:
+    """The answer as a llama.cpp grammar: exactly `render_answer`'s canonical form (no free
+    whitespace, so a model cannot pad its way past the token limit), numbers 1..n, at most k."""
+    nums = " | ".join(f'"{i}"' for i in range(max(n, 1), 0, -1))
+    more = f' (", " num){{0,{k - 1}}}' if k > 1 else ""
+    return f'root ::= "{{\\"selected\\": [" (num{more})? "]}}"\nnum ::= {nums}\n'
+
+
 @dataclass(frozen=True)
 class PromptCandidate:
     source: str

@@ -7,6 +7,7 @@ pick is logged and cached for next time). `inline` waits for the selector, with 
 
 from __future__ import annotations
 
+import hmac
 import os
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
@@ -15,7 +16,8 @@ from pathlib import Path
 from typing import Literal
 
 import psycopg
-from fastapi import FastAPI, Request
+from fastapi import Depends, FastAPI, Request
+from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pgvector.psycopg import register_vector
@@ -32,9 +34,12 @@ from retrieval.search import Candidate, keyword_rankings, search_vector, take_bu
 from retrieval.selection import PROMPT_VERSION
 from retrieval.sources import Document
 
+from . import hotswap
+from .hotswap import HotSwapper
 from .picker import Pick, Picker
 
 MAX_BODY_BYTES = 2_000_000
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
 @dataclass
@@ -48,6 +53,8 @@ class Service:
     ingest: IngestParams
     staging: StagingParams
     inline: bool = False
+    swapper: "HotSwapper | None" = None  # follows the announced selector version (None: pinned selector)
+    host: str = "127.0.0.1"  # beyond loopback, admin routes need PAI_ADMIN_TOKEN
     pool: ConnectionPool | None = None
     keyword_workers: ThreadPoolExecutor = field(default_factory=lambda: ThreadPoolExecutor(8, thread_name_prefix="keyword"))
 
@@ -81,7 +88,11 @@ def create_app(service: Service) -> FastAPI:
             kwargs={"autocommit": True}, configure=register_vector,
         )  # fmt: skip
         service.embedder.encode(["warm up"])
+        if service.swapper is not None:
+            service.swapper.start()
         yield
+        if service.swapper is not None:
+            service.swapper.stop()
         service.picker.close()
         service.keyword_workers.shutdown()
         service.pool.close()
@@ -127,6 +138,35 @@ def create_app(service: Service) -> FastAPI:
             (chunks,) = conn.execute("SELECT count(*) FROM chunks").fetchone()
         return {"status": "ok", "chunks": chunks, "selector": service.picker.selector.version, "prompt_version": PROMPT_VERSION}
 
+    def require_admin(request: Request) -> None:
+        token = os.environ.get("PAI_ADMIN_TOKEN")
+        if token:
+            if not hmac.compare_digest(request.headers.get("authorization", ""), f"Bearer {token}"):
+                raise StarletteHTTPException(401, "admin route: missing or wrong bearer token (PAI_ADMIN_TOKEN)")
+        elif service.host not in LOOPBACK:
+            raise StarletteHTTPException(403, f"admin routes are off: the service listens on {service.host}; set PAI_ADMIN_TOKEN")
+
+    @app.get("/selector")
+    def get_selector() -> dict:
+        """The selector serving now and, when the service follows deployments, the latest ones."""
+        out = {"version": service.picker.selector.version, "follows_deployments": service.swapper is not None}
+        if service.swapper is not None:
+            out.update(service.swapper.status())
+            with service.pool.connection() as conn:
+                out["deployments"] = [{"id": d.id, "version": d.version, "action": d.action, "reason": d.reason,
+                                       "created_at": d.created_at.isoformat(), "applies": hotswap.applies(conn, d.id)}
+                                      for d in hotswap.deployments(conn, 5)]  # fmt: skip
+        return JSONResponse(jsonable_encoder(out))
+
+    @app.post("/selector/reload", dependencies=[Depends(require_admin)])
+    def reload_selector() -> dict:
+        """Re-apply the latest deployment (e.g. after a failed canary was fixed)."""
+        if service.swapper is None:
+            return JSONResponse({"error": "this service runs a pinned selector (pai serve --selector ...)"}, 409)
+        with service.pool.connection() as conn:
+            service.swapper.reload(conn)
+        return {"reloading": True, **service.swapper.status()}
+
     @app.get("/stats")
     def stats() -> dict:
         with service.pool.connection() as conn:
@@ -170,10 +210,11 @@ def run_query(service: Service, text: str, inline: bool) -> dict:
         result = search_vector(conn, text, qvec, service.search, keyword.result())
         learned = feedback.learned_answers(conn, text)
     shown = result.above  # what the staging file lists and the selector sees, numbered 1..N
-    pick = service.picker.cached(text, shown)
+    selector = service.picker.selector  # read once: a hot-swap mid-request does not change it
+    pick = service.picker.cached(text, shown, selector)
     status = "cached" if pick else "pending"
     if pick is None and inline and shown:
-        pick = service.picker.select(text, shown)
+        pick = service.picker.select(text, shown, selector)
         status = pick.selection.status
     if pick is None:
         chosen = shown[: service.picker.k]
@@ -190,10 +231,11 @@ def run_query(service: Service, text: str, inline: bool) -> dict:
                                  prompt_version=PROMPT_VERSION, selection_status=status, staging_path=str(path),
                                  threshold=service.search.threshold)  # fmt: skip
     if status == "pending" and shown:
-        service.picker.select_later(text, shown, lambda p: _log_pick(service, qid, p))
+        service.picker.select_later(text, shown, lambda p: _log_pick(service, qid, p), selector)
     return {
         "query_id": qid,
-        "selector_version": version,
+        "selector_version": version,  # what chose this context ("similarity" while the pick is pending)
+        "active_selector": selector.version,  # the selector this request ran (inline) or queued (background)
         "selection_status": status,
         "context": [_context_item(c) for c in context],
         "learned": [{"question": q, "answer": a, "similarity": round(s, 3)} for q, a, s in learned],
@@ -210,7 +252,7 @@ def _keyword_side(service: Service, text: str) -> list[list[int]]:
 
 def _log_pick(service: Service, query_id: int, pick: Pick) -> None:
     with service.pool.connection() as conn:
-        feedback.record_pick(conn, query_id, list(pick.ranks), pick.selection.status)
+        feedback.record_pick(conn, query_id, list(pick.ranks), pick.selection.status, pick.version)
 
 
 def _context_item(c: Candidate) -> dict:

@@ -14,6 +14,8 @@ from rich.table import Table
 from retrieval.db import DatabaseError
 from retrieval.params import ParamsError, load_section
 from serving.cli_pipeline import register
+from serving.cli_deploy import register as register_deploy
+from serving.cli_jobs import register as register_jobs
 from serving.terminal import ParamsOpt, _fail, console, progress_bar
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="pai-brain: retrieval, selection and retraining.")
@@ -121,7 +123,8 @@ def serve(
     host: Annotated[str, typer.Option(help="bind address (loopback by default)")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="port")] = 8484,
     inline: Annotated[bool, typer.Option("--inline", help="wait for the selector (with a timeout) instead of selecting in the background")] = False,
-    selector: Annotated[str, typer.Option(help="selector backend")] = "similarity",
+    selector: Annotated[str, typer.Option(help="champion: follow the promoted version (hot-swap); or pin one: similarity, "
+                                               "models/export, a .gguf, models/selector (transformers)")] = "champion",
     timeout: Annotated[float, typer.Option(help="selector timeout, seconds")] = 30.0,
     staging_dir: Annotated[Optional[Path], typer.Option(help="override staging.dir")] = None,
     params: ParamsOpt = Path("params.yaml"),
@@ -130,16 +133,19 @@ def serve(
     import uvicorn
 
     from serving.app import create_app
-    from serving.selectors import build_selector
+    from serving.selectors import SelectorLoadError, build_selector
     from serving.server import build_service
 
     try:
-        service = build_service(params, build_selector(selector), inline=inline, staging_dir=staging_dir, timeout_s=timeout)
-    except (ParamsError, DatabaseError, ValueError) as e:
+        pinned = None if selector == "champion" else build_selector(selector)
+        service = build_service(params, pinned, inline=inline, staging_dir=staging_dir, timeout_s=timeout, host=host)
+    except (ParamsError, DatabaseError, ValueError, SelectorLoadError) as e:
         _fail(str(e))
     if host not in ("127.0.0.1", "localhost", "::1"):
-        console.print(f"[yellow]warning:[/yellow] listening on {host}, beyond loopback")
-    console.print(f"pai serve: http://{host}:{port}  (docs: /docs, selector: {service.picker.selector.version}, "
+        token = "admin routes need PAI_ADMIN_TOKEN" if os.environ.get("PAI_ADMIN_TOKEN") else "admin routes are off (set PAI_ADMIN_TOKEN)"
+        console.print(f"[yellow]warning:[/yellow] listening on {host}, beyond loopback; {token}")
+    follows = "follows the champion" if service.swapper else service.picker.selector.version
+    console.print(f"pai serve: http://{host}:{port}  (docs: /docs, selector: {follows}, "
                   f"{'inline' if inline else 'background'} selection)")  # fmt: skip
     uvicorn.run(create_app(service), host=host, port=port, log_level="info")
 
@@ -206,6 +212,8 @@ def hooks_install(
 
 
 register(app, bench_app)
+register_deploy(app)
+register_jobs(app)
 
 
 def main() -> None:  # pragma: no cover - console entry

@@ -22,6 +22,7 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
     app.command("eval")(eval_command)
     bench_app.command("retrieval")(bench_retrieval)
     bench_app.command("serve")(bench_serve)
+    bench_app.command("swap")(bench_swap)
 
 
 def simulate(
@@ -102,8 +103,8 @@ def cycle(
 
 def eval_command(
     benchmark: Annotated[Path, typer.Option(help="a benchmark file in the contract-5 format")],
-    selector: Annotated[str, typer.Option(help="all, similarity, bm25, hybrid or selector")] = "all",
-    model: Annotated[Path, typer.Option(help="trained selector folder for the 'selector' system")] = Path("models/selector"),
+    selector: Annotated[str, typer.Option(help="all, similarity, bm25, hybrid, selector (--model), champion, or a registry version")] = "all",
+    model: Annotated[Path, typer.Option(help="the 'selector' system: an export folder (run as served) or models/selector (transformers)")] = Path("models/export"),
     max_queries: Annotated[int, typer.Option(help="evaluate the first N queries (0 = all)")] = 100,
     params: ParamsOpt = Path("params.yaml"),
     as_json: Annotated[bool, typer.Option("--json", help="print results as one JSON object")] = False,
@@ -111,20 +112,30 @@ def eval_command(
     """Evaluate selectors on a benchmark file: one table, all systems side by side."""
     from dataclasses import replace
 
-    from eval.evaluate import EvaluateParams, evaluate, print_table
+    from eval.evaluate import EvaluateParams, evaluate, load_champion, print_table
+    from eval.registry import RegistryError, record_of
     from retrieval.embed import get_embedder
-    from serving.selectors import TransformersSelector
+    from serving.selectors import SelectorLoadError, build_selector, from_record
 
     if not benchmark.exists():
         _fail(f"{benchmark}: no such benchmark file")
     try:
         p = replace(load_section(params, "evaluate", EvaluateParams), benchmarks=str(benchmark), feedback="", max_queries=max_queries)
-        sel = TransformersSelector(model) if selector in ("all", "selector") and (model / "train_config.json").exists() else None
+        known = ("all", "similarity", "bm25", "hybrid", "selector", "champion")
+        if selector not in known:  # a registry version, evaluated as served, as the 'selector' system
+            sel, selector = from_record(record_of(selector)), "selector"
+        elif selector in ("all", "selector") and ((model / "selector.json").exists() or (model / "train_config.json").exists()):
+            sel = build_selector(str(model))
+        else:
+            sel = None
         if selector == "selector" and sel is None:
-            _fail(f"{model}: no trained selector (run dvc repro)")
+            _fail(f"{model}: no exported or trained selector (run dvc repro)")
+        champ = load_champion({}, console) if selector in ("all", "champion") else None
+        if selector == "champion" and champ is None:
+            _fail("no champion in the registry (pai promote VERSION)")
         with progress_bar() as bar:
-            result, _ = evaluate(p, get_embedder(), sel, lambda name, n: (lambda t=bar.add_task(name, total=n): bar.advance(t)))
-    except (ParamsError, json.JSONDecodeError, KeyError) as e:
+            result, _ = evaluate(p, get_embedder(), sel, lambda name, n: (lambda t=bar.add_task(name, total=n): bar.advance(t)), champ)
+    except (ParamsError, json.JSONDecodeError, KeyError, RegistryError, SelectorLoadError) as e:
         _fail(f"{benchmark}: {e}")
     if selector != "all":
         for r in result.values():
@@ -157,3 +168,37 @@ def bench_serve(
         print(json.dumps(result, indent=2))
     else:
         print_table(result, console)
+
+
+def bench_swap(
+    clients: Annotated[int, typer.Option(help="concurrent clients")] = 20,
+    duration: Annotated[float, typer.Option(help="seconds of load")] = 30.0,
+    swaps: Annotated[int, typer.Option(help="promote/rollback moves during the load")] = 10,
+    versions: Annotated[Optional[list[str]], typer.Option("--version", help="registry versions to swap between "
+                                                          "(default: the two newest; 'similarity' if only one)")] = None,
+    benchmark_dir: Annotated[Path, typer.Option(help="the shared benchmark folder")] = Path("../shared/benchmark"),
+    params: ParamsOpt = Path("params.yaml"),
+    as_json: Annotated[bool, typer.Option("--json", help="print results as JSON")] = False,
+) -> None:
+    """Hot-swaps under load: failed requests, stale versions after a swap, announce -> serving latency."""
+    from eval import registry
+    from eval.bench_swap import run
+    from eval.retrieval_eval import load_scifact
+
+    try:
+        if not versions:
+            known = sorted(int(m.version) for m in registry.client().search_model_versions(f"name='{registry.MODEL}'"))
+            versions = [str(v) for v in known[-2:]] if len(known) >= 2 else [*map(str, known), "similarity"]
+        queries = [q for _, q, _ in load_scifact(benchmark_dir, "test")]
+        r = run(params, queries, versions, clients, duration, swaps, log=lambda s: console.print(s))
+    except (registry.RegistryError, DatabaseError, ValueError, RuntimeError) as e:
+        _fail(str(e))
+    if as_json:
+        print(json.dumps(r, indent=2))
+        return
+    t = Table(title=f"hot-swap under load: {clients} clients, {duration:g} s, {r['swaps']} swaps")
+    for col in ("requests", "failed", "after swaps", "stale", "swap p50 ms", "swap p95 ms", "query p50 ms", "query p95 ms"):
+        t.add_column(col, justify="right")
+    t.add_row(*map(str, (r["requests"], r["failed"], r["requests_after_swaps"], r["served_by_old_version_after_swap"], r["swap_ms_p50"],
+                         r["swap_ms_p95"], r["query_p50_ms"], r["query_p95_ms"])))  # fmt: skip
+    console.print(t)

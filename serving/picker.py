@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from retrieval.search import Candidate
-from retrieval.selection import PromptCandidate, Selection, parse_selection, render_messages, similarity_order
+from retrieval.selection import PromptCandidate, Selection, parse_selection, similarity_order
 
 from .selectors import Selector
 
@@ -33,9 +33,9 @@ def query_key(query: str) -> str:
 
 
 class Picker:
-    def __init__(self, selector: Selector, k: int = 5, chunk_tokens: int = 200, timeout_s: float = 30.0, cache_size: int = 10_000):
+    def __init__(self, selector: Selector, k: int = 5, timeout_s: float = 30.0, cache_size: int = 10_000):
         self.selector = selector  # swapped by reference (hot-swap); read once per selection
-        self.k, self.chunk_tokens, self.timeout_s = k, chunk_tokens, timeout_s
+        self.k, self.timeout_s = k, timeout_s
         self.counts: Counter = Counter()  # ok / repaired / fallback / timeout / error / cached
         self._cache: OrderedDict[str, Pick] = OrderedDict()
         self._cache_size = cache_size
@@ -43,23 +43,25 @@ class Picker:
         self._generate_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="selector")
         self._background = ThreadPoolExecutor(max_workers=1, thread_name_prefix="select-bg")
 
-    def cached(self, query: str, candidates: list[Candidate]) -> Pick | None:
-        """The cached pick for this query, if all its chunks are still among the candidates."""
+    def cached(self, query: str, candidates: list[Candidate], selector: Selector | None = None) -> Pick | None:
+        """The cached pick for this query, if the current selector made it and all its chunks are
+        still among the candidates (after a hot-swap, the old selector's picks are not served)."""
         with self._lock:
             pick = self._cache.get(query_key(query))
-        if pick and set(pick.chunk_ids) <= {c.chunk_id for c in candidates}:
+        if pick and pick.version == (selector or self.selector).version and set(pick.chunk_ids) <= {c.chunk_id for c in candidates}:
             self._count("cached")
             return pick
         return None
 
-    def select(self, query: str, candidates: list[Candidate]) -> Pick:
-        """Run the current selector on `candidates` (numbered 1..N in this order); never raises."""
-        selector = self.selector
+    def select(self, query: str, candidates: list[Candidate], selector: Selector | None = None) -> Pick:
+        """Run `selector` (default: the current one) on `candidates` (numbered 1..N in this order);
+        never raises."""
+        selector = selector or self.selector
         n = len(candidates)
-        messages = render_messages(query, [PromptCandidate(c.source, c.heading, c.text) for c in candidates], self.k, self.chunk_tokens)
+        shown = [PromptCandidate(c.source, c.heading, c.text) for c in candidates]
         t0 = time.perf_counter()
         try:
-            raw = self._generate_pool.submit(selector.generate, messages, n, self.k).result(timeout=self.timeout_s)
+            raw = self._generate_pool.submit(selector.answer, query, shown, self.k).result(timeout=self.timeout_s)
             selection = parse_selection(raw, n, self.k)
         except FutureTimeout:
             selection = Selection(similarity_order(n, self.k), "fallback", f"selector timed out after {self.timeout_s:g} s")
@@ -78,11 +80,12 @@ class Picker:
                     self._cache.popitem(last=False)
         return pick
 
-    def select_later(self, query: str, candidates: list[Candidate], done: Callable[[Pick], None]) -> None:
+    def select_later(self, query: str, candidates: list[Candidate], done: Callable[[Pick], None], selector: Selector | None = None) -> None:
         """Select in the background; `done` gets the pick (its errors are counted, not raised)."""
+        selector = selector or self.selector
 
         def work() -> None:
-            pick = self.select(query, candidates)
+            pick = self.select(query, candidates, selector)
             try:
                 done(pick)
             except Exception:  # noqa: BLE001

@@ -1,25 +1,39 @@
-"""Selector backends behind one interface: given the contract's chat messages, return raw text.
+"""Selector backends behind one interface: given a query and its candidates, return raw text.
 
 Parsing, repair and fallback are the contract's (`retrieval.selection.parse_selection`), never a
-backend's, so every backend is judged by the same rules. Model backends (Ollama, llama.cpp,
-transformers) implement the same two members.
+backend's, so every backend is judged by the same rules. LLM backends render the contract's prompt
+with the per-chunk budget the model was trained with, and decode constrained to the output schema
+where the backend allows it:
+- `ollama`: chat with `format` = the JSON schema, `temperature 0`, `keep_alive` so the model stays loaded;
+- `llamacpp`: the same GGUF in-process (llama-cpp-python), grammar-constrained to the canonical
+  answer (`retrieval.selection.output_gbnf`);
+- `transformers`: base + LoRA adapter merged, greedy (evaluation and the export parity check);
+- `similarity`: retrieval order.
+A *version record* (written by export, registered by deploy, announced to the service) names the
+GGUF and the Ollama tag; `from_record` picks Ollama when it is reachable, else llama.cpp.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import threading
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, Sequence
 
-from retrieval.selection import render_answer, similarity_order
+from retrieval.selection import PromptCandidate, output_gbnf, output_schema, render_answer, render_messages, similarity_order
 
 
 class Selector(Protocol):
     version: str  # what the feedback log records as having served a query
 
-    def generate(self, messages: list[dict[str, str]], n: int, k: int) -> str:
-        """The selector's raw answer for `n` candidates, at most `k` picks."""
+    def answer(self, query: str, candidates: Sequence[PromptCandidate], k: int) -> str:
+        """The selector's raw answer for the candidates (numbered 1..N in this order), at most `k` picks."""
         ...
+
+
+class SelectorLoadError(RuntimeError):
+    """A selector that cannot be built (missing or corrupt GGUF, unreachable backend, bad record)."""
 
 
 class SimilaritySelector:
@@ -27,14 +41,28 @@ class SimilaritySelector:
 
     version = "similarity"
 
-    def generate(self, messages: list[dict[str, str]], n: int, k: int) -> str:
-        return render_answer(list(similarity_order(n, k)))
+    def answer(self, query: str, candidates: Sequence[PromptCandidate], k: int) -> str:
+        return render_answer(list(similarity_order(len(candidates), k)))
 
 
-class TransformersSelector:
-    """A trained selector run by transformers: base model + LoRA adapter (merged), greedy decoding.
-    Used by evaluation and as a serving fallback; it renders the prompt with the chunk budget it was
-    trained with (`chunk_tokens`)."""
+class ChatSelector:
+    """An LLM selector: renders the contract's messages, then `chat`s them."""
+
+    version: str = "llm"
+    chunk_tokens: int = 200
+
+    def answer(self, query: str, candidates: Sequence[PromptCandidate], k: int) -> str:
+        return self.chat(render_messages(query, list(candidates), k, self.chunk_tokens), len(candidates), k)
+
+    def chat(self, messages: list[dict[str, str]], n: int, k: int) -> str:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        pass
+
+
+class TransformersSelector(ChatSelector):
+    """A trained selector run by transformers: base model + LoRA adapter (merged), greedy decoding."""
 
     def __init__(self, model_dir: Path, max_new_tokens: int = 48):
         import torch
@@ -50,7 +78,7 @@ class TransformersSelector:
         self.model = PeftModel.from_pretrained(model, model_dir / "adapter").merge_and_unload().eval()
         self.max_new_tokens = max_new_tokens
 
-    def generate(self, messages: list[dict[str, str]], n: int, k: int) -> str:
+    def chat(self, messages: list[dict[str, str]], n: int, k: int) -> str:
         import torch
 
         enc = self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, return_tensors="pt", return_dict=True)
@@ -60,10 +88,136 @@ class TransformersSelector:
         return self.tokenizer.decode(out[0, enc["input_ids"].shape[1] :], skip_special_tokens=True)
 
 
+class LlamaCppSelector(ChatSelector):
+    """The exported GGUF in-process: the chat template stored in the GGUF, greedy, decoding
+    constrained by a grammar built from the output schema (one grammar per candidate count)."""
+
+    def __init__(self, gguf: Path, version: str, chunk_tokens: int, n_ctx: int = 4096, max_new_tokens: int = 48, threads: int | None = None):
+        if not Path(gguf).is_file():
+            raise SelectorLoadError(f"GGUF not found: {gguf}")
+        try:
+            from llama_cpp import Llama
+        except ImportError as e:  # pragma: no cover - a dependency of the package
+            raise SelectorLoadError("llama-cpp-python is not installed") from e
+        try:
+            self.llm = Llama(model_path=str(gguf), n_ctx=n_ctx, n_threads=threads or min(4, os.cpu_count() or 1), verbose=False)
+        except (ValueError, RuntimeError) as e:
+            raise SelectorLoadError(f"GGUF does not load: {gguf}: {e}") from e
+        self.version, self.chunk_tokens, self.max_new_tokens = version, chunk_tokens, max_new_tokens
+        self._grammars: dict[tuple[int, int], object] = {}
+        self._lock = threading.Lock()  # one llama context: one generation at a time
+
+    def grammar(self, n: int, k: int):
+        from llama_cpp import LlamaGrammar
+
+        if (n, k) not in self._grammars:
+            self._grammars[(n, k)] = LlamaGrammar.from_string(output_gbnf(n, k), verbose=False)
+        return self._grammars[(n, k)]
+
+    def chat(self, messages: list[dict[str, str]], n: int, k: int) -> str:
+        with self._lock:
+            out = self.llm.create_chat_completion(messages, temperature=0.0, max_tokens=self.max_new_tokens, grammar=self.grammar(n, k))
+        return out["choices"][0]["message"]["content"] or ""
+
+    def forced_argmax(self, prompt_ids: list[int], answer_ids: list[int]) -> list[int]:
+        """The model's top token at each answer position, teacher-forced (the export parity check)."""
+        import llama_cpp
+        import numpy as np
+
+        out = []
+        with self._lock:
+            self.llm.reset()
+            for step in [prompt_ids, *([t] for t in answer_ids[:-1])]:
+                self.llm.eval(step)
+                logits = np.ctypeslib.as_array(llama_cpp.llama_get_logits(self.llm.ctx), shape=(self.llm.n_vocab(),))
+                out.append(int(np.argmax(logits)))
+        return out
+
+    def complete_tokens(self, prompt_ids: list[int], max_new_tokens: int) -> list[int]:
+        """Unconstrained greedy continuation of exact token ids (the export parity check)."""
+        with self._lock:
+            self.llm.reset()
+            out: list[int] = []
+            for tok in self.llm.generate(prompt_ids, temp=0.0, top_k=1, reset=True):
+                if tok == self.llm.token_eos() or len(out) >= max_new_tokens:
+                    break
+                out.append(tok)
+        return out
+
+    def close(self) -> None:
+        with self._lock:
+            self.llm.close()
+
+
+class OllamaSelector(ChatSelector):
+    """A model served by Ollama (`ollama create pai-selector:<version>` at deploy)."""
+
+    def __init__(self, tag: str, version: str, chunk_tokens: int, host: str | None = None, n_ctx: int = 4096,
+                 keep_alive: str = "30m", timeout_s: float = 60.0):  # fmt: skip
+        import ollama
+
+        self.client = ollama.Client(host=host or os.environ.get("OLLAMA_HOST"), timeout=timeout_s)
+        self.tag, self.version, self.chunk_tokens, self.n_ctx, self.keep_alive = tag, version, chunk_tokens, n_ctx, keep_alive
+        try:
+            names = {m.model for m in self.client.list().models}
+        except Exception as e:  # noqa: BLE001 - connection refused, timeouts, HTTP errors
+            raise SelectorLoadError(f"Ollama unreachable at {host or os.environ.get('OLLAMA_HOST')}: {e}") from e
+        if tag not in names and f"{tag}:latest" not in names:
+            raise SelectorLoadError(f"Ollama has no model {tag!r}")
+
+    def chat(self, messages: list[dict[str, str]], n: int, k: int) -> str:
+        r = self.client.chat(model=self.tag, messages=messages, format=output_schema(n, k), keep_alive=self.keep_alive,
+                             options={"temperature": 0, "num_ctx": self.n_ctx})  # fmt: skip
+        return r.message.content or ""
+
+
+def ollama_reachable(host: str | None = None) -> bool:
+    host = host or os.environ.get("OLLAMA_HOST")
+    if not host:
+        return False
+    import httpx
+
+    url = host if host.startswith("http") else f"http://{host}"
+    try:
+        return httpx.get(f"{url}/api/version", timeout=2.0).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def from_record(record: dict, backend: str = "auto") -> Selector:
+    """The selector a version record describes. `auto`: Ollama when reachable and it has the tag,
+    else llama.cpp in-process on the same GGUF; `similarity` records need no model."""
+    if record.get("kind") == "similarity":
+        return SimilaritySelector()
+    try:
+        version, gguf, chunk_tokens = record["version"], Path(record["gguf"]), int(record["chunk_tokens"])
+    except (KeyError, TypeError, ValueError) as e:
+        raise SelectorLoadError(f"version record lacks {e}") from e
+    n_ctx = int(record.get("num_ctx", 4096))
+    if backend == "ollama" or (backend == "auto" and record.get("ollama_tag") and ollama_reachable()):
+        try:
+            return OllamaSelector(record["ollama_tag"], version, chunk_tokens, n_ctx=n_ctx)
+        except SelectorLoadError:
+            if backend == "ollama":
+                raise
+    if backend not in ("auto", "llamacpp", "ollama"):
+        raise SelectorLoadError(f"unknown backend {backend!r} (auto, ollama, llamacpp)")
+    return LlamaCppSelector(gguf, version, chunk_tokens, n_ctx=n_ctx)
+
+
 def build_selector(name: str) -> Selector:
-    """`similarity`, or a trained model folder (train stage output) run by transformers."""
+    """`similarity`; a trained model folder (train stage output) run by transformers; an export
+    folder or its `selector.json` record run as served (Ollama or llama.cpp); a bare `.gguf`."""
+    path = Path(name)
     if name == "similarity":
         return SimilaritySelector()
-    if Path(name).is_dir() and (Path(name) / "train_config.json").exists():
-        return TransformersSelector(Path(name))
-    raise ValueError(f"unknown selector {name!r} (similarity, or a trained model folder such as models/selector)")
+    if path.is_dir() and (path / "train_config.json").exists():
+        return TransformersSelector(path)
+    if path.is_dir() and (path / "selector.json").exists():
+        path = path / "selector.json"
+    if path.suffix == ".json" and path.is_file():
+        return from_record(json.loads(path.read_text()))
+    if path.suffix == ".gguf" and path.is_file():
+        return LlamaCppSelector(path, f"gguf:{path.stem}", chunk_tokens=200)
+    raise ValueError(f"unknown selector {name!r} (similarity, a trained model folder such as models/selector, "
+                     "an export folder such as models/export, or a .gguf file)")  # fmt: skip

@@ -15,24 +15,31 @@ from retrieval.embed import get_embedder
 from retrieval.params import EmbedParams, IngestParams, SearchParams, StagingParams, load_section
 
 from .app import Service, create_app
+from .hotswap import HotSwapper
 from .picker import Picker
 from .selectors import Selector, SimilaritySelector
 
 
 def build_service(params: Path, selector: Selector | None = None, inline: bool = False,
-                  staging_dir: Path | None = None, timeout_s: float = 30.0) -> Service:  # fmt: skip
+                  staging_dir: Path | None = None, timeout_s: float = 30.0, host: str = "127.0.0.1") -> Service:  # fmt: skip
+    """A service; with no `selector` it follows the announced champion (hot-swap), starting on the
+    similarity order until the first one is loaded."""
     sp = load_section(params, "search", SearchParams)
     st = load_section(params, "staging", StagingParams)
     if staging_dir is not None:
         st = StagingParams(dir=str(staging_dir), git=st.git)
+    db_url = database_url()
+    picker = Picker(selector or SimilaritySelector(), timeout_s=timeout_s)
     return Service(
-        db_url=database_url(),
+        db_url=db_url,
         embedder=get_embedder(load_section(params, "embed", EmbedParams).batch_size),
-        picker=Picker(selector or SimilaritySelector(), timeout_s=timeout_s),
+        picker=picker,
         search=sp,
         ingest=load_section(params, "ingest", IngestParams),
         staging=st,
         inline=inline,
+        swapper=HotSwapper(picker, db_url) if selector is None else None,
+        host=host,
     )
 
 

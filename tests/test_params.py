@@ -3,15 +3,17 @@ from pathlib import Path
 import pytest
 
 from retrieval.params import EmbedParams, IngestParams, ParamsError, SearchParams, StagingParams, load_section
+from eval.deploy import DeployParams
 from eval.evaluate import EvaluateParams
 from training.build import BuildParams
+from training.export import ExportParams
 from training.pull import PullParams
 from training.train import TrainParams
 
 REPO = Path(__file__).resolve().parents[1]
 SECTIONS = {"embed": EmbedParams, "ingest": IngestParams, "search": SearchParams, "staging": StagingParams,
             "pull": PullParams, "build": BuildParams, "train": TrainParams,
-            "evaluate": EvaluateParams}  # fmt: skip
+            "export": ExportParams, "evaluate": EvaluateParams, "deploy": DeployParams}  # fmt: skip
 
 
 @pytest.mark.parametrize("section,cls", SECTIONS.items())

@@ -33,7 +33,7 @@ class PullParams:
 
 
 _SQL = """
-SELECT q.id, q.text, q.created_at, q.updated_at, q.selector_version, q.prompt_version,
+SELECT q.id, q.text, q.created_at, q.updated_at, q.selector_version, q.picked_by, q.prompt_version,
        q.selection_status, q.threshold, q.rating, q.correction, q.answer,
        json_agg(json_build_object(
            'rank', c.rank, 'chunk_id', c.chunk_id, 'content_hash', c.content_hash, 'score', c.score,
@@ -49,7 +49,7 @@ GROUP BY q.id ORDER BY q.updated_at, q.id LIMIT %s
 
 def to_record(row: tuple, redactions: Counter) -> dict:
     """One exported query (contract 3, as a file); free text scrubbed again on the way out."""
-    qid, text, created, updated, version, prompt_version, status, threshold, rating, correction, answer, cands = row
+    qid, text, created, updated, version, picked_by, prompt_version, status, threshold, rating, correction, answer, cands = row
 
     def clean(s: str | None) -> str | None:
         if s is None:
@@ -60,7 +60,7 @@ def to_record(row: tuple, redactions: Counter) -> dict:
 
     return {
         "query_id": qid, "query": clean(text), "created_at": created.isoformat(), "updated_at": updated.isoformat(),
-        "selector_version": version, "prompt_version": prompt_version, "selection_status": status,
+        "selector_version": version, "picked_by": picked_by, "prompt_version": prompt_version, "selection_status": status,
         "threshold": threshold, "rating": rating, "correction": clean(correction), "answer": clean(answer),
         "candidates": [{k: (clean(c[k]) if k == "text" else c[k]) for k in CANDIDATE_KEYS} for c in cands],
     }  # fmt: skip

@@ -2,7 +2,6 @@
 
 import json
 import random
-import re
 
 import pytest
 
@@ -24,9 +23,8 @@ def items(n=60):
 class Perfect:
     version = "perfect"
 
-    def generate(self, messages, n, k):
-        blocks = re.findall(r"\[(\d+)\] [^\n]*\n([^\n]*)", messages[1]["content"])
-        return json.dumps({"selected": [int(i) for i, text in blocks if text.startswith("GOLD")]})
+    def answer(self, query, cands, k):
+        return json.dumps({"selected": [i for i, c in enumerate(cands, 1) if c.text.startswith("GOLD")]})
 
 
 class Random:
@@ -35,8 +33,8 @@ class Random:
     def __init__(self):
         self.rng = random.Random(7)
 
-    def generate(self, messages, n, k):
-        return json.dumps({"selected": self.rng.sample(range(1, n + 1), k)})
+    def answer(self, query, cands, k):
+        return json.dumps({"selected": self.rng.sample(range(1, len(cands) + 1), k)})
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +68,7 @@ def test_garbage_selector_falls_back_and_is_counted(embedder):
     class Garbage:
         version = "garbage"
 
-        def generate(self, messages, n, k):
+        def answer(self, query, cands, k):
             return "no idea"
 
     its = items(5)

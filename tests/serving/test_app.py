@@ -23,21 +23,21 @@ NOTES = {
 class Reverse:
     version = "test-reverse:1"
 
-    def generate(self, messages, n, k):
-        return json.dumps({"selected": list(range(n, 0, -1))[:k]})
+    def answer(self, query, cands, k):
+        return json.dumps({"selected": list(range(len(cands), 0, -1))[:k]})
 
 
 class Crash:
     version = "test-crash:1"
 
-    def generate(self, messages, n, k):
+    def answer(self, query, cands, k):
         raise RuntimeError("model exploded")
 
 
 class Hang:
     version = "test-hang:1"
 
-    def generate(self, messages, n, k):
+    def answer(self, query, cands, k):
         time.sleep(3)
         return '{"selected": [1]}'
 
@@ -45,7 +45,7 @@ class Hang:
 class Garbage:
     version = "test-garbage:1"
 
-    def generate(self, messages, n, k):
+    def answer(self, query, cands, k):
         return "I like candidate number two the most!"
 
 

@@ -19,7 +19,7 @@ class Echo:
     def __init__(self, raw):
         self.raw = raw
 
-    def generate(self, messages, n, k):
+    def answer(self, query, cands, k):
         if isinstance(self.raw, Exception):
             raise self.raw
         return self.raw

@@ -1,0 +1,109 @@
+"""`pai bench swap`: hot-swaps under load, measured from outside the service.
+
+Starts `pai serve --inline` (following the champion) as its own process, sends real SciFact claims
+from N client threads for D seconds, and meanwhile moves the champion S times (promote, then
+alternately rollback and promote between registered versions). Reports failed requests, whether
+every request that started after a swap returned was served by the new version, and the
+announce -> serving latency of each swap (from the service's apply rows).
+"""
+
+from __future__ import annotations
+
+import random
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import numpy as np
+
+from serving.server import free_port
+
+from . import registry
+from .bench_serve import start_service
+
+
+@dataclass
+class Req:
+    start: float
+    end: float
+    ok: bool
+    version: str | None  # selector_version of the response
+    error: str | None = None
+
+
+def plan(versions: list[str], swaps: int) -> list[tuple[str, str | None]]:
+    """(action, version) moves: promote a, promote b, rollback (-> a), promote b, rollback, ..."""
+    moves: list[tuple[str, str | None]] = [("promote", versions[0])]
+    while len(moves) < swaps:
+        moves.append(("promote", versions[1]) if moves[-1][0] != "promote" or moves[-1][1] == versions[0] else ("rollback", None))
+    return moves[:swaps]
+
+
+def run(params: Path, queries: list[str], versions: list[str], clients: int, seconds: float, swaps: int, log=print) -> dict:
+    if len(versions) < 2:
+        raise ValueError("need two selector versions to swap between (registry versions or 'similarity')")
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    reqs: list[Req] = []
+    lock = threading.Lock()
+    with tempfile.TemporaryDirectory() as staging:
+        proc = start_service(params, port, Path(staging), extra=["--inline"])
+        try:
+            registry.promote("similarity", "bench swap: start from the similarity order", wait_s=60)
+            stop = time.monotonic() + seconds
+
+            def client(i: int) -> None:
+                rng = random.Random(i)
+                with httpx.Client(base_url=url, timeout=60) as c:
+                    while time.monotonic() < stop:
+                        t0 = time.time()
+                        try:
+                            r = c.post("/query", json={"query": rng.choice(queries), "inline": True})
+                            req = Req(t0, time.time(), r.status_code == 200, r.json().get("selector_version") if r.status_code == 200 else None,
+                                      None if r.status_code == 200 else r.text[:200])  # fmt: skip
+                        except httpx.HTTPError as e:
+                            req = Req(t0, time.time(), False, None, str(e)[:200])
+                        with lock:
+                            reqs.append(req)
+
+            threads = [threading.Thread(target=client, args=(i,), daemon=True) for i in range(clients)]
+            for t in threads:
+                t.start()
+            moves = []
+            gap = seconds / (swaps + 1)
+            for action, version in plan(versions, swaps):
+                time.sleep(gap)
+                t0 = time.time()
+                moved = registry.promote(version, "bench swap", wait_s=60) if action == "promote" else registry.rollback(wait_s=60)
+                moves.append({"action": action, "version": moved.version, "returned": time.time(), "swap_ms": moved.swap_ms[0] if moved.swap_ms else None,
+                              "command_s": round(time.time() - t0, 3)})  # fmt: skip
+                log(f"  {action} -> {moved.version}: announce -> serving {moves[-1]['swap_ms']} ms")
+            for t in threads:
+                t.join()
+        finally:
+            proc.terminate()
+            proc.wait(timeout=30)
+    # every request that started after a swap returned (and before the next) must carry its version
+    stale = 0
+    checked = 0
+    for i, m in enumerate(moves):
+        until = moves[i + 1]["returned"] if i + 1 < len(moves) else float("inf")
+        for r in reqs:
+            if r.ok and m["returned"] < r.start < until:
+                checked += 1
+                stale += r.version != m["version"]
+    ms = np.array([(r.end - r.start) * 1000 for r in reqs if r.ok])
+    swap = np.array([m["swap_ms"] for m in moves if m["swap_ms"] is not None])
+    return {
+        "clients": clients, "seconds": seconds, "requests": len(reqs), "failed": sum(not r.ok for r in reqs),
+        "errors": sorted({r.error for r in reqs if r.error})[:3],
+        "swaps": len(moves), "requests_after_swaps": checked, "served_by_old_version_after_swap": stale,
+        "swap_ms_p50": round(float(np.percentile(swap, 50)), 1) if len(swap) else None,
+        "swap_ms_p95": round(float(np.percentile(swap, 95)), 1) if len(swap) else None,
+        "query_p50_ms": round(float(np.percentile(ms, 50)), 1) if len(ms) else None,
+        "query_p95_ms": round(float(np.percentile(ms, 95)), 1) if len(ms) else None,
+        "moves": [{k: v for k, v in m.items() if k != "returned"} for m in moves],
+    }  # fmt: skip

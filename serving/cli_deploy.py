@@ -1,0 +1,93 @@
+"""`pai promote`, `pai rollback`, `pai status`: moves of the `champion` alias (eval/registry.py)
+announced to running services (serving/hotswap.py). Each says what changed, or one line why not."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from retrieval.db import DatabaseError
+from serving.terminal import _fail, console
+
+WaitOpt = Annotated[float, typer.Option(help="seconds to wait for running services' canaries (0: don't wait)")]
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(promote)
+    app.command()(rollback)
+    app.command()(status)
+
+
+def _report(moved, what: str) -> None:
+    if moved.services == 0:
+        console.print(f"{what} {moved.version} (deployment {moved.deployment_id}); no service is running: it loads it at start")
+        return
+    ms = ", ".join(f"{x:.0f} ms" for x in moved.swap_ms) or "pending"
+    console.print(f"{what} {moved.version} (deployment {moved.deployment_id}): {len(moved.swap_ms)}/{moved.services} service(s) "
+                  f"serving it, announce -> serving {ms}", soft_wrap=True)  # fmt: skip
+
+
+def promote(
+    version: Annotated[str, typer.Argument(help="registry version (3 or pai-selector:3), challenger, or similarity")],
+    reason: Annotated[str, typer.Option(help="why, recorded with the deployment")] = "manual promote",
+    wait: WaitOpt = 60.0,
+) -> None:
+    """Make VERSION the champion and hot-swap it into running services (moved back if their canary fails)."""
+    from eval.registry import RegistryError
+    from eval.registry import promote as do_promote
+
+    try:
+        _report(do_promote(version, reason, wait), "promoted")
+    except (RegistryError, DatabaseError) as e:
+        _fail(str(e))
+
+
+def rollback(wait: WaitOpt = 60.0) -> None:
+    """Move the champion back to the previous one (the similarity order before the first)."""
+    from eval.registry import RegistryError
+    from eval.registry import rollback as do_rollback
+
+    try:
+        _report(do_rollback(wait), "rolled back to")
+    except (RegistryError, DatabaseError) as e:
+        _fail(str(e))
+
+
+def status(as_json: Annotated[bool, typer.Option("--json", help="print as JSON")] = False) -> None:
+    """Registry aliases, the latest deployments and what each service did about them."""
+    from eval.registry import RegistryError, champion, client, history, record_of
+    from retrieval.db import connect
+    from serving import hotswap
+
+    try:
+        champ = champion()
+        try:
+            challenger = record_of("challenger")["version"]
+        except RegistryError:
+            challenger = None
+        hist = history()
+        client()  # registry reachable
+        with connect() as conn:
+            deps = [(d, hotswap.applies(conn, d.id)) for d in hotswap.deployments(conn, 8)]
+            services = hotswap.listening_services(conn)
+    except (RegistryError, DatabaseError) as e:
+        _fail(str(e))
+    out = {"champion": champ["version"] if champ else "similarity (none promoted)", "challenger": challenger, "champion_history": hist,
+           "services_listening": services,
+           "deployments": [{"id": d.id, "version": d.version, "action": d.action, "reason": d.reason, "at": d.created_at.isoformat(),
+                            "applies": [{**a, "applied_at": a["applied_at"].isoformat()} for a in ap]} for d, ap in deps]}  # fmt: skip
+    if as_json:
+        print(json.dumps(out, indent=2))
+        return
+    console.print(f"champion: [bold]{out['champion']}[/bold]   challenger: {challenger or '-'}   "
+                  f"services listening: {services}   history: {' -> '.join(hist) or '-'}", soft_wrap=True)  # fmt: skip
+    t = Table(title="deployments (newest first)")
+    for col in ("id", "version", "action", "at", "services", "reason"):
+        t.add_column(col, overflow="fold")
+    for d, ap in deps:
+        said = ", ".join(f"{'ok' if a['ok'] else 'REJECTED'} {a['swap_ms']:.0f} ms" + ("" if a["ok"] else f": {a['detail']}") for a in ap)
+        t.add_row(str(d.id), d.version, d.action, d.created_at.strftime("%Y-%m-%d %H:%M:%S"), said or "-", d.reason or "")
+    console.print(t)

@@ -1,0 +1,262 @@
+"""Hot-swap (DESIGN.md, "Hot-swap protocol"): the selector version the service must run lives in
+Postgres; a change is announced with NOTIFY; the service loads and warms the new selector beside the
+old one, runs a canary, then swaps one reference. In-flight requests finish on the selector they
+started with; a failed canary keeps the old one and records why.
+
+Tables (migration 005): `selector_deployments` (what should run; append-only, the latest row wins)
+and `selector_applies` (what each service did about it, with the announce -> serving latency).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Callable
+
+import psycopg
+from psycopg.types.json import Jsonb
+
+from retrieval.selection import PromptCandidate, parse_selection
+
+from .picker import Picker
+from .selectors import Selector, SelectorLoadError, from_record
+
+CHANNEL = "pai_selector"
+APP_NAME = "pai-serve"  # the listener's application_name: how `pai promote` sees running services
+log = logging.getLogger("pai.hotswap")
+
+# Known prompts a new selector must answer (parsable, in time) before it serves anything.
+CANARY: tuple[tuple[str, tuple[PromptCandidate, ...]], ...] = (
+    ("does vitamin D prevent bone fractures in older adults?", (
+        PromptCandidate("trials/vitamin-d.md", "Results", "Daily vitamin D3 with calcium reduced hip fractures by 16% in women over 70."),
+        PromptCandidate("notes/gardening.md", None, "Tomatoes need six hours of sun and regular watering."),
+        PromptCandidate("trials/vitamin-d.md", "Methods", "A randomised trial of 36,282 postmenopausal women over seven years."),
+        PromptCandidate("docs/postgres.md", "Indexes", "HNSW indexes trade recall for speed through ef_search."),
+    )),
+    ("how do I rotate the API token?", (
+        PromptCandidate("docs/security.md", "Tokens", "Rotate a token with `pai token rotate`; the old one stops working after 24 h."),
+        PromptCandidate("docs/setup.md", "Install", "Run the installer, then start the service."),
+        PromptCandidate("changelog.md", "0.3", "Token rotation no longer restarts the service."),
+    )),
+    ("what is the capital of France?", tuple(
+        PromptCandidate(f"atlas/europe-{i}.md", None, text) for i, text in enumerate((
+            "Paris is the capital and largest city of France.", "Berlin is the capital of Germany.",
+            "France borders Spain, Italy, Germany, Belgium and Switzerland.", "Madrid is the capital of Spain.",
+            "The Seine flows through Paris.", "Lyon is known for its cuisine."), 1))),
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Deployment:
+    id: int
+    version: str
+    record: dict
+    action: str
+    reason: str | None
+    created_at: datetime
+
+
+_COLS = "id, version, record, action, reason, created_at"
+
+
+def announce(conn: psycopg.Connection, record: dict, action: str, reason: str | None = None) -> int:
+    """Record the version the services must run and NOTIFY them (delivered at commit)."""
+    with conn.transaction():
+        (dep_id,) = conn.execute(
+            "INSERT INTO selector_deployments (version, record, action, reason) VALUES (%s, %s, %s, %s) RETURNING id",
+            (record["version"], Jsonb(record), action, reason),
+        ).fetchone()
+        conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, str(dep_id)))
+    return dep_id
+
+
+def latest(conn: psycopg.Connection) -> Deployment | None:
+    row = conn.execute(f"SELECT {_COLS} FROM selector_deployments ORDER BY id DESC LIMIT 1").fetchone()
+    return Deployment(*row) if row else None
+
+
+def deployments(conn: psycopg.Connection, limit: int = 10) -> list[Deployment]:
+    return [Deployment(*r) for r in conn.execute(f"SELECT {_COLS} FROM selector_deployments ORDER BY id DESC LIMIT %s", (limit,))]
+
+
+def last_good(conn: psycopg.Connection, before_id: int) -> Deployment | None:
+    """The newest deployment before `before_id` that a service applied successfully."""
+    row = conn.execute(
+        f"SELECT {', '.join('d.' + c for c in _COLS.split(', '))} FROM selector_deployments d "
+        "WHERE d.id < %s AND EXISTS (SELECT 1 FROM selector_applies a WHERE a.deployment_id = d.id AND a.ok) "
+        "ORDER BY d.id DESC LIMIT 1",
+        (before_id,),
+    ).fetchone()
+    return Deployment(*row) if row else None
+
+
+def applies(conn: psycopg.Connection, deployment_id: int) -> list[dict]:
+    rows = conn.execute(
+        "SELECT service, ok, detail, swap_ms, applied_at FROM selector_applies WHERE deployment_id = %s ORDER BY id", (deployment_id,)
+    ).fetchall()
+    return [dict(zip(("service", "ok", "detail", "swap_ms", "applied_at"), r)) for r in rows]
+
+
+def record_apply(conn: psycopg.Connection, deployment_id: int, service: str, ok: bool, detail: str) -> float:
+    """What this service did about a deployment; returns announce -> now in ms (database clock)."""
+    (ms,) = conn.execute(
+        "INSERT INTO selector_applies (deployment_id, service, ok, detail, swap_ms) "
+        "SELECT %s, %s, %s, %s, extract(epoch FROM clock_timestamp() - created_at) * 1000 "
+        "FROM selector_deployments WHERE id = %s RETURNING swap_ms",
+        (deployment_id, service, ok, detail, deployment_id),
+    ).fetchone()
+    return float(ms)
+
+
+def listening_services(conn: psycopg.Connection) -> int:
+    """Services currently listening for announcements (by their connection's application_name)."""
+    (n,) = conn.execute("SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE %s", (APP_NAME + ":%",)).fetchone()
+    return int(n)
+
+
+def wait_for_applies(conn: psycopg.Connection, deployment_id: int, services: int, timeout_s: float) -> list[dict]:
+    """Apply rows for a deployment, once `services` have answered or the timeout passes."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        rows = applies(conn, deployment_id)
+        if len(rows) >= services or time.monotonic() > deadline:
+            return rows
+        time.sleep(0.05)
+
+
+def canary(selector: Selector, timeout_s: float, k: int = 5) -> tuple[bool, str]:
+    """Every known prompt must be answered within `timeout_s` with output the contract parses
+    (repaired is fine, fallback is not)."""
+    times = []
+    with ThreadPoolExecutor(1, thread_name_prefix="canary") as pool:
+        for query, cands in CANARY:
+            t0 = time.perf_counter()
+            try:
+                raw = pool.submit(selector.answer, query, list(cands), k).result(timeout=timeout_s)
+            except FutureTimeout:
+                return False, f"canary: no answer within {timeout_s:g} s to {query!r}"
+            except Exception as e:  # noqa: BLE001 - any failure of a new selector fails its canary
+                return False, f"canary: {type(e).__name__}: {e}"[:300]
+            sel = parse_selection(raw, len(cands), k)
+            if sel.status == "fallback":
+                return False, f"canary: unusable answer to {query!r}: {sel.problem} ({raw[:80]!r})"
+            times.append(time.perf_counter() - t0)
+    return True, f"canary {len(CANARY)}/{len(CANARY)} ok, max {max(times) * 1000:.0f} ms"
+
+
+class HotSwapper:
+    """Follows `selector_deployments` for one service: LISTENs on its own connection, applies the
+    newest announced version (load + warm + canary beside the old one, then one reference swap)."""
+
+    def __init__(self, picker: Picker, db_url: str, canary_timeout_s: float = 60.0, grace_s: float | None = None,
+                 build: Callable[[dict], Selector] = from_record):  # fmt: skip
+        self.picker, self.db_url, self.build = picker, db_url, build
+        self.canary_timeout_s = canary_timeout_s
+        self.grace_s = picker.timeout_s if grace_s is None else grace_s  # old selector closed after in-flight work
+        self.name = f"{socket.gethostname()}:{os.getpid()}:{id(self) % 10_000}"
+        self.deployment_id: int | None = None
+        self.since: float = time.time()
+        self.last_error: str | None = None
+        self._rejected: set[int] = set()
+        self._force = False  # reload: apply the latest even if already seen
+        self._stop = threading.Event()
+        self._ready = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="hotswap", daemon=True)
+
+    def start(self, wait_s: float = 30.0) -> "HotSwapper":
+        """Start listening; returns once LISTEN is in place (announcements from now on are seen)."""
+        self._thread.start()
+        self._ready.wait(wait_s)
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+    def reload(self, conn: psycopg.Connection) -> None:
+        """Forget rejections and re-read the latest deployment (through the listener thread)."""
+        self._rejected.clear()
+        self._force = True
+        conn.execute("SELECT pg_notify(%s, 'reload')", (CHANNEL,))
+
+    def status(self) -> dict:
+        return {"version": self.picker.selector.version, "deployment_id": self.deployment_id, "since": self.since,
+                "last_error": self.last_error, "service": self.name}  # fmt: skip
+
+    def _run(self) -> None:
+        backoff = 0.5
+        while not self._stop.is_set():
+            try:
+                with psycopg.connect(self.db_url, autocommit=True, application_name=f"{APP_NAME}:{self.name}") as conn:
+                    conn.execute(f"LISTEN {CHANNEL}")
+                    self._ready.set()
+                    self._catch_up(conn, startup=self.deployment_id is None)
+                    backoff = 0.5
+                    while not self._stop.is_set():
+                        if any(True for _ in conn.notifies(timeout=0.5, stop_after=1)):
+                            self._catch_up(conn, startup=False)
+            except psycopg.Error as e:  # the database went away: keep serving, reconnect with backoff
+                self.last_error = f"listener: {type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}"
+                log.warning("%s; retrying in %.1f s", self.last_error, backoff)
+                self._ready.set()
+                self._stop.wait(backoff)
+                backoff = min(backoff * 2, 10.0)
+
+    def _catch_up(self, conn: psycopg.Connection, startup: bool) -> None:
+        """Apply the newest deployment (announcements that arrived meanwhile are coalesced)."""
+        dep = latest(conn)
+        if dep is None or (not self._force and (dep.id == self.deployment_id or dep.id in self._rejected)):
+            return
+        self._force = False
+        ok = self.apply(conn, dep)
+        while startup and not ok:  # at start-up a bad newest version must not leave us on nothing
+            dep = last_good(conn, dep.id)
+            if dep is None:
+                return
+            ok = self.apply(conn, dep)
+
+    def apply(self, conn: psycopg.Connection, dep: Deployment) -> bool:
+        old = self.picker.selector
+        if dep.version == old.version:
+            self.deployment_id = dep.id
+            record_apply(conn, dep.id, self.name, True, "already serving this version")
+            return True
+        t0 = time.perf_counter()
+        try:
+            new = self.build(dep.record)
+        except (SelectorLoadError, OSError, ValueError) as e:
+            return self._reject(conn, dep, f"load: {e}")
+        ok, detail = canary(new, self.canary_timeout_s, self.picker.k)
+        if not ok:
+            _close_later(new, 0)
+            return self._reject(conn, dep, detail)
+        self.picker.selector = new  # the swap: one reference; requests read it once when they start
+        self.deployment_id, self.since, self.last_error = dep.id, time.time(), None
+        ms = record_apply(conn, dep.id, self.name, True, f"{detail}; loaded in {time.perf_counter() - t0:.2f} s")
+        log.info("selector %s -> %s (deployment %d, %.0f ms after announce)", old.version, new.version, dep.id, ms)
+        _close_later(old, self.grace_s)
+        return True
+
+    def _reject(self, conn: psycopg.Connection, dep: Deployment, why: str) -> bool:
+        self.last_error = f"deployment {dep.id} ({dep.version}) rejected: {why}"
+        log.warning("%s; still serving %s", self.last_error, self.picker.selector.version)
+        record_apply(conn, dep.id, self.name, False, why)
+        self._rejected.add(dep.id)  # not retried on later announcements; a new deployment is
+        return False
+
+
+def _close_later(selector: Selector, delay_s: float) -> None:
+    close = getattr(selector, "close", None)
+    if close is None:
+        return
+    timer = threading.Timer(delay_s, close)
+    timer.daemon = True
+    timer.start()
+

@@ -1,0 +1,137 @@
+"""The loop's last step for real: tiny GGUFs exported by the export stage, registered in a real
+MLflow registry (sqlite), promoted and rolled back while a real service (llama.cpp in-process, a
+real Postgres) answers queries, without a restart."""
+
+import json
+import shutil
+from pathlib import Path
+
+import httpx
+import pytest
+from typer.testing import CliRunner
+
+from retrieval.params import IngestParams, SearchParams, StagingParams
+from retrieval.selection import PromptCandidate, render_answer, render_messages
+from serving.app import Service
+from serving.hotswap import HotSwapper
+from serving.picker import Picker
+from serving.selectors import SimilaritySelector
+from serving.server import BackgroundServer
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def exports(tmp_path_factory):
+    """Two exports (q8_0 and q4_k_m) of a tiny Qwen2 + LoRA adapter, as the train stage saves them."""
+    from peft import LoraConfig, get_peft_model
+
+    from training.base_model import qwen2_tokenizer, tiny_qwen2
+    from training.export import ExportParams, export
+
+    root = tmp_path_factory.mktemp("export")
+    tok = qwen2_tokenizer(REPO / ".pai" / "cache")
+    model = tiny_qwen2(len(tok), 64, 2, 4, 2, 128, seed=13)
+    model_dir = root / "model"
+    model.save_pretrained(model_dir / "base")
+    get_peft_model(model, LoraConfig(r=8, lora_alpha=16, target_modules="all-linear", task_type="CAUSAL_LM")).save_pretrained(model_dir / "adapter")
+    tok.save_pretrained(model_dir / "adapter")
+    (model_dir / "train_config.json").write_text(json.dumps({
+        "prompt_version": "pai-select/2", "chunk_tokens": 24, "k": 5, "base_model": "tiny-qwen2", "max_length": 1024,
+        "profile": "cpu", "dataset_sha256": "test", "mlflow_run_id": None}))  # fmt: skip
+    data = root / "data"
+    data.mkdir()
+    with open(data / "val.jsonl", "w") as f:
+        for i in range(2):
+            msgs = render_messages(f"question {i}?", [PromptCandidate(f"d/{j}.md", None, f"passage {j}") for j in range(1, 5)], 5, 24)
+            f.write(json.dumps({"messages": [*msgs, {"role": "assistant", "content": render_answer([2])}]}) + "\n")
+    out = {}
+    for quant in ("q8_0", "q4_k_m"):
+        m = export(ExportParams(model=str(model_dir), out=str(root / quant), quant=quant, parity_prompts=2), data, log=lambda s: None)
+        assert m["pick_agreement"] == 1.0 and m["served_parse_rate"] == 1.0
+        modelfile = (root / quant / "Modelfile").read_text()
+        assert "PARAMETER temperature 0" in modelfile and 'PARAMETER stop "<|im_end|>"' in modelfile
+        out[quant] = json.loads((root / quant / "selector.json").read_text())
+    return out
+
+
+def test_modelfile_template_renders_the_training_chat_template():
+    from training.base_model import qwen2_tokenizer
+    from training.export import modelfile_prompt
+
+    tok = qwen2_tokenizer(REPO / ".pai" / "cache")
+    msgs = render_messages("q?", [PromptCandidate("a/b.md", "H", "text")], 5, 24)
+    assert modelfile_prompt(msgs[0]["content"], msgs[1]["content"]) == tok.apply_chat_template(msgs, add_generation_prompt=True, tokenize=False)
+
+
+@pytest.fixture
+def env(db_url, tmp_path, monkeypatch):
+    monkeypatch.setenv("DATABASE_URL", db_url)
+    monkeypatch.setenv("PAI_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    monkeypatch.delenv("OLLAMA_HOST", raising=False)
+    return tmp_path
+
+
+@pytest.fixture
+def service(env, db_url, embedder):
+    picker = Picker(SimilaritySelector(), timeout_s=30)
+    svc = Service(db_url, embedder, picker, SearchParams(threshold=0.0), IngestParams(), StagingParams(dir=str(env / "st")),
+                  inline=True, swapper=HotSwapper(picker, db_url, grace_s=1))  # fmt: skip
+    with BackgroundServer(svc) as server, httpx.Client(base_url=server.url, timeout=60) as client:
+        for name in ("bees", "rivers", "compilers", "postgres"):
+            client.post("/ingest", json={"source": name, "text": f"# {name}\n\nA note about {name} and how they work."}).raise_for_status()
+        yield client
+
+
+def served_by(client) -> str:
+    r = client.post("/query", json={"query": "how do bees work?"}).json()
+    assert r["selector_version"] == r["active_selector"]
+    return r["selector_version"]
+
+
+def test_promote_swaps_the_running_service_and_rollback_goes_back(exports, service, env):
+    from eval import registry
+    from serving.cli import app
+
+    v1 = registry.register(exports["q8_0"], {"hotpotqa/test/recall_at_5": 0.5})
+    v2 = registry.register(exports["q4_k_m"], {})
+    assert (v1["version"], v2["version"]) == ("pai-selector:1", "pai-selector:2")
+    assert served_by(service) == "similarity"
+
+    cli = CliRunner()
+    r = cli.invoke(app, ["promote", "1", "--wait", "60"])
+    assert r.exit_code == 0, r.output
+    assert served_by(service) == "pai-selector:1"
+    moved = registry.promote("2", wait_s=60)
+    assert moved.services == 1 and len(moved.swap_ms) == 1 and moved.swap_ms[0] > 0
+    assert served_by(service) == "pai-selector:2" and registry.champion()["version"] == "pai-selector:2"
+
+    registry.rollback(wait_s=60)
+    assert served_by(service) == "pai-selector:1" and registry.history() == ["1"]
+    registry.rollback(wait_s=60)
+    assert served_by(service) == "similarity" and registry.champion() is None
+
+    status = json.loads(cli.invoke(app, ["status", "--json"]).stdout)
+    assert [d["action"] for d in status["deployments"]] == ["rollback", "rollback", "promote", "promote"]
+    assert all(a["ok"] for d in status["deployments"] for a in d["applies"])
+
+
+def test_a_version_whose_gguf_does_not_load_is_rejected_and_nothing_stays_promoted(exports, service, env):
+    from eval import registry
+    from training.tracking import files_sha256
+
+    good = registry.register(exports["q8_0"], {})
+    registry.promote(good["registry_version"], wait_s=60)
+    broken_file = env / "broken.gguf"
+    broken_file.write_bytes(b"GGUF" + b"\0" * 1000)
+    broken = registry.register({**exports["q4_k_m"], "gguf": str(broken_file), "gguf_sha256": files_sha256(broken_file)}, {})
+    with pytest.raises(registry.RegistryError, match="rejected by service .*does not load.*champion stays pai-selector:1"):
+        registry.promote(broken["registry_version"], wait_s=60)
+    assert registry.champion()["version"] == "pai-selector:1"
+    assert served_by(service) == "pai-selector:1"
+    with pytest.raises(registry.RegistryError, match="no selector version '7'"):
+        registry.promote("7")
+    shutil.copyfile(exports["q8_0"]["gguf"], broken_file)  # the file changed after registration
+    with pytest.raises(registry.RegistryError, match="does not match its registered sha256"):
+        registry.promote(broken["registry_version"])

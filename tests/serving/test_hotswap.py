@@ -1,0 +1,118 @@
+"""Hot-swap against a real Postgres and a real service over HTTP: announce -> load -> canary -> swap;
+a selector that does not load or fails its canary never serves."""
+
+import json
+import time
+
+import httpx
+import pytest
+
+from retrieval.db import connect
+from retrieval.params import IngestParams, SearchParams, StagingParams
+from serving import hotswap
+from serving.app import Service
+from serving.hotswap import HotSwapper
+from serving.picker import Picker
+from serving.selectors import SelectorLoadError, SimilaritySelector
+from serving.server import BackgroundServer
+
+
+class Fixed:
+    """Always picks the last `k` candidates, in reverse: easy to tell from the similarity order."""
+
+    def __init__(self, version):
+        self.version = version
+
+    def answer(self, query, cands, k):
+        return json.dumps({"selected": list(range(len(cands), 0, -1))[:k]})
+
+
+class Garbage(Fixed):
+    def answer(self, query, cands, k):
+        return "candidate two, I think"
+
+
+def build(record):
+    if record["kind"] == "broken":
+        raise SelectorLoadError(f"GGUF does not load: {record['version']}")
+    return {"fixed": Fixed, "garbage": Garbage}[record["kind"]](record["version"])
+
+
+def wait_for(fn, timeout=15.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = fn()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError("condition not reached")
+
+
+@pytest.fixture
+def service(db_url, embedder, tmp_path):
+    picker = Picker(SimilaritySelector(), timeout_s=5)
+    svc = Service(db_url, embedder, picker, SearchParams(threshold=0.0), IngestParams(), StagingParams(dir=str(tmp_path / "st")),
+                  inline=True, swapper=HotSwapper(picker, db_url, canary_timeout_s=5, grace_s=0, build=build))  # fmt: skip
+    with BackgroundServer(svc) as server, httpx.Client(base_url=server.url, timeout=30) as client:
+        for name in ("bees", "rivers", "compilers"):
+            client.post("/ingest", json={"source": name, "text": f"# {name}\n\nA note about {name} and how they work."}).raise_for_status()
+        yield client
+
+
+def test_announced_version_is_swapped_in_and_tags_responses_and_feedback(service, db_url):
+    assert service.get("/selector").json()["version"] == "similarity"
+    with connect(db_url) as conn:
+        dep = hotswap.announce(conn, {"kind": "fixed", "version": "v1"}, "promote")
+        wait_for(lambda: service.get("/selector").json()["version"] == "v1")
+        r = service.post("/query", json={"query": "how do bees work?"}).json()
+        assert r["selector_version"] == "v1" and r["active_selector"] == "v1"
+        assert [c["rank"] for c in r["context"]] == sorted((c["rank"] for c in r["candidates"]), reverse=True)[: len(r["context"])]
+        (logged,) = conn.execute("SELECT selector_version FROM queries WHERE id = %s", (r["query_id"],)).fetchone()
+        assert logged == "v1"
+        (apply,) = hotswap.applies(conn, dep)
+        assert apply["ok"] and apply["swap_ms"] > 0 and "canary 3/3 ok" in apply["detail"]
+
+
+@pytest.mark.parametrize("kind,why", [("broken", "load: GGUF does not load"), ("garbage", "canary: unusable answer")])
+def test_a_selector_that_fails_to_load_or_its_canary_never_serves(service, db_url, kind, why):
+    with connect(db_url) as conn:
+        hotswap.announce(conn, {"kind": "fixed", "version": "v1"}, "promote")
+        wait_for(lambda: service.get("/selector").json()["version"] == "v1")
+        bad = hotswap.announce(conn, {"kind": kind, "version": "v2"}, "promote")
+        (apply,) = wait_for(lambda: hotswap.applies(conn, bad))
+        assert not apply["ok"] and apply["detail"].startswith(why)
+        status = service.get("/selector").json()
+        assert status["version"] == "v1" and "rejected" in status["last_error"]
+        assert service.post("/query", json={"query": "rivers"}).json()["selector_version"] == "v1"
+        # a later good version still goes through
+        hotswap.announce(conn, {"kind": "fixed", "version": "v3"}, "promote")
+        wait_for(lambda: service.get("/selector").json()["version"] == "v3")
+
+
+def test_at_start_a_bad_newest_version_falls_back_to_the_last_good_one(db_url, embedder, tmp_path):
+    with connect(db_url) as conn:
+        good = hotswap.announce(conn, {"kind": "fixed", "version": "v1"}, "promote")
+        hotswap.record_apply(conn, good, "earlier-service", True, "ok")
+        hotswap.announce(conn, {"kind": "broken", "version": "v2"}, "promote")
+    picker = Picker(SimilaritySelector(), timeout_s=5)
+    swapper = HotSwapper(picker, db_url, canary_timeout_s=5, grace_s=0, build=build).start()
+    try:
+        wait_for(lambda: picker.selector.version == "v1")
+    finally:
+        swapper.stop()
+
+
+def test_admin_routes_need_the_token_beyond_loopback(db_url, embedder, tmp_path, monkeypatch):
+    picker = Picker(SimilaritySelector(), timeout_s=5)
+    svc = Service(db_url, embedder, picker, SearchParams(), IngestParams(), StagingParams(dir=str(tmp_path / "st")),
+                  swapper=HotSwapper(picker, db_url, build=build), host="0.0.0.0")  # fmt: skip
+    with BackgroundServer(svc) as server, httpx.Client(base_url=server.url, timeout=30) as client:
+        monkeypatch.delenv("PAI_ADMIN_TOKEN", raising=False)
+        r = client.post("/selector/reload")
+        assert r.status_code == 403 and "PAI_ADMIN_TOKEN" in r.json()["error"]
+        monkeypatch.setenv("PAI_ADMIN_TOKEN", "s3cret")
+        assert client.post("/selector/reload").status_code == 401
+        assert client.post("/selector/reload", headers={"authorization": "Bearer wrong"}).status_code == 401
+        r = client.post("/selector/reload", headers={"authorization": "Bearer s3cret"})
+        assert r.status_code == 200 and r.json()["reloading"] is True
+        assert client.get("/selector").status_code == 200  # reading is not admin
