@@ -52,6 +52,12 @@ class Picked:
     seconds: float = 0.0
 
 
+def bench_name(path: str) -> str:
+    """"hotpotqa/test" for ../shared/benchmark/hotpotqa/test.jsonl; "scifact-test" for data/benchmarks/scifact-test.jsonl."""
+    p = Path(path)
+    return p.stem if p.parent.name == "benchmarks" else f"{p.parent.name}/{p.stem}"
+
+
 def load_items(path: Path, limit: int) -> list[dict]:
     items = []
     for line in open(path, encoding="utf-8"):
@@ -177,7 +183,7 @@ def recall_curve(items: list[dict], picks: dict[str, dict[str, Picked]], benchma
 
 
 def evaluate(p: EvaluateParams, embedder: Embedder, selector, progress_factory=None, champion=None) -> tuple[dict, list[dict]]:
-    benches = {Path(b).parent.name + "/" + Path(b).stem: load_items(Path(b), p.max_queries) for b in p.benchmarks.split(",") if b}
+    benches = {bench_name(b): load_items(Path(b), p.max_queries) for b in p.benchmarks.split(",") if b}
     held_out = feedback_items(Path(p.feedback), p.val_fraction, p.max_queries)
     if held_out:
         benches["feedback/val"] = held_out

@@ -5,6 +5,7 @@ import pytest
 from retrieval.params import EmbedParams, IngestParams, ParamsError, SearchParams, StagingParams, load_section
 from eval.deploy import DeployParams
 from eval.evaluate import EvaluateParams
+from eval.scifact_bench import BenchmarkParams
 from training.build import BuildParams
 from training.export import ExportParams
 from training.pull import PullParams
@@ -13,7 +14,7 @@ from training.train import TrainParams
 REPO = Path(__file__).resolve().parents[1]
 SECTIONS = {"embed": EmbedParams, "ingest": IngestParams, "search": SearchParams, "staging": StagingParams,
             "pull": PullParams, "build": BuildParams, "train": TrainParams,
-            "export": ExportParams, "evaluate": EvaluateParams, "deploy": DeployParams}  # fmt: skip
+            "export": ExportParams, "benchmark": BenchmarkParams, "evaluate": EvaluateParams, "deploy": DeployParams}  # fmt: skip
 
 
 @pytest.mark.parametrize("section,cls", SECTIONS.items())

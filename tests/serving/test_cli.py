@@ -48,7 +48,9 @@ def test_database_down_is_a_clean_exit(monkeypatch, tmp_path):
     assert r.exit_code == 2 and "database unavailable" in r.output and "secretpw" not in r.output
 
 
-def test_pai_eval_prints_all_baselines_as_json(tmp_path):
+def test_pai_eval_prints_all_baselines_as_json(tmp_path, monkeypatch):
+    monkeypatch.setenv("PAI_HOME", str(tmp_path / "home"))  # an empty registry: no champion to compare
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     items = [{"qid": str(i), "query": f"capital of country {i}?", "relevant_ids": [f"{i}a"], "answers": ["Paris"],
               "candidates": [{"id": f"{i}a", "title": "France", "text": f"Paris is the capital of country {i}."},
                              {"id": f"{i}b", "title": "Rivers", "text": "Rivers flow to the sea."}]} for i in range(4)]  # fmt: skip

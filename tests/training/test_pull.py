@@ -19,12 +19,13 @@ def read(out):
 
 def test_to_record_scrubs_and_check_record_literals():
     now = datetime(2026, 1, 1, tzinfo=timezone.utc)
-    row = (1, "my password=hunter22 fails", now, now, "similarity", "p/1", "ok", 0.2, 1, None, None,
+    row = (1, "my password=hunter22 fails", now, now, "similarity", "pai-selector:3", "p/1", "ok", 0.2, 1, None, None,
            [{"rank": 1, "chunk_id": 5, "content_hash": "h", "score": 0.5, "source": "s", "heading": None,
              "text": "token: ghp_" + "a" * 36, "pick_rank": 1, "used": True}])  # fmt: skip
     red = Counter()
     rec = to_record(row, red)
     assert rec["query"] == "my password=[REDACTED:PASSWORD] fails"
+    assert (rec["selector_version"], rec["picked_by"]) == ("similarity", "pai-selector:3")
     assert rec["candidates"][0]["text"] == "token: [REDACTED:GITHUB_TOKEN]"
     assert red == {"PASSWORD": 1, "GITHUB_TOKEN": 1}
     assert check_record(rec) is None
