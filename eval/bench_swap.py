@@ -4,7 +4,8 @@ Starts `pai serve --inline` (following the champion) as its own process, sends r
 from N client threads for D seconds, and meanwhile moves the champion S times (promote, then
 alternately rollback and promote between registered versions). Reports failed requests, whether
 every request that started after a swap returned was served by the new version, and the
-announce -> serving latency of each swap (from the service's apply rows).
+announce -> serving latency of each swap (from the service's apply rows). Afterwards its queries
+are deleted from the feedback log and the champion is moved back to what it was.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pathlib import Path
 import httpx
 import numpy as np
 
+from retrieval.db import connect
 from serving.server import free_port
 
 from . import registry
@@ -49,6 +51,9 @@ def run(params: Path, queries: list[str], versions: list[str], clients: int, sec
     url = f"http://127.0.0.1:{port}"
     reqs: list[Req] = []
     lock = threading.Lock()
+    before, history_before = registry.champion() or dict(registry.SIMILARITY), registry.history()
+    with connect() as conn:
+        (last_query,) = conn.execute("SELECT coalesce(max(id), 0) FROM queries").fetchone()
     with tempfile.TemporaryDirectory() as staging:
         proc = start_service(params, port, Path(staging), extra=["--inline"])
         try:
@@ -86,6 +91,10 @@ def run(params: Path, queries: list[str], versions: list[str], clients: int, sec
         finally:
             proc.terminate()
             proc.wait(timeout=30)
+            # leave no trace: the benchmark's queries out of the feedback log, the champion as it was
+            with connect() as conn:
+                conn.execute("DELETE FROM queries WHERE id > %s", (last_query,))
+            registry.move_champion(before, "revert", "bench swap: restore the champion", wait_s=0, previous=history_before)
     # every request that started after a swap returned (and before the next one was announced) must
     # carry its version; requests in between two moves may legitimately get either
     stale = 0

@@ -34,7 +34,8 @@ BASELINES = ("similarity", "bm25", "hybrid")
 class EvaluateParams:
     benchmarks: str = "../shared/benchmark/hotpotqa/test.jsonl"  # comma-separated contract-5 files
     feedback: str = "data/feedback"  # held-out feedback split (build's val split), when present
-    model: str = "models/export"  # the challenger: the export stage's folder (selector.json + GGUF), run as served
+    model: str = "models/export"  # the LLM challenger: the export stage's folder (selector.json + GGUF), run as served
+    cross_encoder: str = "models/cross_encoder"  # the cross-encoder challenger (train_ce's folder), when present
     out: str = "metrics"  # eval.json (DVC metrics), recall_at_k.csv (DVC plot)
     k: int = 5
     max_queries: int = 100  # per benchmark (the CPU selector generates ~1 s per query); 0 = all
@@ -123,8 +124,11 @@ def selector_pick(selector, item: dict, sim_order: list[str], k: int) -> Picked:
 
 
 def run_systems(items: list[dict], embedder: Embedder, k: int, selector=None, progress: Callable[[], None] = lambda: None,
-                champion=None) -> dict[str, dict]:  # fmt: skip
-    models = {name: sel for name, sel in (("selector", selector), ("champion", champion)) if sel is not None}
+                champion=None, others: dict | None = None) -> dict[str, dict]:  # fmt: skip
+    """Every system's picks per query; `selector` and `others` (name -> selector) are challengers."""
+    models = {name: sel for name, sel in (("selector", selector), *(others or {}).items(), ("champion", champion)) if sel is not None}
+    if isinstance(champion, str):  # the champion is one of the challengers: same picks, not run twice
+        del models["champion"]
     picks: dict[str, dict[str, Picked]] = {s: {} for s in (*BASELINES, *models)}
     for item in items:
         q = item["qid"]
@@ -137,6 +141,8 @@ def run_systems(items: list[dict], embedder: Embedder, k: int, selector=None, pr
         picks["hybrid"][q] = Picked(rrf([sim, bm], 60)[:k])
         for name, sel in models.items():
             picks[name][q] = selector_pick(sel, item, sim, k)
+        if isinstance(champion, str):
+            picks.setdefault("champion", {})[q] = picks[champion][q]
         progress()
     return picks
 
@@ -182,7 +188,7 @@ def recall_curve(items: list[dict], picks: dict[str, dict[str, Picked]], benchma
     return rows
 
 
-def evaluate(p: EvaluateParams, embedder: Embedder, selector, progress_factory=None, champion=None) -> tuple[dict, list[dict]]:
+def evaluate(p: EvaluateParams, embedder: Embedder, selector, progress_factory=None, champion=None, others: dict | None = None) -> tuple[dict, list[dict]]:
     benches = {bench_name(b): load_items(Path(b), p.max_queries) for b in p.benchmarks.split(",") if b}
     held_out = feedback_items(Path(p.feedback), p.val_fraction, p.max_queries)
     if held_out:
@@ -192,7 +198,7 @@ def evaluate(p: EvaluateParams, embedder: Embedder, selector, progress_factory=N
         if not items:
             continue
         advance = progress_factory(name, len(items)) if progress_factory else (lambda: None)
-        picks = run_systems(items, embedder, p.k, selector, advance, champion)
+        picks = run_systems(items, embedder, p.k, selector, advance, champion, others)
         result[name] = score(items, picks, p.seed)
         curve += recall_curve(items, picks, name, p.k)
     return result, curve
@@ -210,11 +216,22 @@ def main() -> None:
     console = Console(stderr=True)
     record_path = Path(p.model) / "selector.json"
     selector = build_selector(p.model) if record_path.exists() else None
-    champion = load_champion(json.loads(record_path.read_text()) if selector else {}, console)
-    console.print(f"evaluate: challenger {getattr(selector, 'version', 'none')} ({type(selector).__name__}), "
-                  f"champion {getattr(champion, 'version', 'none')}")  # fmt: skip
+    others = {}
+    if (Path(p.cross_encoder) / "ce_config.json").exists():
+        from serving.selectors import from_record
+
+        from .registry import ce_record
+
+        others["cross_encoder"] = from_record(ce_record(Path(p.cross_encoder)))
+    challengers = {"selector": json.loads(record_path.read_text())} if selector else {}
+    if others:
+        challengers["cross_encoder"] = ce_record(Path(p.cross_encoder))
+    champion = load_champion(challengers, console)
+    console.print(f"evaluate: challengers {', '.join(s.version for s in [selector, *others.values()] if s) or 'none'}; "
+                  f"champion {champion if isinstance(champion, str) else getattr(champion, 'version', 'none')}")  # fmt: skip
     with Progress(console=console) as bar:
-        result, curve = evaluate(p, get_embedder(), selector, lambda name, n: (lambda t=bar.add_task(name, total=n): bar.advance(t)), champion)
+        result, curve = evaluate(p, get_embedder(), selector, lambda name, n: (lambda t=bar.add_task(name, total=n): bar.advance(t)),
+                                 champion, others)  # fmt: skip
     out = Path(p.out)
     out.mkdir(parents=True, exist_ok=True)
     write_atomic(out / "eval.json", json.dumps(result, indent=2) + "\n")
@@ -225,17 +242,24 @@ def main() -> None:
     print_table(result, console)
 
 
-def load_champion(challenger: dict, console):
-    """The registry's champion as served, unless it is the challenger's very GGUF; None without one.
-    A registry or model that cannot be reached is reported and evaluation goes on without it."""
+def load_champion(challengers: dict[str, dict], console):
+    """The registry's champion as served; the name of the challenger system when it is that very
+    model (not run twice); None without one. A registry or model that cannot be reached is
+    reported and evaluation goes on without it."""
     from serving.selectors import SelectorLoadError, from_record
 
     from .registry import RegistryError, champion
 
+    def identity(r: dict) -> str | None:
+        return r.get("gguf_sha256") or r.get("model_sha256")
+
     try:
         record = champion()
-        if record is None or record.get("gguf_sha256") == challenger.get("gguf_sha256"):
+        if record is None:
             return None
+        same = [name for name, c in challengers.items() if identity(c) and identity(c) == identity(record)]
+        if same:
+            return same[0]
         return from_record(record)
     except (RegistryError, SelectorLoadError) as e:
         console.print(f"[yellow]evaluate: no champion baseline:[/yellow] {e}", soft_wrap=True)
@@ -265,7 +289,7 @@ def print_table(result: dict, console) -> None:
             t.add_row(system, *[str(row[c]) for c in cols])
         console.print(t)
         for name, v in r["paired_bootstrap"].items():
-            if name.startswith(("selector", "champion")):
+            if name.startswith(("selector", "champion", "cross_encoder")):
                 console.print(f"  {name}: recall@5 {v['recall@5_diff']:+.4f} [{v['ci95_low']:+.4f}, {v['ci95_high']:+.4f}]")
 
 

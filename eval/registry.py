@@ -70,16 +70,56 @@ def store_gguf(gguf: Path, sha256: str) -> Path:
     return dest
 
 
+def dir_sha256(folder: Path) -> str:
+    """One hash over a model folder's files (names and contents, in sorted order)."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for f in sorted(p for p in folder.rglob("*") if p.is_file()):
+        h.update(str(f.relative_to(folder)).encode())
+        with open(f, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                h.update(block)
+    return h.hexdigest()
+
+
+def store_dir(folder: Path, sha256: str) -> Path:
+    """An immutable copy of a model folder (the cross-encoder), by content."""
+    dest = pai_home().resolve() / "selectors" / sha256[:16]
+    if not dest.exists():
+        tmp = dest.with_name(dest.name + ".tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        shutil.copytree(folder, tmp)
+        os.replace(tmp, dest)
+    return dest
+
+
+def ce_record(model_dir: Path) -> dict:
+    """The version record of a trained cross-encoder folder (train_ce's output)."""
+    cfg = json.loads((model_dir / "ce_config.json").read_text())
+    sha = dir_sha256(model_dir)
+    return {"kind": "cross_encoder", "version": f"ce:{sha[:12]}", "model_dir": str(model_dir.resolve()), "model_sha256": sha,
+            "base_model": str(cfg.get("base_model", "all-MiniLM-L6-v2")), "dataset_sha256": cfg.get("dataset_sha256"),
+            "train_run_id": cfg.get("mlflow_run_id"), "prompt_version": "cross-encoder"}  # fmt: skip
+
+
 def register(record: dict, metrics: dict[str, float]) -> dict:
-    """A new model version for an exported selector; returns its record (version, Ollama tag set)."""
+    """A new model version for an exported selector (a GGUF LLM or a cross-encoder folder); returns
+    its record with the registry version (and, for an LLM, the Ollama tag)."""
     c = client()
-    record = {**record, "gguf": str(store_gguf(Path(record["gguf"]), record["gguf_sha256"]))}
-    tags = {k: str(record[k]) for k in ("kind", "gguf", "gguf_sha256", "quant", "prompt_version", "base_model",
-                                         "dataset_sha256", "chunk_tokens", "profile") if record.get(k) is not None}  # fmt: skip
+    if record["kind"] == "cross_encoder":
+        record = {**record, "model_dir": str(store_dir(Path(record["model_dir"]), record["model_sha256"]))}
+        source, what = Path(record["model_dir"]).as_uri(), f"cross-encoder from {record['base_model']}"
+    else:
+        record = {**record, "gguf": str(store_gguf(Path(record["gguf"]), record["gguf_sha256"]))}
+        source, what = Path(record["gguf"]).parent.as_uri(), f"{record['base_model']} + LoRA, {record['quant']}, prompt {record['prompt_version']}"
+    tags = {k: str(record[k]) for k in ("kind", "gguf", "gguf_sha256", "model_dir", "model_sha256", "quant", "prompt_version",
+                                         "base_model", "dataset_sha256", "chunk_tokens", "profile") if record.get(k) is not None}  # fmt: skip
     tags.update({k: str(v) for k, v in metrics.items()})
-    mv = c.create_model_version(MODEL, source=Path(record["gguf"]).parent.as_uri(), run_id=record.get("train_run_id"), tags=tags,
-                                description=f"{record['base_model']} + LoRA, {record['quant']}, prompt {record['prompt_version']}")  # fmt: skip
-    record.update(version=f"{MODEL}:{mv.version}", ollama_tag=f"{MODEL}:{mv.version}", registry_version=str(mv.version))
+    mv = c.create_model_version(MODEL, source=source, run_id=record.get("train_run_id"), tags=tags, description=what)
+    record.update(version=f"{MODEL}:{mv.version}", registry_version=str(mv.version))
+    if record["kind"] == "llm":
+        record["ollama_tag"] = f"{MODEL}:{mv.version}"
     c.set_model_version_tag(MODEL, mv.version, "record", json.dumps(record))
     return record
 
@@ -126,6 +166,17 @@ def _set_champion(c, record: dict, hist: list[str]) -> None:
 def verify(record: dict) -> None:
     """The GGUF a record names exists and is the one that was registered."""
     if record.get("kind") == "similarity":
+        return
+    if record.get("kind") == "cascade":
+        verify(record["fast"])
+        verify(record["slow"])
+        return
+    if record.get("kind") == "cross_encoder":
+        folder = Path(record["model_dir"])
+        if not folder.is_dir():
+            raise RegistryError(f"{record['version']}: model folder {folder} is missing")
+        if dir_sha256(folder) != record["model_sha256"]:
+            raise RegistryError(f"{record['version']}: model folder {folder} does not match its registered sha256")
         return
     from training.tracking import files_sha256
 

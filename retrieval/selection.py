@@ -44,12 +44,36 @@ def output_schema(n: int, k: int = DEFAULT_K) -> dict:
     }
 
 
-def output_gbnf(n: int, k: int = DEFAULT_K) -> str:
-    """The answer as a llama.cpp grammar: exactly `render_answer`'s canonical form (no free
-    whitespace, so a model cannot pad its way past the token limit), numbers 1..n, at most k."""
-    nums = " | ".join(f'"{i}"' for i in range(max(n, 1), 0, -1))
-    more = f' (", " num){{0,{k - 1}}}' if k > 1 else ""
-    return f'root ::= "{{\\"selected\\": [" (num{more})? "]}}"\nnum ::= {nums}\n'
+ANSWER_HEAD = '{"selected": ['
+
+
+def answer_state(text: str, n: int, k: int = DEFAULT_K) -> str | None:
+    """Where `text` stands as a prefix of a canonical answer (`render_answer` of numbers 1..n, at
+    most k): "open" (more must follow), "done" (complete), or None (no valid answer starts so).
+    Constrained decoders keep a model's output inside the contract with it."""
+    if len(text) <= len(ANSWER_HEAD):
+        return "open" if ANSWER_HEAD.startswith(text) else None
+    if not text.startswith(ANSWER_HEAD):
+        return None
+    state, num, count = "first", "", 0
+    for ch in text[len(ANSWER_HEAD) :]:
+        if state in ("first", "next") and ch in "123456789" and count < k and int(ch) <= n:
+            state, num, count = "num", ch, count + 1
+        elif state == "first" and ch == "]":
+            state = "close"
+        elif state == "num" and ch.isdigit() and int(num + ch) <= n:
+            num += ch
+        elif state == "num" and ch == "," and count < k:
+            state = "comma"
+        elif state == "num" and ch == "]":
+            state = "close"
+        elif state == "comma" and ch == " ":
+            state = "next"
+        elif state == "close" and ch == "}":
+            state = "done"
+        else:
+            return None
+    return "done" if state == "done" else "open"
 
 
 @dataclass(frozen=True)

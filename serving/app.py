@@ -37,6 +37,7 @@ from retrieval.sources import Document
 from . import hotswap
 from .hotswap import HotSwapper
 from .picker import Pick, Picker
+from .selectors import CascadeSelector
 
 MAX_BODY_BYTES = 2_000_000
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
@@ -211,10 +212,11 @@ def run_query(service: Service, text: str, inline: bool) -> dict:
         learned = feedback.learned_answers(conn, text)
     shown = result.above  # what the staging file lists and the selector sees, numbered 1..N
     selector = service.picker.selector  # read once: a hot-swap mid-request does not change it
-    pick = service.picker.cached(text, shown, selector)
+    fast, slow = (selector.fast, selector.slow) if isinstance(selector, CascadeSelector) else (None, selector)
+    pick = service.picker.cached(text, shown, slow)
     status = "cached" if pick else "pending"
-    if pick is None and inline and shown:
-        pick = service.picker.select(text, shown, selector)
+    if pick is None and (inline or fast) and shown:  # a cascade's fast selector always answers inline
+        pick = service.picker.select(text, shown, fast or selector)
         status = pick.selection.status
     if pick is None:
         chosen = shown[: service.picker.k]
@@ -230,8 +232,8 @@ def run_query(service: Service, text: str, inline: bool) -> dict:
         qid = feedback.log_query(conn, text, result.candidates, version, [c.rank for c in chosen],
                                  prompt_version=PROMPT_VERSION, selection_status=status, staging_path=str(path),
                                  threshold=service.search.threshold)  # fmt: skip
-    if status == "pending" and shown:
-        service.picker.select_later(text, shown, lambda p: _log_pick(service, qid, p), selector)
+    if (status == "pending" or fast) and status != "cached" and shown:  # the slow selector refines for next time
+        service.picker.select_later(text, shown, lambda p: _log_pick(service, qid, p), slow)
     return {
         "query_id": qid,
         "selector_version": version,  # what chose this context ("similarity" while the pick is pending)

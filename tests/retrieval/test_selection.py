@@ -63,3 +63,25 @@ def test_any_output_parses_or_falls_back(raw, n, k):
     assert all(1 <= i <= n for i in s.selected)
     if s.status == "fallback":
         assert s.selected == tuple(range(1, min(n, k) + 1)) and s.problem
+
+
+@settings(max_examples=300, deadline=None)
+@given(picks=st.lists(st.integers(1, 20), max_size=5, unique=True), n=st.integers(1, 20))
+def test_every_canonical_answer_and_its_prefixes_are_accepted(picks, n):
+    from retrieval.selection import answer_state
+
+    picks = [p for p in picks if p <= n]
+    text = render_answer(picks)
+    assert answer_state(text, n, 5) == "done"
+    assert all(answer_state(text[:i], n, 5) == "open" for i in range(len(text)))
+
+
+def test_answer_state_rejects_what_the_contract_does_not_allow():
+    from retrieval.selection import answer_state
+
+    assert answer_state('{"selected": [0', 9) is None  # numbers start at 1
+    assert answer_state('{"selected": [10', 9) is None  # over n
+    assert answer_state('{"selected": [1, 2, 3', 9, k=2) is None  # more than k
+    assert answer_state('{"selected": [1,2', 9) is None  # not the canonical ", "
+    assert answer_state('{"selected": [1]} ', 9) is None  # nothing after the answer
+    assert answer_state('{"picked": [', 9) is None

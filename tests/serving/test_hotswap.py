@@ -116,3 +116,29 @@ def test_admin_routes_need_the_token_beyond_loopback(db_url, embedder, tmp_path,
         r = client.post("/selector/reload", headers={"authorization": "Bearer s3cret"})
         assert r.status_code == 200 and r.json()["reloading"] is True
         assert client.get("/selector").status_code == 200  # reading is not admin
+
+
+class First(Fixed):
+    def answer(self, query, cands, k):
+        return json.dumps({"selected": [1]})
+
+
+def test_cascade_answers_with_the_fast_selector_and_caches_the_slow_ones_pick(db_url, embedder, tmp_path):
+    from serving.selectors import CascadeSelector
+
+    cascade = CascadeSelector(First("ce:1"), Fixed("llm:1"))
+    # background mode: only the cascade's fast side runs inline
+    svc = Service(db_url, embedder, Picker(cascade, timeout_s=5), SearchParams(threshold=0.0), IngestParams(),
+                  StagingParams(dir=str(tmp_path / "st")))  # fmt: skip
+    with BackgroundServer(svc) as server, httpx.Client(base_url=server.url, timeout=30) as client:
+        for name in ("bees", "rivers", "compilers"):
+            client.post("/ingest", json={"source": name, "text": f"# {name}\n\nA note about {name} and how they work."}).raise_for_status()
+        first = client.post("/query", json={"query": "how do bees work?"}).json()
+        assert (first["selector_version"], first["selection_status"]) == ("ce:1", "ok")
+        assert [c["rank"] for c in first["context"]] == [1] and first["active_selector"] == "cascade(ce:1>llm:1)"
+        with connect(db_url) as conn:  # the slow pick is logged against the query, by name
+            wait_for(lambda: conn.execute("SELECT picked_by FROM queries WHERE id = %s", (first["query_id"],)).fetchone()[0] == "llm:1")
+        again = client.post("/query", json={"query": "How do bees  work?"}).json()
+        n = len(again["candidates"])
+        assert (again["selector_version"], again["selection_status"]) == ("llm:1", "cached")
+        assert [c["rank"] for c in again["context"]] == list(range(n, 0, -1))[: len(again["context"])]
