@@ -8,13 +8,14 @@ from eval.evaluate import EvaluateParams
 from eval.scifact_bench import BenchmarkParams
 from training.build import BuildParams
 from training.export import ExportParams
+from training.train_ce import CrossEncoderParams
 from training.pull import PullParams
 from training.train import TrainParams
 
 REPO = Path(__file__).resolve().parents[1]
 SECTIONS = {"embed": EmbedParams, "ingest": IngestParams, "search": SearchParams, "staging": StagingParams,
             "pull": PullParams, "build": BuildParams, "train": TrainParams,
-            "export": ExportParams, "benchmark": BenchmarkParams, "evaluate": EvaluateParams, "deploy": DeployParams}  # fmt: skip
+            "train_ce": CrossEncoderParams, "export": ExportParams, "benchmark": BenchmarkParams, "evaluate": EvaluateParams, "deploy": DeployParams}  # fmt: skip
 
 
 @pytest.mark.parametrize("section,cls", SECTIONS.items())
