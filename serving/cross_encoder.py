@@ -1,0 +1,66 @@
+"""The cross-encoder selector (stage `train_ce`'s model): scores every (query, passage) pair inline
+and answers the contract's `{"selected": [...]}` with the k best candidates, best first.
+
+No generation, so no parsing can fail: the answer is always well-formed, and ties keep retrieval
+order. One forward pass at a time (a lock): on a few cores, concurrent passes only fight over the
+same threads, and the fast tokenizer must not be shared by two calls at once.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+from typing import Sequence
+
+from retrieval.selection import PromptCandidate, render_answer
+
+from .selectors import SelectorLoadError
+
+INPUT_FORMAT = "ce-input/1"  # must match the model's ce_config.json (training/train_ce.py renders the same)
+
+
+def passage(heading: str | None, text: str) -> str:
+    """The passage side of a pair (INPUT_FORMAT): the heading, if any, on its own line above the text."""
+    return f"{heading}\n{text}" if heading else text
+
+
+class CrossEncoderSelector:
+    """A `train_ce` output folder (model/, ce_config.json) served as a selector."""
+
+    def __init__(self, model_dir: Path, version: str, max_length: int | None = None, threads: int | None = None, batch_size: int = 32):
+        """`max_length` None = the length the model was trained with; `threads` sets torch's (process-wide)
+        intra-op threads, None leaves torch's default (one per core)."""
+        import torch
+        from sentence_transformers import CrossEncoder
+
+        model_dir = Path(model_dir)
+        try:
+            cfg = json.loads((model_dir / "ce_config.json").read_text())
+        except (OSError, ValueError) as e:  # no config = no finished training run in this folder
+            raise SelectorLoadError(f"not a trained cross-encoder folder: {model_dir}: {e}") from e
+        if cfg.get("input_format") != INPUT_FORMAT:
+            raise SelectorLoadError(f"{model_dir}: input format {cfg.get('input_format')!r}, this service renders {INPUT_FORMAT!r}")
+        if threads:
+            torch.set_num_threads(threads)
+        self.max_length = max_length or int(cfg["max_length"])
+        self.model = CrossEncoder(str(model_dir / "model"), max_length=self.max_length, device="cpu")
+        self.version, self.batch_size = version, batch_size
+        self._lock = threading.Lock()
+
+    def scores(self, query: str, candidates: Sequence[PromptCandidate]) -> list[float]:
+        """The model's logit for each candidate, in candidate order."""
+        if not candidates:
+            return []
+        pairs = [(query, passage(c.heading, c.text)) for c in candidates]
+        with self._lock:
+            s = self.model.predict(pairs, batch_size=self.batch_size, activation_fn=None, show_progress_bar=False)
+        return [float(x) for x in s]
+
+    def answer(self, query: str, candidates: Sequence[PromptCandidate], k: int) -> str:
+        s = self.scores(query, candidates)
+        best = sorted(range(len(s)), key=lambda i: (-s[i], i))[: max(k, 0)]  # ties: retrieval order
+        return render_answer([i + 1 for i in best])
+
+    def close(self) -> None:
+        pass

