@@ -216,16 +216,14 @@ def main() -> None:
     console = Console(stderr=True)
     record_path = Path(p.model) / "selector.json"
     selector = build_selector(p.model) if record_path.exists() else None
-    others = {}
+    others, challengers = {}, {"selector": json.loads(record_path.read_text())} if selector else {}
     if (Path(p.cross_encoder) / "ce_config.json").exists():
         from serving.selectors import from_record
 
         from .registry import ce_record
 
-        others["cross_encoder"] = from_record(ce_record(Path(p.cross_encoder)))
-    challengers = {"selector": json.loads(record_path.read_text())} if selector else {}
-    if others:
-        challengers["cross_encoder"] = ce_record(Path(p.cross_encoder))
+        challengers["cross_encoder"] = ce_record(Path(p.cross_encoder))  # hashes the model folder: once
+        others["cross_encoder"] = from_record(challengers["cross_encoder"])
     champion = load_champion(challengers, console)
     console.print(f"evaluate: challengers {', '.join(s.version for s in [selector, *others.values()] if s) or 'none'}; "
                   f"champion {champion if isinstance(champion, str) else getattr(champion, 'version', 'none')}")  # fmt: skip

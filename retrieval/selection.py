@@ -76,6 +76,14 @@ def answer_state(text: str, n: int, k: int = DEFAULT_K) -> str | None:
     return "done" if state == "done" else "open"
 
 
+CE_INPUT_FORMAT = "ce-input/1"  # the cross-encoder's passage side; saved with the model, served the same
+
+
+def ce_passage(heading: str | None, text: str) -> str:
+    """The passage side of a cross-encoder pair (CE_INPUT_FORMAT): the heading, if any, above the text."""
+    return f"{heading}\n{text}" if heading else text
+
+
 @dataclass(frozen=True)
 class PromptCandidate:
     source: str

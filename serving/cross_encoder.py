@@ -13,16 +13,14 @@ import threading
 from pathlib import Path
 from typing import Sequence
 
-from retrieval.selection import PromptCandidate, render_answer
+from retrieval.selection import CE_INPUT_FORMAT, PromptCandidate, ce_passage, render_answer
 
 from .selectors import SelectorLoadError
 
-INPUT_FORMAT = "ce-input/1"  # must match the model's ce_config.json (training/train_ce.py renders the same)
+INPUT_FORMAT = CE_INPUT_FORMAT
+passage = ce_passage  # the one definition lives with the selection contract
 
 
-def passage(heading: str | None, text: str) -> str:
-    """The passage side of a pair (INPUT_FORMAT): the heading, if any, on its own line above the text."""
-    return f"{heading}\n{text}" if heading else text
 
 
 class CrossEncoderSelector:

@@ -31,13 +31,15 @@ from pathlib import Path
 from typing import Callable
 
 from retrieval.params import load_section
+from retrieval.selection import CE_INPUT_FORMAT, ce_passage
 from sentence_transformers.base.evaluation import SentenceEvaluator
 
 from .build import BuildParams, shown_candidates, split_of
 from .pull import FEEDBACK_FILE, write_atomic
 from .tracking import git_commit, use_mlflow
 
-INPUT_FORMAT = "ce-input/1"  # (query, heading + "\n" + text); serving/cross_encoder.py renders the same
+INPUT_FORMAT = CE_INPUT_FORMAT
+passage = ce_passage  # the one definition lives with the selection contract
 MODEL_DIR, CONFIG_FILE, METRICS_FILE = "model", "ce_config.json", "metrics.json"
 
 
@@ -77,9 +79,6 @@ class CrossEncoderParams:
         return out
 
 
-def passage(heading: str | None, text: str) -> str:
-    """The passage side of a pair (INPUT_FORMAT)."""
-    return f"{heading}\n{text}" if heading else text
 
 
 def labelled(rec: dict, skipped: Counter) -> list[dict]:
