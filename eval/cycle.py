@@ -9,8 +9,11 @@
 from __future__ import annotations
 
 import json
+import os
+import re
 import subprocess
 import sys
+from collections import deque
 from pathlib import Path
 
 from retrieval.db import connect
@@ -37,11 +40,7 @@ def run_cycle(params: Path, benchmark_dir: Path, split: str, bar, replay: bool |
         (logged,) = conn.execute("SELECT count(*) FROM queries").fetchone()
     if replay or (replay is None and logged == 0):
         result["replay"] = run_replay(params, benchmark_dir, "scifact", "train", bar).as_dict()
-    task = bar.add_task("3. dvc repro", total=1)
-    run = subprocess.run([str(Path(sys.executable).with_name("dvc")), "repro"], capture_output=True, text=True)
-    if run.returncode != 0:
-        raise RuntimeError(f"dvc repro failed:\n{run.stdout[-2000:]}{run.stderr[-2000:]}")
-    bar.update(task, completed=1)
+    dvc_repro(bar)
     result["pipeline"] = {"feedback": _read_json("data/feedback/metrics.json"), "dataset": _read_json("data/datasets/stats.json"),
                           "train": _read_json("models/selector/metrics.json"), "export": _read_json("models/export/metrics.json"),
                           "eval": _read_json("metrics/eval.json"), "deploy": _read_json("metrics/deploy.json")}  # fmt: skip
@@ -49,6 +48,28 @@ def run_cycle(params: Path, benchmark_dir: Path, split: str, bar, replay: bool |
         task = bar.add_task(f"4. search {len(queries)} {split} queries x 2 systems", total=2 * len(queries))
         result["retrieval"] = evaluate(conn, embedder, queries, sp, lambda: bar.advance(task))
     return result
+
+
+STAGE_LINE = re.compile(r"^(?:Running stage '([^']+)'|(?:pull|build|train|train_ce|export|benchmark|evaluate|deploy): )")
+
+
+def dvc_repro(bar) -> None:
+    """`dvc repro`, its stages' `python` being this environment's (the README runs `.venv/bin/pai` with
+    no venv activated), each stage's start and summary line shown as it runs."""
+    env = os.environ | {"PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])}
+    task = bar.add_task("3. dvc repro", total=None)
+    tail: deque[str] = deque(maxlen=80)
+    with subprocess.Popen([str(Path(sys.executable).with_name("dvc")), "repro"], stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, env=env) as proc:  # fmt: skip
+        for line in proc.stdout:
+            tail.append(line)
+            if m := STAGE_LINE.match(line):
+                if m[1]:
+                    bar.update(task, description=f"3. dvc repro: {m[1]}")
+                bar.console.print(f"   {line.rstrip()}", highlight=False, soft_wrap=True)
+    if proc.returncode != 0:
+        raise RuntimeError("dvc repro failed:\n" + "".join(tail)[-3000:])
+    bar.update(task, total=1, completed=1, description="3. dvc repro")
 
 
 def _read_json(path: str) -> dict | None:
