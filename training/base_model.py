@@ -45,6 +45,14 @@ def llama_cpp_tree(cache: Path) -> Path:
     return root
 
 
+def training_chat_template() -> str:
+    """Qwen2.5's chat template as TRL ships it: the official one plus `{% generation %}` markers, which
+    assistant-only loss needs. Both profiles train (and export renders) with this very template."""
+    import trl
+
+    return (Path(trl.__file__).parent / "chat_templates" / "qwen2_5.jinja").read_text()
+
+
 def qwen2_tokenizer(cache: Path):
     """The real Qwen2 tokenizer (151,936 tokens) with the Qwen2.5 chat template, offline."""
     from transformers import AutoTokenizer
@@ -52,12 +60,15 @@ def qwen2_tokenizer(cache: Path):
     saved = cache / "qwen2-tokenizer"
     if not (saved / "tokenizer_config.json").exists():
         tok = AutoTokenizer.from_pretrained(llama_cpp_tree(cache) / "models", gguf_file=VOCAB)
-        import trl
-
-        tok.chat_template = (Path(trl.__file__).parent / "chat_templates" / "qwen2_5.jinja").read_text()
+        tok.chat_template = training_chat_template()
         tok.eos_token, tok.pad_token = EOS, PAD
         tok.save_pretrained(saved)
     return AutoTokenizer.from_pretrained(saved)
+
+
+# Qwen2.5-14B-Instruct's architecture (its config.json): the GPU smoke run builds this with random
+# weights where no hub is reachable, to measure memory and speed of the real shapes.
+QWEN25_14B = dict(hidden=5120, layers=48, heads=40, kv_heads=8, intermediate=13824, vocab_size=152064)
 
 
 def tiny_qwen2(vocab_size: int, hidden: int, layers: int, heads: int, kv_heads: int, intermediate: int, seed: int):

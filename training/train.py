@@ -36,8 +36,8 @@ class TrainParams:
     lora_dropout: float = 0.05
     learning_rate: float = 2e-4
     epochs: float = 1.0
-    batch_size: int = 2  # per device
-    grad_accum: int = 1  # effective batch = batch_size * grad_accum
+    batch_size: int = 1  # per device (2 x 4.8K-token prompts need ~15.6 GiB on the 14B: over a 16 GB card)
+    grad_accum: int = 2  # effective batch = batch_size * grad_accum
     seed: int = 13
     gpu_base_model: str = "unsloth/Qwen2.5-14B-Instruct-bnb-4bit"
     gpu_max_length: int = 6144  # 20 candidates x 200 tokens + instructions fit (build stats: p99 ~5K)
@@ -94,7 +94,10 @@ def cpu_model_and_tokenizer(p: TrainParams):
 def gpu_model_and_tokenizer(p: TrainParams):  # pragma: no cover - needs CUDA and the model cache
     from unsloth import FastLanguageModel
 
+    from .base_model import training_chat_template
+
     model, tok = FastLanguageModel.from_pretrained(p.gpu_base_model, max_seq_length=p.gpu_max_length, load_in_4bit=True)
+    tok.chat_template = training_chat_template()  # generation markers for assistant-only loss, as on CPU
     model = FastLanguageModel.get_peft_model(
         model, r=p.lora_r, lora_alpha=p.lora_alpha, lora_dropout=p.lora_dropout,
         target_modules=["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"],
@@ -114,10 +117,26 @@ def can_resume(checkpoints: Path, fingerprint: str) -> bool:
     return False
 
 
-def train(p: TrainParams, prompt: BuildParams = BuildParams()) -> dict:
+def sft_trainer(model, tok, p: TrainParams, profile: str, max_length: int, train_rows: list[dict], val_rows: list[dict],
+                output_dir: Path, peft_config=None, **overrides):
+    """TRL's SFTTrainer as both profiles (and the GPU smoke run) configure it: assistant-only loss."""
     from datasets import Dataset
-    from peft import LoraConfig
     from trl import SFTConfig, SFTTrainer
+
+    config = SFTConfig(**{
+        "output_dir": str(output_dir), "max_length": max_length, "assistant_only_loss": True,
+        "per_device_train_batch_size": p.batch_size, "gradient_accumulation_steps": p.grad_accum,
+        "learning_rate": p.learning_rate, "num_train_epochs": p.epochs, "seed": p.seed,
+        "logging_steps": 1, "eval_strategy": "epoch" if val_rows else "no", "save_strategy": "epoch", "save_total_limit": 1,
+        "report_to": [], "use_cpu": profile == "cpu", "bf16": profile == "gpu", "disable_tqdm": False, **overrides,
+    })  # fmt: skip
+    return SFTTrainer(model=model, args=config, train_dataset=Dataset.from_list(train_rows),
+                      eval_dataset=Dataset.from_list(val_rows) if val_rows else None,
+                      processing_class=tok, peft_config=peft_config)  # fmt: skip
+
+
+def train(p: TrainParams, prompt: BuildParams = BuildParams()) -> dict:
+    from peft import LoraConfig
 
     profile = resolve_profile(p.profile)
     if profile == "gpu":
@@ -141,16 +160,7 @@ def train(p: TrainParams, prompt: BuildParams = BuildParams()) -> dict:
     else:  # the base lives in the model cache; base/ only names it (one output layout for DVC)
         (out / "base").mkdir(parents=True, exist_ok=True)
         write_atomic(out / "base" / "source.json", json.dumps({"base_model": base}) + "\n")
-    config = SFTConfig(
-        output_dir=str(out / "checkpoints"), max_length=max_length, assistant_only_loss=True,
-        per_device_train_batch_size=p.batch_size, gradient_accumulation_steps=p.grad_accum,
-        learning_rate=p.learning_rate, num_train_epochs=p.epochs, seed=p.seed,
-        logging_steps=1, eval_strategy="epoch" if val_rows else "no", save_strategy="epoch", save_total_limit=1,
-        report_to=[], use_cpu=profile == "cpu", bf16=profile == "gpu", disable_tqdm=False,
-    )  # fmt: skip
-    trainer = SFTTrainer(model=model, args=config, train_dataset=Dataset.from_list(train_rows),
-                         eval_dataset=Dataset.from_list(val_rows) if val_rows else None,
-                         processing_class=tok, peft_config=peft_config)  # fmt: skip
+    trainer = sft_trainer(model, tok, p, profile, max_length, train_rows, val_rows, out / "checkpoints", peft_config)
     t0 = time.perf_counter()
     result = trainer.train(resume_from_checkpoint=True if can_resume(out / "checkpoints", fingerprint) else None)
     seconds = time.perf_counter() - t0

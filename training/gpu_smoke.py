@@ -1,0 +1,272 @@
+"""GPU smoke run of the train stage's Unsloth path, for a box where no model hub is reachable.
+
+Builds Qwen2.5-14B-Instruct's architecture (`base_model.QWEN25_14B`) with random weights, saves it in
+bf16 and loads it through the train stage's own `gpu_model_and_tokenizer` (Unsloth, 4-bit, LoRA from
+params.yaml, gradient checkpointing "unsloth"). Then the stage's `sft_trainer` runs a few steps on the
+longest real 20-candidate prompts at each batch size, and the model greedily decodes one answer.
+Measured: peak VRAM (allocated and reserved), step time, tokens/s, prefill and decode speed. The
+weights are random, so memory and speed are those of the real shapes and the losses mean nothing.
+OUT/gpu_smoke.json is rewritten after every phase, so a run cut short still reports what it reached.
+
+    python -m training.gpu_smoke --data DIR --out DIR [--size 14b|tiny] [--backend unsloth|hf4bit|hf]
+
+`--backend hf4bit` is the same QLoRA without Unsloth (transformers + bitsandbytes + peft); `hf` is
+bf16 LoRA without quantization (and, with `--size tiny`, runs on a CPU: the test of this script).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import shutil
+import tempfile
+import time
+import traceback
+from dataclasses import replace
+from pathlib import Path
+
+from retrieval.params import load_section
+
+from .base_model import QWEN25_14B, training_chat_template
+from .train import TrainParams, load_examples, sft_trainer
+
+GIB = 1024**3
+LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+
+
+class Report:
+    """The smoke run's findings, written out whole after every phase."""
+
+    def __init__(self, path: Path):
+        self.path, self.data = path, {"phases": {}}
+        path.parent.mkdir(parents=True, exist_ok=True)
+
+    def phase(self, name: str, **values) -> None:
+        self.data["phases"][name] = values
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.data, indent=2, default=str) + "\n")
+        tmp.replace(self.path)
+        print(f"[gpu_smoke] {name}: {json.dumps(values, default=str)}", flush=True)
+
+
+def memory() -> dict:
+    import torch
+
+    if not torch.cuda.is_available():
+        return {}
+    return {"allocated_gib": round(torch.cuda.memory_allocated() / GIB, 2), "reserved_gib": round(torch.cuda.memory_reserved() / GIB, 2),
+            "peak_allocated_gib": round(torch.cuda.max_memory_allocated() / GIB, 2),
+            "peak_reserved_gib": round(torch.cuda.max_memory_reserved() / GIB, 2)}  # fmt: skip
+
+
+def environment() -> dict:
+    import importlib.metadata as md
+
+    import torch
+
+    versions = {}
+    for name in ("torch", "transformers", "trl", "peft", "datasets", "accelerate", "bitsandbytes", "unsloth", "unsloth_zoo", "triton"):
+        try:
+            versions[name] = md.version(name)
+        except md.PackageNotFoundError:
+            versions[name] = None
+    gpu = torch.cuda.get_device_properties(0) if torch.cuda.is_available() else None
+    return {"versions": versions, "gpu": gpu.name if gpu else None, "gpu_memory_gib": round(gpu.total_memory / GIB, 1) if gpu else None}
+
+
+def build_base(size: str, tokenizer_dir: Path, base_dir: Path, seed: int) -> dict:
+    """A Qwen2-architecture checkpoint with random weights (bf16 on a GPU), with the Qwen2 tokenizer."""
+    import torch
+    from transformers import AutoTokenizer, Qwen2Config, Qwen2ForCausalLM
+
+    tok = AutoTokenizer.from_pretrained(tokenizer_dir)
+    tok.chat_template = training_chat_template()
+    shape = QWEN25_14B if size == "14b" else dict(hidden=64, layers=2, heads=4, kv_heads=2, intermediate=128, vocab_size=len(tok))
+    cuda = torch.cuda.is_available()
+    config = Qwen2Config(vocab_size=shape["vocab_size"], hidden_size=shape["hidden"], num_hidden_layers=shape["layers"],
+                         num_attention_heads=shape["heads"], num_key_value_heads=shape["kv_heads"],
+                         intermediate_size=shape["intermediate"], max_position_embeddings=32768, rope_theta=1e6,
+                         rms_norm_eps=1e-6, tie_word_embeddings=size != "14b",
+                         torch_dtype="bfloat16" if cuda else "float32")  # fmt: skip
+    torch.manual_seed(seed)
+    dtype = torch.bfloat16 if cuda else torch.float32
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(dtype)
+    try:
+        with torch.device("cuda" if cuda else "cpu"):
+            model = Qwen2ForCausalLM(config)
+    finally:
+        torch.set_default_dtype(previous)
+    params = sum(p.numel() for p in model.parameters())
+    model.save_pretrained(base_dir, max_shard_size="5GB")
+    tok.save_pretrained(base_dir)
+    del model
+    if cuda:
+        torch.cuda.empty_cache()
+    return {"params_billion": round(params / 1e9, 3), "shape": shape, "checkpoint_gib": round(sum(f.stat().st_size for f in base_dir.glob("*.safetensors")) / GIB, 2)}
+
+
+def load(backend: str, p: TrainParams, base_dir: Path):
+    """(model with LoRA attached, tokenizer) by the chosen backend."""
+    import torch
+
+    if backend == "unsloth":
+        from .train import gpu_model_and_tokenizer
+
+        model, tok, _ = gpu_model_and_tokenizer(replace(p, gpu_base_model=str(base_dir)))
+        return model, tok
+    from peft import LoraConfig, get_peft_model, prepare_model_for_kbit_training
+    from transformers import AutoModelForCausalLM, AutoTokenizer, BitsAndBytesConfig
+
+    tok = AutoTokenizer.from_pretrained(base_dir)
+    cuda = torch.cuda.is_available()
+    kwargs = {"dtype": torch.bfloat16 if cuda else torch.float32}
+    if cuda:
+        kwargs["device_map"] = {"": 0}
+    if backend == "hf4bit":
+        kwargs["quantization_config"] = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True,
+                                                           bnb_4bit_compute_dtype=torch.bfloat16)  # fmt: skip
+    model = AutoModelForCausalLM.from_pretrained(base_dir, **kwargs)
+    if backend == "hf4bit":
+        model = prepare_model_for_kbit_training(model, use_gradient_checkpointing=True)
+    elif cuda:
+        model.gradient_checkpointing_enable()
+        model.enable_input_require_grads()
+    lora = LoraConfig(r=p.lora_r, lora_alpha=p.lora_alpha, lora_dropout=p.lora_dropout, target_modules=LORA_TARGETS, task_type="CAUSAL_LM")
+    return get_peft_model(model, lora), tok
+
+
+def prequantize(p: TrainParams, base_dir: Path, report: Report, keep: bool) -> Path:
+    """Load the bf16 checkpoint in 4-bit with Unsloth and save that: a checkpoint like Unsloth's `-bnb-4bit` ones."""
+    import torch
+    from unsloth import FastLanguageModel
+
+    t0 = time.perf_counter()
+    model, tok = FastLanguageModel.from_pretrained(str(base_dir), max_seq_length=p.gpu_max_length, load_in_4bit=True)
+    out = base_dir.with_name(base_dir.name + "-bnb-4bit")
+    model.save_pretrained(out)
+    tok.save_pretrained(out)
+    del model
+    gc.collect()  # Unsloth's patched modules hold reference cycles: without this the bf16-loaded copy outlives `del`
+    torch.cuda.empty_cache()
+    torch.cuda.reset_peak_memory_stats()
+    if not keep:
+        shutil.rmtree(base_dir, ignore_errors=True)
+    report.phase("prequantize", seconds=round(time.perf_counter() - t0, 1),
+                 checkpoint_gib=round(sum(f.stat().st_size for f in out.glob("*.safetensors")) / GIB, 2), dir=str(out))  # fmt: skip
+    return out
+
+
+def train_steps(model, tok, p: TrainParams, rows: list[dict], lengths: list[int], batch: int, steps: int, max_length: int) -> dict:
+    """`steps` optimizer steps of the stage's trainer at `batch`; step times and the peak memory."""
+    import torch
+    from transformers import TrainerCallback
+
+    times: list[float] = []
+
+    class Clock(TrainerCallback):
+        def on_step_begin(self, args, state, control, **kw):
+            self.t = time.perf_counter()
+
+        def on_step_end(self, args, state, control, **kw):
+            if torch.cuda.is_available():
+                torch.cuda.synchronize()
+            times.append(time.perf_counter() - self.t)
+
+    n = batch * p.grad_accum * steps
+    if torch.cuda.is_available():
+        torch.cuda.reset_peak_memory_stats()
+    with tempfile.TemporaryDirectory() as tmp:
+        trainer = sft_trainer(model, tok, replace(p, batch_size=batch), "gpu" if torch.cuda.is_available() else "cpu",
+                              max_length, rows[:n], [], Path(tmp), None, max_steps=steps, save_strategy="no", eval_strategy="no",
+                              disable_tqdm=True)  # fmt: skip
+        trainer.add_callback(Clock())
+        result = trainer.train()
+    tokens = sum(lengths[:n])
+    warm = times[1:] or times
+    per_step_tokens = tokens / steps
+    return {"batch": batch, "grad_accum": p.grad_accum, "steps": result.global_step, "tokens_per_step": round(per_step_tokens), "max_tokens_in_batch": max(lengths[:n]),
+            "first_step_s": round(times[0], 2), "step_s_warm": round(sum(warm) / len(warm), 2),
+            "train_tokens_per_s": round(per_step_tokens / (sum(warm) / len(warm)), 1),
+            "loss": [round(h["loss"], 3) for h in trainer.state.log_history if "loss" in h], **memory()}  # fmt: skip
+
+
+def decode_speed(model, tok, messages: list[dict], backend: str, new_tokens: int = 64) -> dict:
+    """Prefill time of a 20-candidate prompt and greedy decode tokens/s after it."""
+    import torch
+
+    if backend == "unsloth":
+        from unsloth import FastLanguageModel
+
+        FastLanguageModel.for_inference(model)
+    model.eval()
+    ids = tok.apply_chat_template(messages[:2], add_generation_prompt=True, return_tensors="pt", return_dict=True)
+    ids = {k: v.to(model.device) for k, v in ids.items()}
+    timings = {}
+    for n in (1, new_tokens):
+        with torch.no_grad():
+            model.generate(**ids, max_new_tokens=n, min_new_tokens=n, do_sample=False)  # warm-up: kernels, caches
+            if torch.cuda.is_available():
+                torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            model.generate(**ids, max_new_tokens=n, min_new_tokens=n, do_sample=False)
+            if torch.cuda.is_available():
+                torch.cuda.synchronize()
+            timings[n] = time.perf_counter() - t0
+    return {"prompt_tokens": int(ids["input_ids"].shape[1]), "prefill_s": round(timings[1], 3),
+            "decode_tokens_per_s": round((new_tokens - 1) / max(timings[new_tokens] - timings[1], 1e-9), 1), **memory()}  # fmt: skip
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--data", required=True, help="a build-stage folder (train.jsonl) built with the GPU chunk_tokens (200)")
+    ap.add_argument("--tokenizer", required=True, help="the saved Qwen2 tokenizer folder ($PAI_HOME/cache/qwen2-tokenizer)")
+    ap.add_argument("--out", required=True, help="folder for gpu_smoke.json")
+    ap.add_argument("--size", choices=["14b", "tiny"], default="14b")
+    ap.add_argument("--backend", choices=["unsloth", "hf4bit", "hf"], action="append", help="tried in order until one trains (default: unsloth, hf4bit)")
+    ap.add_argument("--batches", default="1,2", help="per-device batch sizes to measure")
+    ap.add_argument("--steps", type=int, default=3)
+    ap.add_argument("--prequantize", action="store_true",
+                    help="save the 4-bit model and load that, as the real `-bnb-4bit` checkpoint is (the load peak a 16 GB card sees)")
+    ap.add_argument("--base-dir", default=None, help="where the random checkpoint is written (default: /dev/shm or a temp dir)")
+    a = ap.parse_args()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    report = Report(Path(a.out) / "gpu_smoke.json")
+    p = load_section("params.yaml", "train", TrainParams)
+    report.phase("environment", **environment(), params={k: getattr(p, k) for k in ("lora_r", "lora_alpha", "lora_dropout", "gpu_max_length")})
+    shm = Path("/dev/shm")
+    base_dir = Path(a.base_dir) if a.base_dir else Path(tempfile.mkdtemp(prefix="pai-base-", dir=shm if shm.is_dir() and shutil.disk_usage(shm).free > 40 * GIB else None))
+    t0 = time.perf_counter()
+    report.phase("build", **build_base(a.size, Path(a.tokenizer), base_dir, p.seed), seconds=round(time.perf_counter() - t0, 1), dir=str(base_dir))
+    if a.prequantize:
+        base_dir = prequantize(p, base_dir, report, keep=bool(a.base_dir))
+    for backend in a.backend or ["unsloth", "hf4bit"]:
+        try:
+            t0 = time.perf_counter()
+            model, tok = load(backend, p, base_dir)
+            report.phase(f"{backend}:load", seconds=round(time.perf_counter() - t0, 1), **memory())
+            max_length = p.gpu_max_length
+            rows, dropped = load_examples(Path(a.data) / "train.jsonl", tok, max_length, None)
+            lengths = [len(tok.apply_chat_template(r["messages"], tokenize=True, return_dict=True)["input_ids"]) for r in rows]
+            order = sorted(range(len(rows)), key=lambda i: -lengths[i])  # the longest prompts: the worst case for memory
+            rows, lengths = [rows[i] for i in order], [lengths[i] for i in order]
+            for batch in (int(b) for b in a.batches.split(",")):
+                report.phase(f"{backend}:train_b{batch}", **train_steps(model, tok, p, rows, lengths, batch, a.steps, max_length), dropped_too_long=dropped)
+            report.phase(f"{backend}:decode", **decode_speed(model, tok, rows[0]["messages"], backend))
+            break
+        except Exception as e:  # the next backend still measures something; the reason is kept
+            report.phase(f"{backend}:failed", error=f"{type(e).__name__}: {e}", traceback=traceback.format_exc()[-3000:])
+            import torch
+
+            model = tok = None
+            if torch.cuda.is_available():
+                torch.cuda.empty_cache()
+    if not a.base_dir:
+        shutil.rmtree(base_dir, ignore_errors=True)  # (a prequantized copy sits beside a given --base-dir)
+
+
+if __name__ == "__main__":
+    main()
