@@ -42,7 +42,9 @@ def mean_ci(values: np.ndarray, seed: int = 0, n: int = 2000) -> tuple[float, fl
     return float(values.mean()), float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
 
 
-def run_loop(params: Path, slices: int, max_queries: int, log: Callable[[str], None] = print) -> dict:
+def run_loop(params: Path, slices: int, max_queries: int, log: Callable[[str], None] = print, max_train_pairs: int | None = None) -> dict:
+    """`max_train_pairs` None = params' cap. A fixed cap below a slice's pairs trains every cycle on as many
+    pairs, so the report measures fresher data rather than more of it: 0 (all) measures the loop."""
     from retrieval.embed import get_embedder
     from serving.cross_encoder import CrossEncoderSelector
     from training.build import BuildParams
@@ -51,6 +53,8 @@ def run_loop(params: Path, slices: int, max_queries: int, log: Callable[[str], N
 
     ep = replace(load_section(params, "evaluate", EvaluateParams), max_queries=max_queries)
     ce = load_section(params, "train_ce", CrossEncoderParams)
+    if max_train_pairs is not None:
+        ce = replace(ce, max_train_pairs=max_train_pairs)
     val_fraction = load_section(params, "build", BuildParams).val_fraction
     records = scifact_records(Path(ce.feedback) / "feedback.jsonl")
     if len(records) < slices:
@@ -90,7 +94,7 @@ def run_loop(params: Path, slices: int, max_queries: int, log: Callable[[str], N
                     rows.append(row)
                 previous[name] = values["cross_encoder"]
     worse = [r for r in rows if r.get("vs_previous") and r["vs_previous"]["ci95_high"] < 0]
-    return {"slices": slices, "queries": len(records), "rows": rows,
+    return {"slices": slices, "queries": len(records), "max_train_pairs": ce.max_train_pairs, "rows": rows,
             "no_cycle_worse_than_the_previous": not worse, "worse": worse}  # fmt: skip
 
 

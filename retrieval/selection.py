@@ -84,6 +84,15 @@ def ce_passage(heading: str | None, text: str) -> str:
     return f"{heading}\n{text}" if heading else text
 
 
+def fuse_scores(scores: list[float], fusion: dict | None) -> list[float]:
+    """A cross-encoder's scores for candidates in retrieval order, fused with that order's prior
+    (`train_ce`'s fitted `fusion`: ce_weight * score + rank_bias[position]); None = the scores alone."""
+    if not fusion:
+        return list(scores)
+    bias = fusion["rank_bias"]
+    return [fusion["ce_weight"] * x + bias[min(i, len(bias) - 1)] for i, x in enumerate(scores)]
+
+
 @dataclass(frozen=True)
 class PromptCandidate:
     source: str

@@ -13,7 +13,7 @@ import threading
 from pathlib import Path
 from typing import Sequence
 
-from retrieval.selection import CE_INPUT_FORMAT, PromptCandidate, ce_passage, render_answer
+from retrieval.selection import CE_INPUT_FORMAT, PromptCandidate, ce_passage, fuse_scores, render_answer
 
 from .selectors import SelectorLoadError
 
@@ -44,6 +44,7 @@ class CrossEncoderSelector:
         self.max_length = max_length or int(cfg["max_length"])
         self.model = CrossEncoder(str(model_dir / "model"), max_length=self.max_length, device="cpu")
         self.version, self.batch_size = version, batch_size
+        self.fusion = cfg.get("fusion")  # the retrieval-order prior fitted with the model (None: the model alone)
         self._lock = threading.Lock()
 
     def scores(self, query: str, candidates: Sequence[PromptCandidate]) -> list[float]:
@@ -56,7 +57,7 @@ class CrossEncoderSelector:
         return [float(x) for x in s]
 
     def answer(self, query: str, candidates: Sequence[PromptCandidate], k: int) -> str:
-        s = self.scores(query, candidates)
+        s = fuse_scores(self.scores(query, candidates), self.fusion)
         best = sorted(range(len(s)), key=lambda i: (-s[i], i))[: max(k, 0)]  # ties: retrieval order
         return render_answer([i + 1 for i in best])
 

@@ -48,10 +48,14 @@ class BuildParams:
         return out
 
 
+def query_position(query: str) -> float:
+    """Where a query falls in [0, 1], by a hash of its normalised text: splits are bands of this."""
+    return int(hashlib.sha256(re.sub(r"\s+", " ", query.strip().lower()).encode()).hexdigest()[:8], 16) / 0xFFFFFFFF
+
+
 def split_of(query: str, val_fraction: float) -> str:
     """Deterministic split by normalised query text: the same query always lands in the same split."""
-    h = int(hashlib.sha256(re.sub(r"\s+", " ", query.strip().lower()).encode()).hexdigest()[:8], 16)
-    return "val" if h / 0xFFFFFFFF < val_fraction else "train"
+    return "val" if query_position(query) < val_fraction else "train"
 
 
 def shown_candidates(rec: dict) -> list[dict]:

@@ -11,8 +11,11 @@
 4. select: `evals` times the val queries' shown candidates are ranked by the model; the best of
    the probe and the checkpoints by Recall@k of the used ones is kept, and training stops after
    `patience` evals without a gain. The retrieval (similarity) order is scored on the same queries.
-5. write: `model/` (save_pretrained), `ce_config.json` (input format, base, params, dataset hash, the
-   val curve, MLflow run id) and `metrics.json` (DVC metrics).
+5. fuse: on *calibration* queries (train queries whose pairs were held out of training) the model's
+   score is combined with a prior per retrieval position (`ce_data.fit_fusion`); the fused ranking is
+   what the selector serves and what `val_recall@k` reports (the model alone is reported beside it).
+6. write: `model/` (save_pretrained), `ce_config.json` (input format, base, params, dataset hash, the
+   val curve, the fusion, MLflow run id) and `metrics.json` (DVC metrics).
 """
 
 from __future__ import annotations
@@ -21,20 +24,18 @@ import hashlib
 import json
 import math
 import random
-import re
 import shutil
 import tempfile
 import time
-from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable
 
 from retrieval.params import load_section
 from retrieval.selection import CE_INPUT_FORMAT, ce_passage
 from sentence_transformers.base.evaluation import SentenceEvaluator
 
-from .build import BuildParams, shown_candidates, split_of
+from .build import BuildParams
+from .ce_data import build_pairs, fit_fusion, fused_recall, mean_recall, rankings
 from .pull import FEEDBACK_FILE, write_atomic
 from .tracking import git_commit, use_mlflow
 
@@ -59,6 +60,7 @@ class CrossEncoderParams:
     evals: int = 3  # val Recall@k evaluations spread evenly over training, the last at its end
     patience: int = 2  # stop after this many evals without a better val Recall@5
     max_val_queries: int = 0  # cap on val queries ranked per eval (CPU time); 0 = all
+    calibration_fraction: float = 0.15  # train queries held out of training; the fusion with the retrieval order is fitted on them
     k: int = 5  # Recall@k of the val ranking (the selector picks k)
     seed: int = 13
 
@@ -76,110 +78,11 @@ class CrossEncoderParams:
             out.append("train_ce: need epochs > 0, batch_size >= 1, learning_rate > 0, 0 <= warmup_ratio < 1")
         if self.evals < 1 or self.patience < 1 or self.k < 1:
             out.append("train_ce: need evals >= 1, patience >= 1, k >= 1")
+        if not 0 <= self.calibration_fraction < 0.5:
+            out.append("train_ce.calibration_fraction must be in [0, 0.5)")
         return out
 
 
-
-
-def labelled(rec: dict, skipped: Counter) -> list[dict]:
-    """The shown candidates that carry a text and a used/ignored label (the rest are counted)."""
-    out = []
-    for c in shown_candidates(rec):
-        if c["text"] is None:
-            skipped["candidate text changed or deleted"] += 1
-        elif c["used"] is None:
-            skipped["candidate without used/ignored label"] += 1
-        else:
-            out.append(c)
-    return out
-
-
-def negatives(cands: list[dict], cap: int, rng: random.Random) -> tuple[list[dict], int]:
-    """All hard negatives (ignored, ranked above a used candidate), then a seeded sample of the other
-    ignored ones up to `cap` (0 = all). Returns (negatives in rank order, how many were hard)."""
-    last_used = max(c["rank"] for c in cands if c["used"])
-    hard = [c for c in cands if not c["used"] and c["rank"] < last_used]
-    rest = [c for c in cands if not c["used"] and c["rank"] > last_used]
-    room = len(rest) if cap == 0 else max(0, cap - len(hard))
-    fill = rng.sample(rest, min(room, len(rest)))
-    return sorted(hard + fill, key=lambda c: c["rank"]), len(hard)
-
-
-def build_pairs(
-    records: list[dict],
-    val_fraction: float,
-    max_negatives_per_query: int,
-    seed: int = 13,
-    pair_tokens: Callable[[str, str], int] | None = None,
-    max_length: int = 256,
-) -> tuple[dict[str, list[dict]], dict]:
-    """Train/val pairs `{"query", "text", "label"}` from feedback records, and the counts.
-
-    Queries without a used or without an ignored candidate teach a pairwise model nothing and are
-    skipped; a (query, passage) seen before (a replayed query, a duplicated chunk) is kept once.
-    `pair_tokens(query, passage)` (the model's tokenizer) counts the pairs `max_length` truncates."""
-    rng = random.Random(seed)
-    pairs: dict[str, list[dict]] = {"train": [], "val": []}
-    skipped, seen = Counter(), set()
-    hard_total = truncated = 0
-    for rec in records:
-        if all(c["used"] is None for c in rec["candidates"]):
-            skipped["query without used/ignored labels"] += 1
-            continue
-        cands = labelled(rec, skipped)
-        if not any(c["used"] for c in cands):
-            skipped["query without a used candidate"] += 1
-            continue
-        if all(c["used"] for c in cands):
-            skipped["query without an ignored candidate"] += 1
-            continue
-        split = split_of(rec["query"], val_fraction)
-        negs, hard = negatives(cands, max_negatives_per_query, rng)
-        hard_total += hard
-        for c in [c for c in cands if c["used"]] + negs:  # positives first: a conflicting duplicate stays positive
-            text = passage(c["heading"], c["text"])
-            key = (re.sub(r"\s+", " ", rec["query"].strip().lower()), text)
-            if key in seen:
-                skipped["duplicate pair"] += 1
-                continue
-            seen.add(key)
-            pairs[split].append({"query": rec["query"], "text": text, "label": int(c["used"])})
-            truncated += pair_tokens is not None and pair_tokens(rec["query"], text) > max_length
-    stats = {
-        "train_pairs": len(pairs["train"]), "val_pairs": len(pairs["val"]),
-        "train_positives": sum(p["label"] for p in pairs["train"]), "hard_negatives": hard_total,
-        "truncated_pairs": int(truncated), "skipped": dict(skipped),
-    }  # fmt: skip
-    return pairs, stats
-
-
-def val_rankings(records: list[dict], val_fraction: float) -> list[dict]:
-    """Val queries as the selector sees them: `{"query", "texts"}` of every shown candidate in retrieval
-    order, and `used`, the 0-based positions the consumer used (queries with none are left out)."""
-    out = []
-    for rec in records:
-        if split_of(rec["query"], val_fraction) != "val":
-            continue
-        cands = labelled(rec, Counter())
-        used = [i for i, c in enumerate(cands) if c["used"]]
-        if used:
-            out.append({"query": rec["query"], "texts": [passage(c["heading"], c["text"]) for c in cands], "used": used})
-    return out
-
-
-def recall_at_k(relevant: set[int], ranked: list[int], k: int) -> float:
-    return len(relevant & set(ranked[:k])) / len(relevant) if relevant else 0.0
-
-
-def mean_recall(groups: list[dict], scores: list[list[float]] | None, k: int) -> float:
-    """Mean Recall@k over `groups` ranked by `scores` (best first); None = their retrieval order."""
-    total = 0.0
-    for i, g in enumerate(groups):
-        order = list(range(len(g["texts"])))
-        if scores is not None:
-            order.sort(key=lambda j: -scores[i][j])
-        total += recall_at_k(set(g["used"]), order, k)
-    return total / len(groups) if groups else 0.0
 
 
 def ce_scores(model, groups: list[dict], batch_size: int = 32) -> list[list[float]]:
@@ -311,12 +214,13 @@ def train(p: CrossEncoderParams, val_fraction: float = BuildParams.val_fraction)
 
     # 2. pairs with hard negatives; val queries ranked whole, and the retrieval order as the baseline
     pairs, stats = build_pairs(records, val_fraction, p.max_negatives_per_query, p.seed,
-                               lambda q, t: len(model.tokenizer(q, t)["input_ids"]), p.max_length)  # fmt: skip
+                               lambda q, t: len(model.tokenizer(q, t)["input_ids"]), p.max_length, p.calibration_fraction)  # fmt: skip
     rng = random.Random(p.seed)
     train_pairs = pairs["train"]
     if p.max_train_pairs and len(train_pairs) > p.max_train_pairs:
         train_pairs = rng.sample(train_pairs, p.max_train_pairs)
-    groups = val_rankings(records, val_fraction)[: p.max_val_queries or None]
+    groups = rankings(records, "val", val_fraction, p.calibration_fraction)[: p.max_val_queries or None]
+    calibration = rankings(records, "calibration", val_fraction, p.calibration_fraction)
     if not train_pairs or not groups:
         raise SystemExit(f"train_ce: nothing to learn from ({len(train_pairs)} train pairs, {len(groups)} val queries; skipped {stats['skipped']})")
     similarity = mean_recall(groups, None, p.k)
@@ -339,7 +243,11 @@ def train(p: CrossEncoderParams, val_fraction: float = BuildParams.val_fraction)
     if best["step"] == 0:
         model.load_state_dict(probed)
 
-    # 5. write: the config last, so a folder whose model is half-written has none (serving refuses it)
+    # 5. fusion with the retrieval order, fitted on the calibration queries, scored on val
+    fusion = fit_fusion(calibration, ce_scores(model, calibration)) if calibration else None
+    fused = fused_recall(groups, ce_scores(model, groups), fusion, p.k) if fusion else best["recall"]
+
+    # 6. write: the config last, so a folder whose model is half-written has none (serving refuses it)
     out = Path(p.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / CONFIG_FILE).unlink(missing_ok=True)
@@ -348,14 +256,15 @@ def train(p: CrossEncoderParams, val_fraction: float = BuildParams.val_fraction)
     metrics = {
         **{k: v for k, v in stats.items() if k != "skipped"}, "train_pairs_used": len(train_pairs),
         "skipped": stats["skipped"], "val_queries": len(groups),
-        f"val_recall@{p.k}": best["recall"], f"val_recall@{p.k}_similarity": round(similarity, 4),
-        f"val_recall@{p.k}_probe": evaluator.curve[0]["recall"],
+        f"val_recall@{p.k}": round(fused, 4), f"val_recall@{p.k}_similarity": round(similarity, 4),
+        f"val_recall@{p.k}_model_only": best["recall"], f"val_recall@{p.k}_probe": evaluator.curve[0]["recall"],
+        "calibration_queries": len(calibration), "fusion_ce_weight": fusion["ce_weight"] if fusion else None,
         "steps": state.global_step, "best_step": best["step"], "train_seconds": round(train_seconds, 1),
     }  # fmt: skip
     record = {
         "input_format": INPUT_FORMAT, "base_model": base, "base_model_name": "sentence-transformers/all-MiniLM-L6-v2",
         "val_fraction": val_fraction, **asdict(p), "dataset_sha256": hashlib.sha256(raw).hexdigest(), "git_commit": git_commit(),
-        "val_curve": evaluator.curve, "best_step": best["step"],
+        "val_curve": evaluator.curve, "best_step": best["step"], "fusion": fusion,
     }  # fmt: skip
     record["mlflow_run_id"] = log_run(record, metrics, state.log_history, out)
     metrics["stage_seconds"] = round(time.perf_counter() - t_stage, 1)
@@ -369,7 +278,7 @@ def log_run(record: dict, metrics: dict, history: list[dict], out: Path) -> str:
     mlflow = use_mlflow()
     with mlflow.start_run(run_name="train_ce") as run:
         mlflow.set_tags({"stage": "train_ce", "input_format": record["input_format"]})
-        mlflow.log_params({k: v for k, v in record.items() if v is not None and k != "val_curve"})
+        mlflow.log_params({k: v for k, v in record.items() if v is not None and k not in ("val_curve", "fusion")})
         for h in history:
             if "loss" in h:
                 mlflow.log_metric("train_loss", h["loss"], step=h["step"])
@@ -390,6 +299,8 @@ def main(params: str = "params.yaml") -> None:
     k = p.k
     console.print(f"train_ce: {m['train_pairs_used']} train pairs ({m['hard_negatives']} hard negatives), {m['steps']} steps "
                   f"in {m['train_seconds']} s (best step {m['best_step']}); val Recall@{k} {m[f'val_recall@{k}']:.4f} "
+                  f"(model alone {m[f'val_recall@{k}_model_only']:.4f}, fused with the retrieval order on "
+                  f"{m['calibration_queries']} calibration queries, weight {m['fusion_ce_weight']}) "
                   f"vs similarity order {m[f'val_recall@{k}_similarity']:.4f} on {m['val_queries']} queries; "
                   f"skipped {m['skipped']}")  # fmt: skip
 

@@ -20,7 +20,7 @@ def test_cpu_profile_trains_saves_and_resumes(tmp_path, monkeypatch):
     data.mkdir()
     write_examples(data / "train.jsonl", 6)
     write_examples(data / "val.jsonl", 2)
-    p = TrainParams(profile="cpu", data=str(data), out=str(tmp_path / "model"), cpu_max_examples=4, batch_size=2, epochs=1.0,
+    p = TrainParams(profile="cpu", data=str(data), out=str(tmp_path / "model"), cpu_max_examples=4, batch_size=2, grad_accum=1, epochs=1.0,
                     cpu_max_length=400)  # fmt: skip
     m = train(p)
     assert (m["profile"], m["train_examples"], m["steps"]) == ("cpu", 4, 2)

@@ -5,8 +5,10 @@ import json
 import pytest
 import torch
 
+from retrieval.selection import fuse_scores
 from training.build import split_of
-from training.train_ce import CrossEncoderParams, build_pairs, fit_head, mean_recall, recall_at_k, train, val_rankings
+from training.ce_data import build_pairs, fit_fusion, fused_recall, mean_recall, rankings, recall_at_k, split_of3
+from training.train_ce import CrossEncoderParams, fit_head, train
 
 
 def record(qid, query, cands, threshold=0.2):
@@ -65,9 +67,49 @@ def test_split_is_by_query_and_matches_the_build_stage():
     for split in ("train", "val"):
         assert {p["query"] for p in pairs[split]} == {q for q in queries if split_of(q, 0.5) == split}
     assert pairs["train"] and pairs["val"]  # 12 queries at 0.5: both sides hold some
-    groups = val_rankings(records, 0.5)
+    groups = rankings(records, "val", 0.5)
     assert [g["query"] for g in groups] == [q for q in queries if split_of(q, 0.5) == "val"]
     assert groups[0]["used"] == [2, 4] and len(groups[0]["texts"]) == 7  # every shown candidate, retrieval order
+
+
+def test_calibration_band_is_held_out_of_training_and_leaves_val_alone():
+    queries = [f"question number {i} about starch" for i in range(40)]
+    records = [record(i, q, STARCH) for i, q in enumerate(queries)]
+    pairs, stats = build_pairs(records, 0.2, max_negatives_per_query=4, calibration_fraction=0.3)
+    by_split = {split: {p["query"] for p in pairs[split]} for split in ("train", "val", "calibration")}
+    assert by_split["val"] == {q for q in queries if split_of(q, 0.2) == "val"}  # the build stage's val, unchanged
+    assert by_split["calibration"] and by_split["train"] and not by_split["calibration"] & by_split["train"]
+    assert by_split["calibration"] == {q for q in queries if split_of3(q, 0.2, 0.3) == "calibration"}
+    assert stats["calibration_pairs"] == len(pairs["calibration"])
+    assert [g["query"] for g in rankings(records, "calibration", 0.2, 0.3)] == [q for q in queries if q in by_split["calibration"]]
+    assert build_pairs(records, 0.2, 4)[0]["calibration"] == []  # no band asked for: none held out
+
+
+def groups_with(used_at: list[int], n: int = 6) -> list[dict]:
+    return [{"query": f"q{i}", "texts": [f"t{j}" for j in range(n)], "used": [u]} for i, u in enumerate(used_at)]
+
+
+def test_fusion_trusts_an_informative_model_and_ignores_a_useless_one():
+    rng = torch.Generator().manual_seed(0)
+    # the consumer uses position 0 half the time, else a late one that the model scores highest
+    used_at = [0 if i % 2 else 3 + i % 3 for i in range(60)]
+    groups = groups_with(used_at)
+    informative = [[2.0 if j == g["used"][0] else float(torch.randn(1, generator=rng)) * 0.3 for j in range(6)] for g in groups]
+    fusion = fit_fusion(groups, informative, positions=4)
+    assert fusion["ce_weight"] > 0 and len(fusion["rank_bias"]) == 4
+    assert fused_recall(groups, informative, fusion, 1) > mean_recall(groups, None, 1) == 0.5
+    # a model whose scores are noise: the fitted fusion keeps (about) the retrieval order's top pick
+    always_first = groups_with([0] * 40)
+    noise = [[float(x) for x in torch.randn(6, generator=rng)] for _ in always_first]
+    useless = fit_fusion(always_first, noise, positions=4)
+    assert fused_recall(always_first, noise, useless, 1) == mean_recall(always_first, None, 1) == 1.0
+    assert useless["rank_bias"][0] > useless["rank_bias"][1]
+
+
+def test_fuse_scores_applies_the_prior_by_position():
+    fusion = {"ce_weight": 2.0, "rank_bias": [1.0, 0.5]}
+    assert fuse_scores([0.1, 0.2, 0.3], fusion) == pytest.approx([1.2, 0.9, 1.1])  # positions past the last share its bias
+    assert fuse_scores([0.1, 0.2], None) == [0.1, 0.2]
 
 
 def test_recall_at_k():
@@ -108,11 +150,12 @@ def test_tiny_training_run_saves_a_loadable_model(tmp_path, feedback, monkeypatc
     p = CrossEncoderParams(feedback=str(feedback), out=str(tmp_path / "ce"), layers=1, max_length=48, probe_pairs=64,
                            epochs=1.0, batch_size=8, evals=2, patience=1)  # fmt: skip
     m = train(p, val_fraction=0.5)
-    assert m["train_pairs"] + m["val_pairs"] == 12 * 5 and m["skipped"] == {}
+    assert m["train_pairs"] + m["val_pairs"] + m["calibration_pairs"] == 12 * 5 and m["skipped"] == {}
     assert m["val_queries"] > 0 and 0 <= m["val_recall@5"] <= 1 and m["val_recall@5_similarity"] == 1.0  # 5 shown: all in the top 5
     cfg = json.loads((tmp_path / "ce" / "ce_config.json").read_text())
     assert cfg["input_format"] == "ce-input/1" and cfg["layers"] == 1 and len(cfg["dataset_sha256"]) == 64
     assert cfg["val_curve"][0]["step"] == 0 and cfg["best_step"] == m["best_step"]
+    assert m["calibration_queries"] > 0 and cfg["fusion"]["ce_weight"] >= 0 and len(cfg["fusion"]["rank_bias"]) == 20
     assert set(json.loads((tmp_path / "ce" / "metrics.json").read_text())) >= {"val_recall@5", "val_recall@5_similarity", "train_seconds"}
     from sentence_transformers import CrossEncoder
 
