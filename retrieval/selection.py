@@ -84,13 +84,36 @@ def ce_passage(heading: str | None, text: str) -> str:
     return f"{heading}\n{text}" if heading else text
 
 
-def fuse_scores(scores: list[float], fusion: dict | None) -> list[float]:
-    """A cross-encoder's scores for candidates in retrieval order, fused with that order's prior
-    (`train_ce`'s fitted `fusion`: ce_weight * score + rank_bias[position]); None = the scores alone."""
+def lexical_scores(query: str, texts: list[str]) -> list[float]:
+    """BM25 (bm25s) of `query` against the candidates alone, standardised within them (mean 0, sd 1; all
+    0 when they do not differ): the fusion's keyword feature, the same in training and serving."""
+    import bm25s
+    import numpy as np
+
+    if not texts:
+        return []
+    retriever = bm25s.BM25()
+    words = bm25s.tokenize(query, show_progress=False, return_ids=False)[0]
+    try:
+        retriever.index(bm25s.tokenize(texts, show_progress=False), show_progress=False)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            raw = np.nan_to_num(np.asarray(retriever.get_scores(words), dtype=np.float64)) if words else np.zeros(len(texts))
+    except ValueError:  # no indexable word in any candidate (bm25s refuses an empty vocabulary)
+        raw = np.zeros(len(texts))
+    sd = raw.std()
+    return [0.0] * len(texts) if sd < 1e-9 else [float(x) for x in (raw - raw.mean()) / sd]
+
+
+def fuse_scores(scores: list[float], fusion: dict | None, lexical: list[float] | None = None) -> list[float]:
+    """A cross-encoder's scores for candidates in retrieval order, fused with that order's prior and,
+    when the fusion has a `bm25_weight`, the candidates' `lexical_scores` (`train_ce`'s fitted fusion:
+    ce_weight * score + rank_bias[position] + bm25_weight * lexical); None = the scores alone."""
     if not fusion:
         return list(scores)
-    bias = fusion["rank_bias"]
-    return [fusion["ce_weight"] * x + bias[min(i, len(bias) - 1)] for i, x in enumerate(scores)]
+    bias, w_lex = fusion["rank_bias"], fusion.get("bm25_weight", 0.0)
+    if w_lex and (lexical is None or len(lexical) != len(scores)):
+        raise ValueError("this fusion weighs BM25: pass the candidates' lexical_scores")
+    return [fusion["ce_weight"] * x + bias[min(i, len(bias) - 1)] + (w_lex * lexical[i] if w_lex else 0.0) for i, x in enumerate(scores)]
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ import threading
 from pathlib import Path
 from typing import Sequence
 
-from retrieval.selection import CE_INPUT_FORMAT, PromptCandidate, ce_passage, fuse_scores, render_answer
+from retrieval.selection import CE_INPUT_FORMAT, PromptCandidate, ce_passage, fuse_scores, lexical_scores, render_answer
 
 from .selectors import SelectorLoadError
 
@@ -57,7 +57,10 @@ class CrossEncoderSelector:
         return [float(x) for x in s]
 
     def answer(self, query: str, candidates: Sequence[PromptCandidate], k: int) -> str:
-        s = fuse_scores(self.scores(query, candidates), self.fusion)
+        lexical = None
+        if self.fusion and self.fusion.get("bm25_weight"):
+            lexical = lexical_scores(query, [passage(c.heading, c.text) for c in candidates])
+        s = fuse_scores(self.scores(query, candidates), self.fusion, lexical)
         best = sorted(range(len(s)), key=lambda i: (-s[i], i))[: max(k, 0)]  # ties: retrieval order
         return render_answer([i + 1 for i in best])
 

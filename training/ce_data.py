@@ -14,7 +14,7 @@ from collections import Counter
 from typing import Callable
 
 from retrieval.selection import ce_passage as passage
-from retrieval.selection import fuse_scores
+from retrieval.selection import fuse_scores, lexical_scores
 
 from .build import query_position, shown_candidates, split_of
 
@@ -128,44 +128,49 @@ def mean_recall(groups: list[dict], scores: list[list[float]] | None, k: int) ->
     return total / len(groups) if groups else 0.0
 
 
-def fit_fusion(groups: list[dict], scores: list[list[float]], positions: int = 20, l2: float = 1e-2) -> dict:
-    """The weights of `fuse_scores`: score = ce_weight * model score + rank_bias[position], fitted by a
-    listwise softmax likelihood of the used candidates of each query (a ranking objective, like Recall@k).
+def fit_fusion(groups: list[dict], scores: list[list[float]], positions: int = 20, l2: float = 1e-2, lexical: bool = True) -> dict:
+    """The weights of `fuse_scores`: score = ce_weight * model score + rank_bias[position]
+    (+ bm25_weight * the candidates' standardised BM25), fitted by a listwise softmax likelihood of the
+    used candidates of each query (a ranking objective, like Recall@k).
 
-    The position term is the retrieval order's prior (a candidate ranked first is used more often); the
-    model's weight says how much its evidence moves a candidate past it. A model that does not help
-    gets weight 0, and the fused ranking is the retrieval order."""
+    The position term is the retrieval order's prior (a candidate ranked first is used more often), the
+    BM25 term the keyword evidence a small model misses (rare names, numbers); the model's weight says
+    how much its own evidence moves a candidate past them. A feature that does not help gets weight 0;
+    with both weights 0 the fused ranking is the retrieval order."""
     import torch
 
     if not groups:
-        return {"ce_weight": 0.0, "rank_bias": [0.0] * positions}
+        return {"ce_weight": 0.0, "rank_bias": [0.0] * positions, "bm25_weight": 0.0}
     n = max(len(g["texts"]) for g in groups)
-    s = torch.zeros(len(groups), n)
+    s, lex = torch.zeros(len(groups), n), torch.zeros(len(groups), n)
     pos = torch.zeros(len(groups), n, dtype=torch.long)
     mask = torch.zeros(len(groups), n, dtype=torch.bool)
     used = torch.zeros(len(groups), n)
     for i, g in enumerate(groups):
         m = len(g["texts"])
         s[i, :m] = torch.tensor(scores[i], dtype=torch.float32)
+        if lexical:
+            lex[i, :m] = torch.tensor(lexical_scores(g["query"], g["texts"]), dtype=torch.float32)
         pos[i, :m] = torch.arange(m).clamp(max=positions - 1)
         mask[i, :m] = True
         used[i, g["used"]] = 1.0 / len(g["used"])
     scale = s[mask].std().clamp_min(1e-6)  # fit on unit-scale scores, report in the model's own units
-    a = torch.zeros(1, requires_grad=True)
+    a, b = torch.zeros(1, requires_grad=True), torch.zeros(1, requires_grad=True)
     bias = torch.zeros(positions, requires_grad=True)
-    opt = torch.optim.LBFGS([a, bias], max_iter=300, line_search_fn="strong_wolfe")
+    opt = torch.optim.LBFGS([a, b, bias], max_iter=300, line_search_fn="strong_wolfe")
 
     def closure():
         opt.zero_grad()
-        z = (a * s / scale + bias[pos]).masked_fill(~mask, float("-inf"))
-        loss = -(torch.log_softmax(z, dim=1).masked_fill(~mask, 0.0) * used).sum(1).mean() + l2 * (a**2 + (bias**2).mean())
+        z = (a * s / scale + b * lex + bias[pos]).masked_fill(~mask, float("-inf"))
+        loss = -(torch.log_softmax(z, dim=1).masked_fill(~mask, 0.0) * used).sum(1).mean() + l2 * (a**2 + b**2 + (bias**2).mean())
         loss.backward()
         return loss
 
     opt.step(closure)
-    weight = max(0.0, float(a.detach()) / float(scale))
-    return {"ce_weight": round(weight, 6), "rank_bias": [round(float(b), 6) for b in bias.detach()]}
+    return {"ce_weight": round(max(0.0, float(a.detach()) / float(scale)), 6), "rank_bias": [round(float(x), 6) for x in bias.detach()],
+            "bm25_weight": round(max(0.0, float(b.detach())), 6) if lexical else 0.0}  # fmt: skip
 
 
 def fused_recall(groups: list[dict], scores: list[list[float]], fusion: dict, k: int) -> float:
-    return mean_recall(groups, [fuse_scores(s, fusion) for s in scores], k)
+    fused = [fuse_scores(s, fusion, lexical_scores(g["query"], g["texts"]) if fusion.get("bm25_weight") else None) for g, s in zip(groups, scores)]
+    return mean_recall(groups, fused, k)

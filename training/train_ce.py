@@ -61,6 +61,7 @@ class CrossEncoderParams:
     patience: int = 2  # stop after this many evals without a better val Recall@5
     max_val_queries: int = 0  # cap on val queries ranked per eval (CPU time); 0 = all
     calibration_fraction: float = 0.15  # train queries held out of training; the fusion with the retrieval order is fitted on them
+    fusion_bm25: bool = True  # the fusion also weighs the candidates' BM25 (keyword evidence a small model misses)
     k: int = 5  # Recall@k of the val ranking (the selector picks k)
     seed: int = 13
 
@@ -244,7 +245,7 @@ def train(p: CrossEncoderParams, val_fraction: float = BuildParams.val_fraction)
         model.load_state_dict(probed)
 
     # 5. fusion with the retrieval order, fitted on the calibration queries, scored on val
-    fusion = fit_fusion(calibration, ce_scores(model, calibration)) if calibration else None
+    fusion = fit_fusion(calibration, ce_scores(model, calibration), lexical=p.fusion_bm25) if calibration else None
     fused = fused_recall(groups, ce_scores(model, groups), fusion, p.k) if fusion else best["recall"]
 
     # 6. write: the config last, so a folder whose model is half-written has none (serving refuses it)
@@ -259,6 +260,7 @@ def train(p: CrossEncoderParams, val_fraction: float = BuildParams.val_fraction)
         f"val_recall@{p.k}": round(fused, 4), f"val_recall@{p.k}_similarity": round(similarity, 4),
         f"val_recall@{p.k}_model_only": best["recall"], f"val_recall@{p.k}_probe": evaluator.curve[0]["recall"],
         "calibration_queries": len(calibration), "fusion_ce_weight": fusion["ce_weight"] if fusion else None,
+        "fusion_bm25_weight": fusion["bm25_weight"] if fusion else None,
         "steps": state.global_step, "best_step": best["step"], "train_seconds": round(train_seconds, 1),
     }  # fmt: skip
     record = {
@@ -300,7 +302,7 @@ def main(params: str = "params.yaml") -> None:
     console.print(f"train_ce: {m['train_pairs_used']} train pairs ({m['hard_negatives']} hard negatives), {m['steps']} steps "
                   f"in {m['train_seconds']} s (best step {m['best_step']}); val Recall@{k} {m[f'val_recall@{k}']:.4f} "
                   f"(model alone {m[f'val_recall@{k}_model_only']:.4f}, fused with the retrieval order on "
-                  f"{m['calibration_queries']} calibration queries, weight {m['fusion_ce_weight']}) "
+                  f"{m['calibration_queries']} calibration queries, weights model {m['fusion_ce_weight']}, bm25 {m['fusion_bm25_weight']}) "
                   f"vs similarity order {m[f'val_recall@{k}_similarity']:.4f} on {m['val_queries']} queries; "
                   f"skipped {m['skipped']}")  # fmt: skip
 

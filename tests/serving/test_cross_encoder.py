@@ -5,7 +5,7 @@ import threading
 
 import pytest
 
-from retrieval.selection import PromptCandidate, fuse_scores, parse_selection
+from retrieval.selection import PromptCandidate, fuse_scores, lexical_scores, parse_selection
 from serving.cross_encoder import INPUT_FORMAT, CrossEncoderSelector, passage
 from serving.selectors import SelectorLoadError
 
@@ -62,7 +62,8 @@ def test_answer_is_contract_output_for_1_to_20_candidates(selector, n):
 def test_picks_follow_the_scores_fused_with_the_retrieval_order(selector, monkeypatch):
     cands = candidates(12)
     scores = selector.scores("tell me about planets", cands)
-    fused = fuse_scores(scores, selector.fusion)
+    lexical = lexical_scores("tell me about planets", [passage(c.heading, c.text) for c in cands])
+    fused = fuse_scores(scores, selector.fusion, lexical)
     picked = json.loads(selector.answer("tell me about planets", cands, 5))["selected"]
     assert selector.fusion is not None and picked == sorted(range(1, 13), key=lambda i: -fused[i - 1])[:5]
     # a steep prior turns the answer into the retrieval order; without a fusion the scores alone rank

@@ -5,7 +5,7 @@ import json
 import pytest
 import torch
 
-from retrieval.selection import fuse_scores
+from retrieval.selection import fuse_scores, lexical_scores
 from training.build import split_of
 from training.ce_data import build_pairs, fit_fusion, fused_recall, mean_recall, rankings, recall_at_k, split_of3
 from training.train_ce import CrossEncoderParams, fit_head, train
@@ -95,21 +95,42 @@ def test_fusion_trusts_an_informative_model_and_ignores_a_useless_one():
     used_at = [0 if i % 2 else 3 + i % 3 for i in range(60)]
     groups = groups_with(used_at)
     informative = [[2.0 if j == g["used"][0] else float(torch.randn(1, generator=rng)) * 0.3 for j in range(6)] for g in groups]
-    fusion = fit_fusion(groups, informative, positions=4)
+    fusion = fit_fusion(groups, informative, positions=4, lexical=False)
     assert fusion["ce_weight"] > 0 and len(fusion["rank_bias"]) == 4
     assert fused_recall(groups, informative, fusion, 1) > mean_recall(groups, None, 1) == 0.5
     # a model whose scores are noise: the fitted fusion keeps (about) the retrieval order's top pick
     always_first = groups_with([0] * 40)
     noise = [[float(x) for x in torch.randn(6, generator=rng)] for _ in always_first]
-    useless = fit_fusion(always_first, noise, positions=4)
+    useless = fit_fusion(always_first, noise, positions=4, lexical=False)
     assert fused_recall(always_first, noise, useless, 1) == mean_recall(always_first, None, 1) == 1.0
     assert useless["rank_bias"][0] > useless["rank_bias"][1]
 
 
-def test_fuse_scores_applies_the_prior_by_position():
+def test_fuse_scores_applies_the_prior_by_position_and_bm25():
     fusion = {"ce_weight": 2.0, "rank_bias": [1.0, 0.5]}
     assert fuse_scores([0.1, 0.2, 0.3], fusion) == pytest.approx([1.2, 0.9, 1.1])  # positions past the last share its bias
     assert fuse_scores([0.1, 0.2], None) == [0.1, 0.2]
+    with_bm25 = {**fusion, "bm25_weight": 0.5}
+    assert fuse_scores([0.1, 0.2, 0.3], with_bm25, [1.0, 0.0, -1.0]) == pytest.approx([1.7, 0.9, 0.6])
+    with pytest.raises(ValueError, match="lexical"):
+        fuse_scores([0.1], with_bm25)
+
+
+def test_lexical_scores_are_bm25_standardised_within_the_candidates():
+    lex = lexical_scores("amylase starch", ["Amylase digests starch.", "Cars have wheels.", "Starch is a sugar chain.", "Snow."])
+    assert lex[0] > lex[2] > lex[1] == lex[3] and sum(lex) == pytest.approx(0.0, abs=1e-9)
+    assert lexical_scores("zebra", ["a b", "c d"]) == [0.0, 0.0] and lexical_scores("q", []) == []
+
+
+def test_fusion_weighs_bm25_when_the_used_passage_shares_the_query_words():
+    words = ["amylase", "glacier", "violin", "copper", "tundra", "saffron", "pylon", "quartz"]
+    groups = [{"query": f"tell me about {w}", "texts": [f"filler text number {j}" for j in range(5)], "used": [i % 5]} for i, w in enumerate(words * 4)]
+    for g, w in zip(groups, words * 4):
+        g["texts"][g["used"][0]] = f"all about {w} here"
+    noise = [[0.0] * 5 for _ in groups]  # a model that knows nothing
+    fusion = fit_fusion(groups, noise, positions=5)
+    assert fusion["bm25_weight"] > 0 and fused_recall(groups, noise, fusion, 1) == 1.0
+    assert fit_fusion(groups, noise, positions=5, lexical=False)["bm25_weight"] == 0.0
 
 
 def test_recall_at_k():
