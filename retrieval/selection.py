@@ -95,8 +95,8 @@ def lexical_scores(query: str, texts: list[str]) -> list[float]:
     retriever = bm25s.BM25()
     words = bm25s.tokenize(query, show_progress=False, return_ids=False)[0]
     try:
-        retriever.index(bm25s.tokenize(texts, show_progress=False), show_progress=False)
-        with np.errstate(invalid="ignore", divide="ignore"):
+        with np.errstate(invalid="ignore", divide="ignore"):  # candidates without words: NaN, taken as 0
+            retriever.index(bm25s.tokenize(texts, show_progress=False), show_progress=False)
             raw = np.nan_to_num(np.asarray(retriever.get_scores(words), dtype=np.float64)) if words else np.zeros(len(texts))
     except ValueError:  # no indexable word in any candidate (bm25s refuses an empty vocabulary)
         raw = np.zeros(len(texts))
