@@ -16,6 +16,8 @@ import sys
 from collections import deque
 from pathlib import Path
 
+import yaml
+
 from retrieval.db import connect
 from retrieval.embed import get_embedder
 from retrieval.ingest import ingest_paths
@@ -50,20 +52,21 @@ def run_cycle(params: Path, benchmark_dir: Path, split: str, bar, replay: bool |
     return result
 
 
-STAGE_LINE = re.compile(r"^(?:Running stage '([^']+)'|(?:pull|build|train|train_ce|export|benchmark|evaluate|deploy): )")
 
 
 def dvc_repro(bar) -> None:
     """`dvc repro`, its stages' `python` being this environment's (the README runs `.venv/bin/pai` with
     no venv activated), each stage's start and summary line shown as it runs."""
     env = os.environ | {"PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])}
+    stages = "|".join(map(re.escape, yaml.safe_load(Path("dvc.yaml").read_text())["stages"]))  # each prints "STAGE: summary"
+    stage_line = re.compile(rf"^(?:Running stage '([^']+)'|(?:{stages}): )")
     task = bar.add_task("3. dvc repro", total=None)
     tail: deque[str] = deque(maxlen=80)
     with subprocess.Popen([str(Path(sys.executable).with_name("dvc")), "repro"], stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, text=True, env=env) as proc:  # fmt: skip
         for line in proc.stdout:
             tail.append(line)
-            if m := STAGE_LINE.match(line):
+            if m := stage_line.match(line):
                 if m[1]:
                     bar.update(task, description=f"3. dvc repro: {m[1]}")
                 bar.console.print(f"   {line.rstrip()}", highlight=False, soft_wrap=True)

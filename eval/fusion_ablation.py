@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from retrieval.params import load_section
-from retrieval.selection import ce_passage, fuse_scores, lexical_scores
+from retrieval.selection import ce_passage, fuse_for
 
 from .evaluate import EvaluateParams, bench_name, feedback_items, load_items, similarity_ranking
 
@@ -30,10 +30,9 @@ def recall5(scores: list[float], ids: list[str], relevant: set[str]) -> float:
 
 
 def variant_scores(model_scores: list[float], texts: list[str], query: str, fusions: dict) -> dict[str, list[float]]:
-    lexical = lexical_scores(query, texts)
     return {"retrieval order": [-float(j) for j in range(len(texts))], "model alone": model_scores,
-            "+ position prior": fuse_scores(model_scores, fusions["position"]),
-            "+ position prior + BM25": fuse_scores(model_scores, fusions["position+bm25"], lexical)}  # fmt: skip
+            "+ position prior": fuse_for(query, texts, model_scores, fusions["position"]),
+            "+ position prior + BM25": fuse_for(query, texts, model_scores, fusions["position+bm25"])}  # fmt: skip
 
 
 def run(model_dir: Path, max_queries: int, params: str = "params.yaml") -> dict:

@@ -116,6 +116,12 @@ def fuse_scores(scores: list[float], fusion: dict | None, lexical: list[float] |
     return [fusion["ce_weight"] * x + bias[min(i, len(bias) - 1)] + (w_lex * lexical[i] if w_lex else 0.0) for i, x in enumerate(scores)]
 
 
+def fuse_for(query: str, texts: list[str], scores: list[float], fusion: dict | None) -> list[float]:
+    """`fuse_scores` for one query's candidate passages, their BM25 computed only if the fusion weighs it."""
+    needs_lexical = bool(fusion and fusion.get("bm25_weight"))
+    return fuse_scores(scores, fusion, lexical_scores(query, texts) if needs_lexical else None)
+
+
 @dataclass(frozen=True)
 class PromptCandidate:
     source: str

@@ -13,14 +13,12 @@ import threading
 from pathlib import Path
 from typing import Sequence
 
-from retrieval.selection import CE_INPUT_FORMAT, PromptCandidate, ce_passage, fuse_scores, lexical_scores, render_answer
+from retrieval.selection import CE_INPUT_FORMAT, PromptCandidate, ce_passage, fuse_for, render_answer
 
 from .selectors import SelectorLoadError
 
 INPUT_FORMAT = CE_INPUT_FORMAT
 passage = ce_passage  # the one definition lives with the selection contract
-
-
 
 
 class CrossEncoderSelector:
@@ -49,18 +47,18 @@ class CrossEncoderSelector:
 
     def scores(self, query: str, candidates: Sequence[PromptCandidate]) -> list[float]:
         """The model's logit for each candidate, in candidate order."""
-        if not candidates:
+        return self._predict(query, [passage(c.heading, c.text) for c in candidates])
+
+    def _predict(self, query: str, texts: list[str]) -> list[float]:
+        if not texts:
             return []
-        pairs = [(query, passage(c.heading, c.text)) for c in candidates]
         with self._lock:
-            s = self.model.predict(pairs, batch_size=self.batch_size, activation_fn=None, show_progress_bar=False)
+            s = self.model.predict([(query, t) for t in texts], batch_size=self.batch_size, activation_fn=None, show_progress_bar=False)
         return [float(x) for x in s]
 
     def answer(self, query: str, candidates: Sequence[PromptCandidate], k: int) -> str:
-        lexical = None
-        if self.fusion and self.fusion.get("bm25_weight"):
-            lexical = lexical_scores(query, [passage(c.heading, c.text) for c in candidates])
-        s = fuse_scores(self.scores(query, candidates), self.fusion, lexical)
+        texts = [passage(c.heading, c.text) for c in candidates]
+        s = fuse_for(query, texts, self._predict(query, texts), self.fusion)
         best = sorted(range(len(s)), key=lambda i: (-s[i], i))[: max(k, 0)]  # ties: retrieval order
         return render_answer([i + 1 for i in best])
 

@@ -14,7 +14,7 @@ from collections import Counter
 from typing import Callable
 
 from retrieval.selection import ce_passage as passage
-from retrieval.selection import fuse_scores, lexical_scores
+from retrieval.selection import fuse_for, lexical_scores
 
 from .build import query_position, shown_candidates, split_of
 
@@ -129,7 +129,7 @@ def mean_recall(groups: list[dict], scores: list[list[float]] | None, k: int) ->
 
 
 def fit_fusion(groups: list[dict], scores: list[list[float]], positions: int = 20, l2: float = 1e-2, lexical: bool = True) -> dict:
-    """The weights of `fuse_scores`: score = ce_weight * model score + rank_bias[position]
+    """The weights of `retrieval.selection.fuse_scores`: score = ce_weight * model score + rank_bias[position]
     (+ bm25_weight * the candidates' standardised BM25), fitted by a listwise softmax likelihood of the
     used candidates of each query (a ranking objective, like Recall@k).
 
@@ -172,5 +172,4 @@ def fit_fusion(groups: list[dict], scores: list[list[float]], positions: int = 2
 
 
 def fused_recall(groups: list[dict], scores: list[list[float]], fusion: dict, k: int) -> float:
-    fused = [fuse_scores(s, fusion, lexical_scores(g["query"], g["texts"]) if fusion.get("bm25_weight") else None) for g, s in zip(groups, scores)]
-    return mean_recall(groups, fused, k)
+    return mean_recall(groups, [fuse_for(g["query"], g["texts"], s, fusion) for g, s in zip(groups, scores)], k)

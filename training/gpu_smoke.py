@@ -30,10 +30,9 @@ from pathlib import Path
 from retrieval.params import load_section
 
 from .base_model import QWEN25_14B, training_chat_template
-from .train import TrainParams, load_examples, sft_trainer
+from .train import LORA_TARGETS, TrainParams, load_examples, sft_trainer
 
 GIB = 1024**3
-LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 
 
 class Report:

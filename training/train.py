@@ -91,6 +91,9 @@ def cpu_model_and_tokenizer(p: TrainParams):
     return model, tok, f"tiny-qwen2(h{p.cpu_hidden},l{p.cpu_layers})+qwen2-tokenizer"
 
 
+LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]  # every projection
+
+
 def gpu_model_and_tokenizer(p: TrainParams):  # pragma: no cover - needs CUDA and the model cache
     from unsloth import FastLanguageModel
 
@@ -100,7 +103,7 @@ def gpu_model_and_tokenizer(p: TrainParams):  # pragma: no cover - needs CUDA an
     tok.chat_template = training_chat_template()  # generation markers for assistant-only loss, as on CPU
     model = FastLanguageModel.get_peft_model(
         model, r=p.lora_r, lora_alpha=p.lora_alpha, lora_dropout=p.lora_dropout,
-        target_modules=["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"],
+        target_modules=LORA_TARGETS,
         use_gradient_checkpointing="unsloth", random_state=p.seed,
     )  # fmt: skip
     return model, tok, p.gpu_base_model
