@@ -4,7 +4,9 @@ Candidate sets come from the shared benchmark: a HotpotQA test question with its
 the next question's 10 (titles as headings), and a SciFact claim with 20 corpus abstracts (longer:
 most reach the model's max length). The model loads and warms up once, outside the timing.
 
-    python -m eval.bench_ce --model models/cross_encoder --benchmark ../shared/benchmark
+    python -m eval.bench_ce --model models/cross_encoder [--model OTHER ...] [--dtypes float32,auto]
+
+Every model is timed in every precision, one after another in the same process, so the rows compare.
 """
 
 from __future__ import annotations
@@ -48,9 +50,9 @@ def scifact_sets(folder: Path, n: int) -> list[tuple[str, list[PromptCandidate]]
 
 
 def bench(model_dir: Path, queries_with_20_candidates: list[tuple[str, list[PromptCandidate]]], repeats: int = 3,
-          k: int = 5, threads: int | None = None) -> dict:  # fmt: skip
+          k: int = 5, threads: int | None = None, dtype: str | None = None) -> dict:  # fmt: skip
     """p50/p95 milliseconds of one `answer` call over every query, `repeats` times each."""
-    selector = CrossEncoderSelector(Path(model_dir), version="bench", threads=threads)
+    selector = CrossEncoderSelector(Path(model_dir), version="bench", threads=threads, dtype=dtype)
     selector.answer(*queries_with_20_candidates[0], k)  # warm-up: first-call allocations, lazy inits
     ms = []
     for _ in range(repeats):
@@ -60,22 +62,40 @@ def bench(model_dir: Path, queries_with_20_candidates: list[tuple[str, list[Prom
             ms.append((time.perf_counter() - t0) * 1000)
     import torch
 
+    layers = selector.model.config.num_hidden_layers
     return {"calls": len(ms), "candidates": round(float(np.mean([len(c) for _, c in queries_with_20_candidates])), 1),
-            "max_length": selector.max_length, "torch_threads": torch.get_num_threads(),
+            "layers": layers, "max_length": selector.max_length, "dtype": selector.dtype, "torch_threads": torch.get_num_threads(),
             "p50_ms": round(float(np.percentile(ms, 50)), 1), "p95_ms": round(float(np.percentile(ms, 95)), 1)}  # fmt: skip
 
 
 def main() -> None:
+    from rich.console import Console
+    from rich.table import Table
+
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--model", type=Path, default=Path("models/cross_encoder"), help="the train_ce stage's folder")
+    ap.add_argument("--model", type=Path, action="append", help="a train_ce output folder; repeat to compare (default models/cross_encoder)")
+    ap.add_argument("--dtypes", default="float32,auto", help="comma-separated precisions to time each model in (float32, bfloat16, auto)")
     ap.add_argument("--benchmark", type=Path, default=Path("../shared/benchmark"), help="the shared benchmark folder")
     ap.add_argument("--queries", type=int, default=30, help="candidate sets per dataset")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's, one per core)")
+    ap.add_argument("--json", type=Path, default=None, help="also write the rows here")
     a = ap.parse_args()
-    out = {"hotpotqa": bench(a.model, hotpotqa_sets(a.benchmark / "hotpotqa" / "test.jsonl", a.queries), a.repeats, threads=a.threads),
-           "scifact": bench(a.model, scifact_sets(a.benchmark / "scifact", a.queries), a.repeats, threads=a.threads)}  # fmt: skip
-    print(json.dumps(out, indent=2))
+    sets = {"hotpotqa": hotpotqa_sets(a.benchmark / "hotpotqa" / "test.jsonl", a.queries), "scifact": scifact_sets(a.benchmark / "scifact", a.queries)}
+    rows = []
+    for model in a.model or [Path("models/cross_encoder")]:
+        for dtype in dict.fromkeys(a.dtypes.split(",")):
+            for name, s in sets.items():
+                rows.append({"model": str(model), "dataset": name, **bench(model, s, a.repeats, threads=a.threads, dtype=dtype)})
+    t = Table(title="cross-encoder selector: one answer over 20 candidates (ms)")
+    for col in ("model", "dataset", "layers", "max_length", "dtype", "threads", "calls", "p50_ms", "p95_ms"):
+        t.add_column(col, justify="left" if col in ("model", "dataset", "dtype") else "right")
+    for r in rows:
+        t.add_row(r["model"], r["dataset"], str(r["layers"]), str(r["max_length"]), r["dtype"], str(r["torch_threads"]), str(r["calls"]),
+                  f"{r['p50_ms']:.1f}", f"{r['p95_ms']:.1f}")  # fmt: skip
+    Console().print(t)
+    if a.json:
+        a.json.write_text(json.dumps(rows, indent=2) + "\n")
 
 
 if __name__ == "__main__":

@@ -1,11 +1,12 @@
-"""Which parts of the cross-encoder's fusion help: one trained `train_ce` model, its scores fused four
-ways, Recall@5 side by side on the evaluate benchmarks (candidates in similarity order, as evaluate
-hands them to a selector) and on the stage's own val split (the served order).
+"""Which parts of the cross-encoder's fusion help: one trained `train_ce` model, served as the service
+serves it, its scores fused several ways, Recall@5 side by side on the evaluate benchmarks (candidates
+in similarity order, as evaluate hands them to a selector) and on the stage's own val split (the served order).
 
-    python -m eval.fusion_ablation [--model-dir models/cross_encoder] [--max-queries 100]
+    python -m eval.fusion_ablation [--model-dir models/cross_encoder] [--max-queries 100] [--dtype auto]
 
-Variants: the retrieval order; the model alone; + the position prior; + the prior and BM25. Each
-fusion is fitted on the calibration queries of the feedback log, as `train_ce` fits its own.
+Variants: the retrieval order; the prior and BM25 without the model (what the fusion gives for free);
+the model alone; + the position prior; + the prior and BM25. Each fusion is fitted on the calibration
+queries of the model's own feedback log and split, as `train_ce` fits its own.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from retrieval.selection import ce_passage, fuse_for
 
 from .evaluate import EvaluateParams, bench_name, feedback_items, load_items, similarity_ranking
 
-VARIANTS = ("retrieval order", "model alone", "+ position prior", "+ position prior + BM25")
+VARIANTS = ("retrieval order", "prior + BM25, no model", "model alone", "+ position prior", "+ position prior + BM25")
 
 
 def recall5(scores: list[float], ids: list[str], relevant: set[str]) -> float:
@@ -30,37 +31,39 @@ def recall5(scores: list[float], ids: list[str], relevant: set[str]) -> float:
 
 
 def variant_scores(model_scores: list[float], texts: list[str], query: str, fusions: dict) -> dict[str, list[float]]:
-    return {"retrieval order": [-float(j) for j in range(len(texts))], "model alone": model_scores,
+    return {"retrieval order": [-float(j) for j in range(len(texts))],
+            "prior + BM25, no model": fuse_for(query, texts, [0.0] * len(texts), fusions["no model"]), "model alone": model_scores,
             "+ position prior": fuse_for(query, texts, model_scores, fusions["position"]),
             "+ position prior + BM25": fuse_for(query, texts, model_scores, fusions["position+bm25"])}  # fmt: skip
 
 
-def run(model_dir: Path, max_queries: int, params: str = "params.yaml") -> dict:
-    from sentence_transformers import CrossEncoder
-
+def run(model_dir: Path, max_queries: int, params: str = "params.yaml", dtype: str | None = None) -> dict:
     from retrieval.embed import get_embedder
-    from training.build import BuildParams
+    from serving.cross_encoder import CrossEncoderSelector
     from training.ce_data import fit_fusion, rankings
-    from training.train_ce import CrossEncoderParams, ce_scores
 
-    ce = load_section(params, "train_ce", CrossEncoderParams)
     ep = load_section(params, "evaluate", EvaluateParams)
-    val_fraction = load_section(params, "build", BuildParams).val_fraction
-    records = [json.loads(line) for line in Path(ce.feedback, "feedback.jsonl").read_text(encoding="utf-8").splitlines() if line.strip()]
-    model = CrossEncoder(str(model_dir / "model"))
-    calibration = rankings(records, "calibration", val_fraction, ce.calibration_fraction)
+    cfg = json.loads((model_dir / "ce_config.json").read_text(encoding="utf-8"))
+    val_fraction, cal_fraction = cfg["val_fraction"], cfg["calibration_fraction"]
+    feedback = Path(cfg["feedback"], "feedback.jsonl")
+    records = [json.loads(line) for line in feedback.read_text(encoding="utf-8").splitlines() if line.strip()]
+    selector = CrossEncoderSelector(model_dir, "ablation", dtype=dtype)
+    scores = lambda groups: [selector.score_texts(g["query"], g["texts"]) for g in groups]  # noqa: E731
+    calibration = rankings(records, "calibration", val_fraction, cal_fraction)
     if not calibration:
-        raise SystemExit("fusion_ablation: no calibration queries in the feedback log")
-    cal_scores = ce_scores(model, calibration)
-    fusions = {"position": fit_fusion(calibration, cal_scores, lexical=False), "position+bm25": fit_fusion(calibration, cal_scores)}
-    out: dict = {"calibration_queries": len(calibration), "weights": fusions, "benchmarks": {}}
+        raise SystemExit(f"fusion_ablation: no calibration queries in {feedback}")
+    cal_scores = scores(calibration)
+    fusions = {"position": fit_fusion(calibration, cal_scores, lexical=False), "position+bm25": fit_fusion(calibration, cal_scores),
+               "no model": fit_fusion(calibration, [[0.0] * len(g["texts"]) for g in calibration])}  # fmt: skip
+    out: dict = {"model": str(model_dir), "layers": selector.model.config.num_hidden_layers, "max_length": selector.max_length,
+                 "dtype": selector.dtype, "calibration_queries": len(calibration), "weights": fusions, "benchmarks": {}}  # fmt: skip
 
-    val = rankings(records, "val", val_fraction, ce.calibration_fraction)
+    val = rankings(records, "val", val_fraction, cal_fraction)
     per = {v: [] for v in VARIANTS}
-    for g, s in zip(val, ce_scores(model, val)):
+    for g, s in zip(val, scores(val)):
         ids = [str(i) for i in range(len(g["texts"]))]
-        for v, scores in variant_scores(s, g["texts"], g["query"], fusions).items():
-            per[v].append(recall5(scores, ids, {str(u) for u in g["used"]}))
+        for v, fused in variant_scores(s, g["texts"], g["query"], fusions).items():
+            per[v].append(recall5(fused, ids, {str(u) for u in g["used"]}))
     out["benchmarks"]["train_ce val (served order)"] = {"queries": len(val), **{v: round(float(np.mean(r)), 4) for v, r in per.items()}}
 
     embedder = get_embedder()
@@ -72,9 +75,8 @@ def run(model_dir: Path, max_queries: int, params: str = "params.yaml") -> dict:
             order = similarity_ranking(embedder, it)
             by_id = {c["id"]: c for c in it["candidates"]}
             texts = [ce_passage(by_id[i].get("title"), by_id[i]["text"]) for i in order]
-            s = model.predict([(it["query"], t) for t in texts], activation_fn=None, show_progress_bar=False).tolist()
-            for v, scores in variant_scores(s, texts, it["query"], fusions).items():
-                per[v].append(recall5(scores, order, set(it["relevant_ids"])))
+            for v, fused in variant_scores(selector.score_texts(it["query"], texts), texts, it["query"], fusions).items():
+                per[v].append(recall5(fused, order, set(it["relevant_ids"])))
         out["benchmarks"][name] = {"queries": len(items), **{v: round(float(np.mean(r)), 4) for v, r in per.items()}}
     return out
 
@@ -86,13 +88,14 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--model-dir", type=Path, default=Path("models/cross_encoder"))
     ap.add_argument("--max-queries", type=int, default=100)
-    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--dtype", default=None, help="float32 | bfloat16 | auto (default: the model's serve_dtype)")
+    ap.add_argument("--json", type=Path, default=None, help="also write the result here")
     a = ap.parse_args()
-    result = run(a.model_dir, a.max_queries)
+    result = run(a.model_dir, a.max_queries, dtype=a.dtype)
     if a.json:
-        print(json.dumps(result, indent=2))
-        return
-    t = Table(title=f"fusion ablation: Recall@5 (fusions fitted on {result['calibration_queries']} calibration queries)")
+        a.json.write_text(json.dumps(result, indent=2) + "\n")
+    t = Table(title=f"fusion ablation: Recall@5 of {result['model']} ({result['layers']} layers, {result['max_length']} word pieces, "
+                    f"{result['dtype']}; fusions fitted on {result['calibration_queries']} calibration queries)")  # fmt: skip
     for col in ("benchmark", "queries", *VARIANTS):
         t.add_column(col, justify="left" if col == "benchmark" else "right")
     for name, row in result["benchmarks"].items():

@@ -13,7 +13,7 @@ import threading
 from pathlib import Path
 from typing import Sequence
 
-from retrieval.selection import CE_INPUT_FORMAT, PromptCandidate, ce_passage, fuse_for, render_answer
+from retrieval.selection import CE_INPUT_FORMAT, PromptCandidate, ce_clip, ce_dtype, ce_passage, fuse_for, render_answer
 
 from .selectors import SelectorLoadError
 
@@ -24,9 +24,11 @@ passage = ce_passage  # the one definition lives with the selection contract
 class CrossEncoderSelector:
     """A `train_ce` output folder (model/, ce_config.json) served as a selector."""
 
-    def __init__(self, model_dir: Path, version: str, max_length: int | None = None, threads: int | None = None, batch_size: int = 32):
+    def __init__(self, model_dir: Path, version: str, max_length: int | None = None, threads: int | None = None, batch_size: int = 32,
+                 dtype: str | None = None):  # fmt: skip
         """`max_length` None = the length the model was trained with; `threads` sets torch's (process-wide)
-        intra-op threads, None leaves torch's default (one per core)."""
+        intra-op threads, None leaves torch's default (one per core); `dtype` None = the folder's
+        `serve_dtype` (`retrieval.selection.ce_dtype`; float32 for folders that predate it)."""
         import torch
         from sentence_transformers import CrossEncoder
 
@@ -40,25 +42,33 @@ class CrossEncoderSelector:
         if threads:
             torch.set_num_threads(threads)
         self.max_length = max_length or int(cfg["max_length"])
+        try:
+            self.dtype = ce_dtype(dtype or cfg.get("serve_dtype", "float32"))
+        except ValueError as e:
+            raise SelectorLoadError(f"{model_dir}: {e}") from e
         self.model = CrossEncoder(str(model_dir / "model"), max_length=self.max_length, device="cpu")
+        self.model.to(getattr(torch, self.dtype))
         self.version, self.batch_size = version, batch_size
         self.fusion = cfg.get("fusion")  # the retrieval-order prior fitted with the model (None: the model alone)
         self._lock = threading.Lock()
 
     def scores(self, query: str, candidates: Sequence[PromptCandidate]) -> list[float]:
         """The model's logit for each candidate, in candidate order."""
-        return self._predict(query, [passage(c.heading, c.text) for c in candidates])
+        return self.score_texts(query, [passage(c.heading, c.text) for c in candidates])
 
-    def _predict(self, query: str, texts: list[str]) -> list[float]:
+    def score_texts(self, query: str, texts: list[str]) -> list[float]:
+        """The model's logit for each rendered passage (`ce_passage`), in order. Passages are clipped to
+        `max_length` words first (`ce_clip`): the same word pieces reach the model, tokenized faster."""
         if not texts:
             return []
+        pairs = [(query, ce_clip(t, self.max_length)) for t in texts]
         with self._lock:
-            s = self.model.predict([(query, t) for t in texts], batch_size=self.batch_size, activation_fn=None, show_progress_bar=False)
+            s = self.model.predict(pairs, batch_size=self.batch_size, activation_fn=None, show_progress_bar=False)
         return [float(x) for x in s]
 
     def answer(self, query: str, candidates: Sequence[PromptCandidate], k: int) -> str:
         texts = [passage(c.heading, c.text) for c in candidates]
-        s = fuse_for(query, texts, self._predict(query, texts), self.fusion)
+        s = fuse_for(query, texts, self.score_texts(query, texts), self.fusion)
         best = sorted(range(len(s)), key=lambda i: (-s[i], i))[: max(k, 0)]  # ties: retrieval order
         return render_answer([i + 1 for i in best])
 

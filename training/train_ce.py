@@ -31,7 +31,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from retrieval.params import load_section
-from retrieval.selection import CE_INPUT_FORMAT, ce_passage
+from retrieval.selection import CE_DTYPES, CE_INPUT_FORMAT, ce_passage
 from sentence_transformers.base.evaluation import SentenceEvaluator
 
 from .build import BuildParams
@@ -62,6 +62,7 @@ class CrossEncoderParams:
     max_val_queries: int = 0  # cap on val queries ranked per eval (CPU time); 0 = all
     calibration_fraction: float = 0.15  # train queries held out of training; the fusion with the retrieval order is fitted on them
     fusion_bm25: bool = True  # the fusion also weighs the candidates' BM25 (keyword evidence a small model misses)
+    serve_dtype: str = "auto"  # the selector's precision: auto = bfloat16 where the CPU has it natively, else float32
     k: int = 5  # Recall@k of the val ranking (the selector picks k)
     seed: int = 13
 
@@ -79,6 +80,8 @@ class CrossEncoderParams:
             out.append("train_ce: need epochs > 0, batch_size >= 1, learning_rate > 0, 0 <= warmup_ratio < 1")
         if self.evals < 1 or self.patience < 1 or self.k < 1:
             out.append("train_ce: need evals >= 1, patience >= 1, k >= 1")
+        if self.serve_dtype not in CE_DTYPES:
+            out.append(f"train_ce.serve_dtype must be one of {', '.join(CE_DTYPES)}")
         if not 0 <= self.calibration_fraction < 0.5:
             out.append("train_ce.calibration_fraction must be in [0, 0.5)")
         return out

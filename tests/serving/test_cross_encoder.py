@@ -1,11 +1,13 @@
 """The cross-encoder selector on a tiny model trained by the real `train_ce` stage on literal feedback."""
 
 import json
+import shutil
 import threading
+from pathlib import Path
 
 import pytest
 
-from retrieval.selection import PromptCandidate, fuse_scores, lexical_scores, parse_selection
+from retrieval.selection import PromptCandidate, ce_dtype, fuse_scores, lexical_scores, parse_selection
 from serving.cross_encoder import INPUT_FORMAT, CrossEncoderSelector, passage
 from serving.selectors import SelectorLoadError
 
@@ -115,3 +117,68 @@ def test_refuses_a_folder_without_a_finished_run(tmp_path, model_dir):
     (tmp_path / "ce_config.json").write_text(json.dumps({"input_format": "ce-input/0", "max_length": 32}))
     with pytest.raises(SelectorLoadError, match="input format"):
         CrossEncoderSelector(tmp_path, version="x")
+
+
+@pytest.mark.skipif(not Path("/proc/cpuinfo").exists(), reason="reads the CPU flags from /proc/cpuinfo")
+def test_auto_precision_is_bfloat16_only_where_the_cpu_computes_it():
+    flags = {f for line in open("/proc/cpuinfo") if line.startswith("flags") for f in line.split(":", 1)[1].split()}
+    assert ce_dtype("auto") == ("bfloat16" if flags & {"avx512_bf16", "amx_bf16"} else "float32")
+    assert (ce_dtype("float32"), ce_dtype("bfloat16")) == ("float32", "bfloat16")
+    with pytest.raises(ValueError, match="float16"):
+        ce_dtype("float16")
+
+
+def test_bfloat16_serving_scores_as_float32_does(model_dir):
+    import torch
+
+    f32, b16 = CrossEncoderSelector(model_dir, "f32", dtype="float32"), CrossEncoderSelector(model_dir, "b16", dtype="bfloat16")
+    assert next(f32.model.parameters()).dtype == torch.float32 and next(b16.model.parameters()).dtype == torch.bfloat16
+    for word, _ in TOPICS:
+        a, b = f32.scores(query(word), candidates(12)), b16.scores(query(word), candidates(12))
+        spread = max(a) - min(a)
+        assert spread > 0 and max(abs(x - y) for x, y in zip(a, b)) < 0.05 * spread + 0.02, word
+
+
+def test_serves_in_the_folders_precision_and_refuses_an_unknown_one(tmp_path, model_dir):
+    folder = tmp_path / "ce"
+    shutil.copytree(model_dir, folder)
+    cfg = json.loads((folder / "ce_config.json").read_text())
+    assert cfg["serve_dtype"] == "auto"  # the stage writes its params' precision
+    for stored, served in (("float32", "float32"), ("bfloat16", "bfloat16"), ("auto", ce_dtype("auto"))):
+        (folder / "ce_config.json").write_text(json.dumps({**cfg, "serve_dtype": stored}))
+        assert CrossEncoderSelector(folder, "x").dtype == served
+    (folder / "ce_config.json").write_text(json.dumps({k: v for k, v in cfg.items() if k != "serve_dtype"}))
+    assert CrossEncoderSelector(folder, "x").dtype == "float32"  # folders from before the setting ran in float32
+    (folder / "ce_config.json").write_text(json.dumps({**cfg, "serve_dtype": "int4"}))
+    with pytest.raises(SelectorLoadError, match="int4"):
+        CrossEncoderSelector(folder, "x")
+
+
+def test_latency_bench_times_every_call_on_the_shared_benchmark(model_dir, benchmark_dir):
+    from eval.bench_ce import bench, hotpotqa_sets, scifact_sets
+
+    hotpot, scifact = hotpotqa_sets(benchmark_dir / "hotpotqa" / "test.jsonl", 3), scifact_sets(benchmark_dir / "scifact", 3)
+    for sets in (hotpot, scifact):
+        assert len(sets) == 3 and all(len(c) == 20 for _, c in sets) and len({q for q, _ in sets}) == 3
+        assert all(len({c.source for c in cands}) == 20 for _, cands in sets)
+    row = bench(model_dir, scifact, repeats=2, dtype="float32")
+    assert (row["calls"], row["candidates"], row["layers"], row["max_length"], row["dtype"]) == (6, 20, 2, 32, "float32")
+    assert 0 < row["p50_ms"] <= row["p95_ms"]
+
+
+def test_fusion_ablation_scores_each_variant(tmp_path, model_dir):
+    from eval.fusion_ablation import VARIANTS, run, variant_scores
+
+    fusion = {"ce_weight": 1.0, "rank_bias": [-0.5 * i for i in range(20)], "bm25_weight": 0.0}
+    texts = ["a", "b", "c"]
+    v = variant_scores([0.0, 0.0, 3.0], texts, "q", {"position": fusion, "position+bm25": fusion, "no model": {**fusion, "ce_weight": 0.0}})
+    assert list(v) == list(VARIANTS) and v["retrieval order"] == [0.0, -1.0, -2.0] and v["model alone"] == [0.0, 0.0, 3.0]
+    assert v["+ position prior"] == [0.0, -0.5, 2.0] and v["prior + BM25, no model"] == [0.0, -0.5, -1.0]
+
+    params = tmp_path / "params.yaml"
+    params.write_text(f"evaluate:\n  benchmarks: ''\n  feedback: {model_dir.parent / 'fb'}\n  val_fraction: 0.3\n")
+    out = run(model_dir, max_queries=10, params=str(params), dtype="float32")
+    assert out["dtype"] == "float32" and out["weights"]["no model"]["ce_weight"] == 0.0
+    assert set(out["benchmarks"]) == {"train_ce val (served order)", "feedback/val"}
+    for row in out["benchmarks"].values():
+        assert row["queries"] >= 1 and all(0.0 <= row[v] <= 1.0 for v in VARIANTS)
