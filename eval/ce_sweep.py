@@ -1,0 +1,94 @@
+"""Which cross-encoder size to serve: `train_ce` trained once per (layers, max_length), each timed in
+every precision (`eval.bench_ce`) and scored with its fusion variants (`eval.fusion_ablation`), side by
+side in one table. Every other setting is the params file's `train_ce`; each model is an MLflow run.
+
+    python -m eval.ce_sweep --config 3x128 --config 3x64 [--dtypes float32,auto] [--out models/ce_sweep]
+
+A folder already trained with the same layers, max_length and feedback is reused (`--retrain` to redo).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import replace
+from pathlib import Path
+
+from retrieval.params import load_section
+
+from .bench_ce import bench, hotpotqa_sets, scifact_sets
+from .fusion_ablation import run as ablation
+
+FUSED = "+ position prior + BM25"
+
+
+def parse_config(text: str) -> tuple[int, int]:
+    """'3x64' -> (3 layers, max_length 64)."""
+    try:
+        layers, max_length = (int(x) for x in text.lower().split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected LAYERSxMAX_LENGTH, e.g. 3x64") from None
+    return layers, max_length
+
+
+def trained(folder: Path, layers: int, max_length: int, feedback: str) -> bool:
+    try:
+        cfg = json.loads((folder / "ce_config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return (cfg.get("layers"), cfg.get("max_length"), cfg.get("feedback")) == (layers, max_length, feedback)
+
+
+def sweep(configs: list[tuple[int, int]], out: Path, dtypes: list[str], benchmark: Path, queries: int, max_queries: int,
+          params: str = "params.yaml", retrain: bool = False, log=print) -> list[dict]:  # fmt: skip
+    from training.build import BuildParams
+    from training.train_ce import CrossEncoderParams, train
+
+    base = load_section(params, "train_ce", CrossEncoderParams)
+    val_fraction = load_section(params, "build", BuildParams).val_fraction
+    sets = {"hotpotqa": hotpotqa_sets(benchmark / "hotpotqa" / "test.jsonl", queries), "scifact": scifact_sets(benchmark / "scifact", queries)}
+    rows = []
+    for layers, max_length in configs:
+        folder = out / f"{layers}x{max_length}"
+        if retrain or not trained(folder, layers, max_length, base.feedback):
+            log(f"ce_sweep: training {folder} ({layers} layers, {max_length} word pieces)")
+            train(replace(base, layers=layers, max_length=max_length, out=str(folder)), val_fraction)
+        for dtype in dict.fromkeys(dtypes):
+            log(f"ce_sweep: {folder} in {dtype}: recall, then latency")
+            rec = ablation(folder, max_queries, params, dtype=dtype)
+            ms = {name: bench(folder, s, threads=None, dtype=dtype) for name, s in sets.items()}
+            rows.append({"config": f"{layers}x{max_length}", "layers": layers, "max_length": max_length, "dtype": rec["dtype"],
+                         "latency": ms, "recall": rec["benchmarks"], "weights": rec["weights"]["position+bm25"]})  # fmt: skip
+    return rows
+
+
+def main() -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--config", type=parse_config, action="append", required=True, help="LAYERSxMAX_LENGTH; repeat")
+    ap.add_argument("--dtypes", default="auto", help="comma-separated precisions (float32, bfloat16, auto)")
+    ap.add_argument("--out", type=Path, default=Path("models/ce_sweep"), help="one train_ce folder per config under here")
+    ap.add_argument("--benchmark", type=Path, default=Path("../shared/benchmark"))
+    ap.add_argument("--queries", type=int, default=30, help="candidate sets per dataset for the latency")
+    ap.add_argument("--max-queries", type=int, default=100, help="queries per benchmark for the recall")
+    ap.add_argument("--retrain", action="store_true", help="train even where a matching folder exists")
+    ap.add_argument("--json", type=Path, default=None, help="also write the rows here")
+    a = ap.parse_args()
+    console = Console(stderr=True)
+    rows = sweep(a.config, a.out, a.dtypes.split(","), a.benchmark, a.queries, a.max_queries, retrain=a.retrain, log=console.print)
+    benches = list(rows[0]["recall"])
+    t = Table(title="cross-encoder sweep: p50 ms of one answer over 20 candidates; Recall@5 fused (model alone)")
+    for col in ("config", "dtype", *(f"p50 {d}" for d in rows[0]["latency"]), *benches):
+        t.add_column(col, justify="left" if col in ("config", "dtype") else "right")
+    for r in rows:
+        t.add_row(r["config"], r["dtype"], *(f"{v['p50_ms']:.1f}" for v in r["latency"].values()),
+                  *(f"{r['recall'][b][FUSED]:.3f} ({r['recall'][b]['model alone']:.3f})" for b in benches))  # fmt: skip
+    Console().print(t)
+    if a.json:
+        a.json.write_text(json.dumps(rows, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
