@@ -19,7 +19,7 @@ from retrieval.params import load_section
 from .bench_ce import bench, hotpotqa_sets, scifact_sets
 from .fusion_ablation import run as ablation
 
-FUSED = "+ position prior + BM25"
+FUSED, NO_MODEL = "+ position prior + BM25", "prior + BM25, no model"
 
 
 def parse_config(text: str) -> tuple[int, int]:
@@ -62,9 +62,22 @@ def sweep(configs: list[tuple[int, int]], out: Path, dtypes: list[str], benchmar
     return rows
 
 
+def table(rows: list[dict]):
+    """Rich table: per config and precision, p50 per dataset, then per benchmark Recall@5 fused / model alone / prior + BM25 alone."""
+    from rich.table import Table
+
+    benches = list(rows[0]["recall"])
+    t = Table(title="cross-encoder sweep: p50 ms of one answer over 20 candidates; Recall@5 fused / model alone / without the model")
+    for col in ("config", "dtype", *(f"p50 {d}" for d in rows[0]["latency"]), *benches):
+        t.add_column(col, justify="left" if col in ("config", "dtype") else "right")
+    for r in rows:
+        t.add_row(r["config"], r["dtype"], *(f"{v['p50_ms']:.1f}" for v in r["latency"].values()),
+                  *(" / ".join(f"{r['recall'][b][v]:.3f}" for v in (FUSED, "model alone", NO_MODEL)) for b in benches))  # fmt: skip
+    return t
+
+
 def main() -> None:
     from rich.console import Console
-    from rich.table import Table
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--config", type=parse_config, action="append", required=True, help="LAYERSxMAX_LENGTH; repeat")
@@ -78,13 +91,7 @@ def main() -> None:
     a = ap.parse_args()
     console = Console(stderr=True)
     rows = sweep(a.config, a.out, a.dtypes.split(","), a.benchmark, a.queries, a.max_queries, retrain=a.retrain, log=console.print)
-    benches = list(rows[0]["recall"])
-    t = Table(title="cross-encoder sweep: p50 ms of one answer over 20 candidates; Recall@5 fused (model alone)")
-    for col in ("config", "dtype", *(f"p50 {d}" for d in rows[0]["latency"]), *benches):
-        t.add_column(col, justify="left" if col in ("config", "dtype") else "right")
-    for r in rows:
-        t.add_row(r["config"], r["dtype"], *(f"{v['p50_ms']:.1f}" for v in r["latency"].values()),
-                  *(f"{r['recall'][b][FUSED]:.3f} ({r['recall'][b]['model alone']:.3f})" for b in benches))  # fmt: skip
+    t = table(rows)
     Console().print(t)
     if a.json:
         a.json.write_text(json.dumps(rows, indent=2) + "\n")

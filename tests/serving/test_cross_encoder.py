@@ -185,7 +185,7 @@ def test_fusion_ablation_scores_each_variant(tmp_path, model_dir):
 
 
 def test_sweep_reuses_a_matching_folder_trains_a_new_size_and_compares_them(tmp_path, model_dir, benchmark_dir):
-    from eval.ce_sweep import parse_config, sweep
+    from eval.ce_sweep import parse_config, sweep, table
 
     assert parse_config("3x64") == (3, 64)
     with pytest.raises(Exception, match="LAYERSxMAX_LENGTH"):
@@ -206,3 +206,4 @@ def test_sweep_reuses_a_matching_folder_trains_a_new_size_and_compares_them(tmp_
     for r in rows:
         assert set(r["latency"]) == {"hotpotqa", "scifact"} and all(v["max_length"] == r["max_length"] for v in r["latency"].values())
         assert set(r["recall"]) == {"train_ce val (served order)", "feedback/val"}
+    assert table(rows).row_count == 4
