@@ -17,6 +17,7 @@ from pathlib import Path
 from retrieval.params import load_section
 
 from .bench_ce import bench, hotpotqa_sets, scifact_sets
+from .fusion_ablation import benchmark_sets
 from .fusion_ablation import run as ablation
 
 FUSED, NO_MODEL = "+ position prior + BM25", "prior + BM25, no model"
@@ -47,6 +48,7 @@ def sweep(configs: list[tuple[int, int]], out: Path, dtypes: list[str], benchmar
     base = load_section(params, "train_ce", CrossEncoderParams)
     val_fraction = load_section(params, "build", BuildParams).val_fraction
     sets = {"hotpotqa": hotpotqa_sets(benchmark / "hotpotqa" / "test.jsonl", queries), "scifact": scifact_sets(benchmark / "scifact", queries)}
+    benches = benchmark_sets(max_queries, params)  # embedded once, scored by every model
     rows = []
     for layers, max_length in configs:
         folder = out / f"{layers}x{max_length}"
@@ -55,7 +57,7 @@ def sweep(configs: list[tuple[int, int]], out: Path, dtypes: list[str], benchmar
             train(replace(base, layers=layers, max_length=max_length, out=str(folder)), val_fraction)
         for dtype in dict.fromkeys(dtypes):
             log(f"ce_sweep: {folder} in {dtype}: recall, then latency")
-            rec = ablation(folder, max_queries, params, dtype=dtype)
+            rec = ablation(folder, max_queries, params, dtype=dtype, benches=benches)
             ms = {name: bench(folder, s, threads=None, dtype=dtype) for name, s in sets.items()}
             rows.append({"config": f"{layers}x{max_length}", "layers": layers, "max_length": max_length, "dtype": rec["dtype"],
                          "latency": ms, "recall": rec["benchmarks"], "weights": rec["weights"]["position+bm25"]})  # fmt: skip

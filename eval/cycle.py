@@ -52,8 +52,6 @@ def run_cycle(params: Path, benchmark_dir: Path, split: str, bar, replay: bool |
     return result
 
 
-
-
 def dvc_repro(bar) -> None:
     """`dvc repro`, its stages' `python` being this environment's (the README runs `.venv/bin/pai` with
     no venv activated), each stage's start and summary line shown as it runs."""

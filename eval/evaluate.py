@@ -1,6 +1,6 @@
 """Stage `evaluate` (and `pai eval`): every system on every benchmark, side by side, in one run.
 
-Systems pick at most k candidates per query: `similarity` (MiniLM cosine order), `bm25` (bm25s over
+Systems pick at most k candidates per query: `similarity` (MiniLM cosine order), `bm25` (BM25 as bm25s scores it, over
 the query's candidates), `hybrid` (their reciprocal-rank fusion), `selector` (the challenger: the
 exported GGUF run exactly as served, Ollama or llama.cpp, through the same contract; unparsable
 output falls back to similarity and is counted) and `champion` (the registry's current champion, as
@@ -23,7 +23,7 @@ from retrieval.chunking import approx_tokens
 from retrieval.embed import Embedder
 from retrieval.params import load_section
 from retrieval.search import rrf
-from retrieval.selection import PromptCandidate, parse_selection, similarity_order
+from retrieval.selection import PromptCandidate, lexical_scores, parse_selection, similarity_order
 
 from .metrics import METRICS, contains_answer, paired_bootstrap, per_query
 
@@ -99,13 +99,10 @@ def similarity_ranking(embedder: Embedder, item: dict) -> list[str]:
 
 
 def bm25_ranking(item: dict) -> list[str]:
-    import bm25s
-
+    """The candidates by BM25 of the query (`retrieval.selection.lexical_scores`: bm25s's scores)."""
     cands = item["candidates"]
-    retriever = bm25s.BM25()
-    retriever.index(bm25s.tokenize([f"{c.get('title') or ''} {c['text']}" for c in cands], show_progress=False), show_progress=False)
-    scores = retriever.get_scores(bm25s.tokenize(item["query"], show_progress=False, return_ids=False)[0])
-    return [cands[i]["id"] for i in np.argsort(-scores, kind="stable")]
+    scores = lexical_scores(item["query"], [f"{c.get('title') or ''} {c['text']}" for c in cands])
+    return [cands[i]["id"] for i in np.argsort(-np.asarray(scores), kind="stable")]
 
 
 def selector_pick(selector, item: dict, sim_order: list[str], k: int) -> Picked:

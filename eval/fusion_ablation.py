@@ -37,47 +37,61 @@ def variant_scores(model_scores: list[float], texts: list[str], query: str, fusi
             "+ position prior + BM25": fuse_for(query, texts, model_scores, fusions["position+bm25"])}  # fmt: skip
 
 
-def run(model_dir: Path, max_queries: int, params: str = "params.yaml", dtype: str | None = None) -> dict:
+Sets = list[tuple[str, list[str], list[str], set[str]]]  # (query, candidate ids in served order, their passages, relevant ids)
+
+
+def benchmark_sets(max_queries: int, params: str = "params.yaml") -> dict[str, Sets]:
+    """The evaluate benchmarks' candidates in similarity order, as evaluate hands them to a selector.
+    Embeds every candidate, so a sweep computes them once for all its models."""
     from retrieval.embed import get_embedder
+
+    ep = load_section(params, "evaluate", EvaluateParams)
+    embedder = get_embedder()
+    benches = {bench_name(b): load_items(Path(b), max_queries) for b in ep.benchmarks.split(",") if b}
+    benches["feedback/val"] = feedback_items(Path(ep.feedback), ep.val_fraction, max_queries)
+    out = {}
+    for name, items in benches.items():
+        out[name] = []
+        for it in items:
+            order = similarity_ranking(embedder, it)
+            by_id = {c["id"]: c for c in it["candidates"]}
+            out[name].append((it["query"], order, [ce_passage(by_id[i].get("title"), by_id[i]["text"]) for i in order], set(it["relevant_ids"])))
+    return out
+
+
+def variant_recalls(selector, sets: Sets, fusions: dict) -> dict:
+    """Mean Recall@5 of every variant over `sets`, scored by the served `selector`."""
+    per = {v: [] for v in VARIANTS}
+    for query, ids, texts, relevant in sets:
+        for v, fused in variant_scores(selector.score_texts(query, texts), texts, query, fusions).items():
+            per[v].append(recall5(fused, ids, relevant))
+    return {"queries": len(sets), **{v: round(float(np.mean(r)), 4) for v, r in per.items()}}
+
+
+def run(model_dir: Path, max_queries: int, params: str = "params.yaml", dtype: str | None = None, benches: dict[str, Sets] | None = None) -> dict:
+    """The ablation of one model; `benches` = `benchmark_sets(max_queries, params)`, computed here when None."""
     from serving.cross_encoder import CrossEncoderSelector
     from training.ce_data import fit_fusion, rankings
 
-    ep = load_section(params, "evaluate", EvaluateParams)
     cfg = json.loads((model_dir / "ce_config.json").read_text(encoding="utf-8"))
     val_fraction, cal_fraction = cfg["val_fraction"], cfg["calibration_fraction"]
     feedback = Path(cfg["feedback"], "feedback.jsonl")
     records = [json.loads(line) for line in feedback.read_text(encoding="utf-8").splitlines() if line.strip()]
     selector = CrossEncoderSelector(model_dir, "ablation", dtype=dtype)
-    scores = lambda groups: [selector.score_texts(g["query"], g["texts"]) for g in groups]  # noqa: E731
     calibration = rankings(records, "calibration", val_fraction, cal_fraction)
     if not calibration:
         raise SystemExit(f"fusion_ablation: no calibration queries in {feedback}")
-    cal_scores = scores(calibration)
+    cal_scores = [selector.score_texts(g["query"], g["texts"]) for g in calibration]
     fusions = {"position": fit_fusion(calibration, cal_scores, lexical=False), "position+bm25": fit_fusion(calibration, cal_scores),
                "no model": fit_fusion(calibration, [[0.0] * len(g["texts"]) for g in calibration])}  # fmt: skip
     out: dict = {"model": str(model_dir), "layers": selector.model.config.num_hidden_layers, "max_length": selector.max_length,
                  "dtype": selector.dtype, "calibration_queries": len(calibration), "weights": fusions, "benchmarks": {}}  # fmt: skip
 
-    val = rankings(records, "val", val_fraction, cal_fraction)
-    per = {v: [] for v in VARIANTS}
-    for g, s in zip(val, scores(val)):
-        ids = [str(i) for i in range(len(g["texts"]))]
-        for v, fused in variant_scores(s, g["texts"], g["query"], fusions).items():
-            per[v].append(recall5(fused, ids, {str(u) for u in g["used"]}))
-    out["benchmarks"]["train_ce val (served order)"] = {"queries": len(val), **{v: round(float(np.mean(r)), 4) for v, r in per.items()}}
-
-    embedder = get_embedder()
-    benches = {bench_name(b): load_items(Path(b), max_queries) for b in ep.benchmarks.split(",") if b}
-    benches["feedback/val"] = feedback_items(Path(ep.feedback), ep.val_fraction, max_queries)
-    for name, items in benches.items():
-        per = {v: [] for v in VARIANTS}
-        for it in items:
-            order = similarity_ranking(embedder, it)
-            by_id = {c["id"]: c for c in it["candidates"]}
-            texts = [ce_passage(by_id[i].get("title"), by_id[i]["text"]) for i in order]
-            for v, fused in variant_scores(selector.score_texts(it["query"], texts), texts, it["query"], fusions).items():
-                per[v].append(recall5(fused, order, set(it["relevant_ids"])))
-        out["benchmarks"][name] = {"queries": len(items), **{v: round(float(np.mean(r)), 4) for v, r in per.items()}}
+    val = [(g["query"], [str(i) for i in range(len(g["texts"]))], g["texts"], {str(u) for u in g["used"]})
+           for g in rankings(records, "val", val_fraction, cal_fraction)]  # fmt: skip
+    out["benchmarks"]["train_ce val (served order)"] = variant_recalls(selector, val, fusions)
+    for name, sets in (benchmark_sets(max_queries, params) if benches is None else benches).items():
+        out["benchmarks"][name] = variant_recalls(selector, sets, fusions)
     return out
 
 
