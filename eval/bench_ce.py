@@ -17,6 +17,8 @@ import time
 from pathlib import Path
 
 import numpy as np
+from rich.console import Console
+from rich.table import Table
 
 from retrieval.selection import PromptCandidate
 from serving.cross_encoder import CrossEncoderSelector
@@ -69,9 +71,6 @@ def bench(model_dir: Path, queries_with_20_candidates: list[tuple[str, list[Prom
 
 
 def main() -> None:
-    from rich.console import Console
-    from rich.table import Table
-
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", type=Path, action="append", help="a train_ce output folder; repeat to compare (default models/cross_encoder)")
     ap.add_argument("--dtypes", default="float32,auto", help="comma-separated precisions to time each model in (float32, bfloat16, auto)")

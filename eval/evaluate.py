@@ -18,14 +18,24 @@ from pathlib import Path
 from typing import Callable
 
 import numpy as np
+from rich.console import Console
+from rich.progress import Progress
+from rich.table import Table
 
 from retrieval.chunking import approx_tokens
-from retrieval.embed import Embedder
+from retrieval.embed import Embedder, get_embedder
+from retrieval.feedback import shown_candidates, split_of
+from retrieval.files import write_atomic
+from retrieval.metrics import METRICS, contains_answer, paired_bootstrap, per_query
 from retrieval.params import load_section
 from retrieval.search import rrf
-from retrieval.selection import PromptCandidate, lexical_scores, parse_selection, similarity_order
+from retrieval.selection import PromptCandidate, Selection, lexical_scores, parse_selection, similarity_order
+from retrieval.tracking import use_mlflow
+from serving.interface import SelectorLoadError
+from serving.selectors import build_selector, from_record
 
-from .metrics import METRICS, contains_answer, paired_bootstrap, per_query
+from . import promotion
+from .promotion import RegistryError, ce_record
 
 BASELINES = ("similarity", "bm25", "hybrid")
 
@@ -71,8 +81,6 @@ def load_items(path: Path, limit: int) -> list[dict]:
 
 def feedback_items(feedback_dir: Path, val_fraction: float, limit: int) -> list[dict]:
     """Held-out feedback queries as contract-5 items: the shown candidates, relevant = used."""
-    from training.build import shown_candidates, split_of
-
     items = []
     path = feedback_dir / "feedback.jsonl"
     if not path.exists():
@@ -114,8 +122,6 @@ def selector_pick(selector, item: dict, sim_order: list[str], k: int) -> Picked:
     try:
         sel = parse_selection(selector.answer(item["query"], cands, k), len(shown), k)
     except Exception as e:  # noqa: BLE001 - evaluation counts a crash as a fallback, like serving
-        from retrieval.selection import Selection
-
         sel = Selection(similarity_order(len(shown), k), "fallback", str(e)[:100])
     return Picked([shown[i - 1]["id"] for i in sel.selected], sel.status, time.perf_counter() - t0)
 
@@ -202,23 +208,12 @@ def evaluate(p: EvaluateParams, embedder: Embedder, selector, progress_factory=N
 
 
 def main() -> None:
-    from rich.console import Console
-    from rich.progress import Progress
-
-    from retrieval.embed import get_embedder
-    from serving.selectors import build_selector
-    from training.pull import write_atomic
-
     p = load_section("params.yaml", "evaluate", EvaluateParams)
     console = Console(stderr=True)
     record_path = Path(p.model) / "selector.json"
     selector = build_selector(p.model) if record_path.exists() else None
     others, challengers = {}, {"selector": json.loads(record_path.read_text())} if selector else {}
     if (Path(p.cross_encoder) / "ce_config.json").exists():
-        from serving.selectors import from_record
-
-        from .registry import ce_record
-
         challengers["cross_encoder"] = ce_record(Path(p.cross_encoder))  # hashes the model folder: once
         others["cross_encoder"] = from_record(challengers["cross_encoder"])
     champion = load_champion(challengers, console)
@@ -241,15 +236,11 @@ def load_champion(challengers: dict[str, dict], console):
     """The registry's champion as served; the name of the challenger system when it is that very
     model (not run twice); None without one. A registry or model that cannot be reached is
     reported and evaluation goes on without it."""
-    from serving.selectors import SelectorLoadError, from_record
-
-    from .registry import RegistryError, champion
-
     def identity(r: dict) -> str | None:
         return r.get("gguf_sha256") or r.get("model_sha256")
 
     try:
-        record = champion()
+        record = promotion.champion()
         if record is None:
             return None
         same = [name for name, c in challengers.items() if identity(c) and identity(c) == identity(record)]
@@ -262,8 +253,6 @@ def load_champion(challengers: dict[str, dict], console):
 
 
 def log_to_mlflow(run_id: str | None, result: dict) -> None:
-    from training.tracking import use_mlflow
-
     mlflow = use_mlflow()
     with mlflow.start_run(run_id=run_id) if run_id else mlflow.start_run(run_name="evaluate"):
         for bench, r in result.items():
@@ -272,8 +261,6 @@ def log_to_mlflow(run_id: str | None, result: dict) -> None:
 
 
 def print_table(result: dict, console) -> None:
-    from rich.table import Table
-
     for bench, r in result.items():
         t = Table(title=f"{bench}: {next(iter(r['systems'].values()))['queries']} queries")
         cols = [*METRICS, "json_valid", "answer_in_context", "latency_p50_ms", "context_tokens"]

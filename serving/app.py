@@ -25,7 +25,7 @@ from psycopg_pool import ConnectionPool
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from retrieval import feedback, staging
+from retrieval import deployments, feedback, staging
 from retrieval.db import DatabaseError, connect
 from retrieval.embed import Embedder
 from retrieval.ingest import ingest_documents
@@ -34,7 +34,6 @@ from retrieval.search import Candidate, keyword_rankings, search_vector, take_bu
 from retrieval.selection import PROMPT_VERSION
 from retrieval.sources import Document
 
-from . import hotswap
 from .hotswap import HotSwapper
 from .picker import Pick, Picker
 from .selectors import CascadeSelector
@@ -155,8 +154,8 @@ def create_app(service: Service) -> FastAPI:
             out.update(service.swapper.status())
             with service.pool.connection() as conn:
                 out["deployments"] = [{"id": d.id, "version": d.version, "action": d.action, "reason": d.reason,
-                                       "created_at": d.created_at.isoformat(), "applies": hotswap.applies(conn, d.id)}
-                                      for d in hotswap.deployments(conn, 5)]  # fmt: skip
+                                       "created_at": d.created_at.isoformat(), "applies": deployments.applies(conn, d.id)}
+                                      for d in deployments.deployments(conn, 5)]  # fmt: skip
         return JSONResponse(jsonable_encoder(out))
 
     @app.post("/selector/reload", dependencies=[Depends(require_admin)])

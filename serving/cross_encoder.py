@@ -15,7 +15,7 @@ from typing import Sequence
 
 from retrieval.selection import CE_INPUT_FORMAT, PromptCandidate, ce_clip, ce_dtype, ce_passage, fuse_for, render_answer
 
-from .selectors import SelectorLoadError
+from .interface import SelectorLoadError
 
 INPUT_FORMAT = CE_INPUT_FORMAT
 passage = ce_passage  # the one definition lives with the selection contract

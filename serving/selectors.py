@@ -19,21 +19,17 @@ import json
 import os
 import threading
 from pathlib import Path
-from typing import Protocol, Sequence
+from typing import Sequence
 
 from retrieval.selection import PromptCandidate, answer_state, output_schema, render_answer, render_messages, similarity_order
 
-
-class Selector(Protocol):
-    version: str  # what the feedback log records as having served a query
-
-    def answer(self, query: str, candidates: Sequence[PromptCandidate], k: int) -> str:
-        """The selector's raw answer for the candidates (numbered 1..N in this order), at most `k` picks."""
-        ...
+from .cross_encoder import CrossEncoderSelector
+from .interface import Selector, SelectorLoadError
 
 
-class SelectorLoadError(RuntimeError):
-    """A selector that cannot be built (missing or corrupt GGUF, unreachable backend, bad record)."""
+# Ollama's Go template for the Qwen2.5 chat format the selector is trained with (trl's qwen2_5.jinja,
+# a system + user turn, then the assistant turn): export writes it into the Modelfile, deploy creates the tag with it.
+OLLAMA_TEMPLATE = "<|im_start|>system\n{{ .System }}<|im_end|>\n<|im_start|>user\n{{ .Prompt }}<|im_end|>\n<|im_start|>assistant\n"
 
 
 class SimilaritySelector:
@@ -256,8 +252,6 @@ def from_record(record: dict, backend: str = "auto") -> Selector:
     if record.get("kind") == "cascade":
         return CascadeSelector(from_record(record["fast"], backend), from_record(record["slow"], backend))
     if record.get("kind") == "cross_encoder":
-        from .cross_encoder import CrossEncoderSelector
-
         if not Path(record.get("model_dir", "")).is_dir():
             raise SelectorLoadError(f"cross-encoder model not found: {record.get('model_dir')}")
         return CrossEncoderSelector(Path(record["model_dir"]), record["version"])

@@ -17,7 +17,8 @@ from retrieval.params import EmbedParams, IngestParams, SearchParams, StagingPar
 from .app import Service, create_app
 from .hotswap import HotSwapper
 from .picker import Picker
-from .selectors import Selector, SimilaritySelector
+from .interface import Selector
+from .selectors import SimilaritySelector
 
 
 def build_service(params: Path, selector: Selector | None = None, inline: bool = False,

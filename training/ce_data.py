@@ -9,14 +9,13 @@ model, and the fusion weights are fitted on them, where the model's scores are a
 from __future__ import annotations
 
 import random
-import re
 from collections import Counter
 from typing import Callable
 
+from retrieval.feedback import normalize_query, query_position, shown_candidates, split_of
 from retrieval.selection import ce_passage as passage
 from retrieval.selection import fuse_for, lexical_scores
 
-from .build import query_position, shown_candidates, split_of
 
 
 def split_of3(query: str, val_fraction: float, calibration_fraction: float) -> str:
@@ -84,7 +83,7 @@ def build_pairs(
         hard_total += hard
         for c in [c for c in cands if c["used"]] + negs:  # positives first: a conflicting duplicate stays positive
             text = passage(c["heading"], c["text"])
-            key = (re.sub(r"\s+", " ", rec["query"].strip().lower()), text)
+            key = (normalize_query(rec["query"]), text)
             if key in seen:
                 skipped["duplicate pair"] += 1
                 continue

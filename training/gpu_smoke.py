@@ -30,7 +30,7 @@ from pathlib import Path
 from retrieval.params import load_section
 
 from .base_model import QWEN25_14B, training_chat_template
-from .train import LORA_TARGETS, TrainParams, load_examples, sft_trainer
+from .train import LORA_TARGETS, TrainParams, gpu_model_and_tokenizer, load_examples, sft_trainer
 
 GIB = 1024**3
 
@@ -112,8 +112,6 @@ def load(backend: str, p: TrainParams, base_dir: Path):
     import torch
 
     if backend == "unsloth":
-        from .train import gpu_model_and_tokenizer
-
         model, tok, _ = gpu_model_and_tokenizer(replace(p, gpu_base_model=str(base_dir)))
         return model, tok
     from peft import LoraConfig, get_peft_model, prepare_model_for_kbit_training

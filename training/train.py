@@ -21,9 +21,11 @@ from retrieval.db import pai_home
 from retrieval.params import load_section
 from retrieval.selection import PROMPT_VERSION
 
+from retrieval.files import files_sha256, write_atomic
+from retrieval.tracking import git_commit, use_mlflow
+
+from .base_model import qwen2_tokenizer, tiny_qwen2, training_chat_template
 from .build import BuildParams
-from .pull import write_atomic
-from .tracking import files_sha256, git_commit, use_mlflow
 
 
 @dataclass(frozen=True)
@@ -84,8 +86,6 @@ def load_examples(path: Path, tokenizer, max_length: int, limit: int | None) -> 
 
 
 def cpu_model_and_tokenizer(p: TrainParams):
-    from .base_model import qwen2_tokenizer, tiny_qwen2
-
     tok = qwen2_tokenizer(pai_home() / "cache")
     model = tiny_qwen2(len(tok), p.cpu_hidden, p.cpu_layers, p.cpu_heads, p.cpu_kv_heads, p.cpu_intermediate, p.seed)
     return model, tok, f"tiny-qwen2(h{p.cpu_hidden},l{p.cpu_layers})+qwen2-tokenizer"
@@ -96,8 +96,6 @@ LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", 
 
 def gpu_model_and_tokenizer(p: TrainParams):  # pragma: no cover - needs CUDA and the model cache
     from unsloth import FastLanguageModel
-
-    from .base_model import training_chat_template
 
     model, tok = FastLanguageModel.from_pretrained(p.gpu_base_model, max_seq_length=p.gpu_max_length, load_in_4bit=True)
     tok.chat_template = training_chat_template()  # generation markers for assistant-only loss, as on CPU

@@ -30,14 +30,15 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from retrieval.feedback import FEEDBACK_FILE
+from retrieval.files import write_atomic
 from retrieval.params import load_section
+from retrieval.tracking import git_commit, use_mlflow
 from retrieval.selection import CE_DTYPES, CE_INPUT_FORMAT, ce_passage
 from sentence_transformers.base.evaluation import SentenceEvaluator
 
 from .build import BuildParams
 from .ce_data import build_pairs, fit_fusion, fused_recall, mean_recall, rankings
-from .pull import FEEDBACK_FILE, write_atomic
-from .tracking import git_commit, use_mlflow
 
 INPUT_FORMAT = CE_INPUT_FORMAT
 passage = ce_passage  # the one definition lives with the selection contract

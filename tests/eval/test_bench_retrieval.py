@@ -4,7 +4,7 @@ import numpy as np
 
 from eval.bench_retrieval import exact_top_k, recall_at_k, run, top_up
 from retrieval.params import EmbedParams, SearchParams
-from serving.terminal import progress_bar
+from cli.terminal import progress_bar
 
 
 def test_exact_top_k_and_recall_literals():

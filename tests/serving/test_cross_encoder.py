@@ -9,7 +9,7 @@ import pytest
 
 from retrieval.selection import PromptCandidate, ce_dtype, fuse_scores, lexical_scores, parse_selection
 from serving.cross_encoder import INPUT_FORMAT, CrossEncoderSelector, passage
-from serving.selectors import SelectorLoadError
+from serving.interface import SelectorLoadError
 
 TOPICS = [("starch", "Amylase digests starch into sugars."), ("volcano", "Lava erupts from a volcano."),
           ("planet", "Jupiter is the largest planet."), ("river", "The Nile river flows north."),
@@ -167,7 +167,7 @@ def test_latency_bench_times_every_call_on_the_shared_benchmark(model_dir, bench
 
 
 def test_fusion_ablation_scores_each_variant(tmp_path, model_dir):
-    from eval.fusion_ablation import VARIANTS, run, variant_scores
+    from cli.fusion_ablation import VARIANTS, run, variant_scores
 
     fusion = {"ce_weight": 1.0, "rank_bias": [-0.5 * i for i in range(20)], "bm25_weight": 0.0}
     texts = ["a", "b", "c"]
@@ -185,7 +185,7 @@ def test_fusion_ablation_scores_each_variant(tmp_path, model_dir):
 
 
 def test_sweep_reuses_a_matching_folder_trains_a_new_size_and_compares_them(tmp_path, model_dir, benchmark_dir):
-    from eval.ce_sweep import parse_config, sweep, table
+    from cli.ce_sweep import parse_config, sweep, table
 
     assert parse_config("3x64") == (3, 64)
     with pytest.raises(Exception, match="LAYERSxMAX_LENGTH"):

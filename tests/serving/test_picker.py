@@ -6,7 +6,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from retrieval.search import Candidate
-from serving.picker import Picker, query_key
+from retrieval.feedback import normalize_query
+from serving.picker import Picker
 
 
 def cands(n):
@@ -51,4 +52,4 @@ def test_cache_serves_the_same_query_only_while_its_chunks_are_candidates():
         assert picker.counts["ok"] == 1 and picker.counts["cached"] == 1
     finally:
         picker.close()
-    assert query_key("  A  b ") == "a b"
+    assert normalize_query("  A  b ") == "a b"

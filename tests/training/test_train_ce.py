@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from retrieval.selection import fuse_scores, lexical_scores
-from training.build import split_of
+from retrieval.feedback import split_of
 from training.ce_data import build_pairs, fit_fusion, fused_recall, mean_recall, rankings, recall_at_k, split_of3
 from training.train_ce import CrossEncoderParams, fit_head, train
 

@@ -5,7 +5,7 @@ import json
 from typer.testing import CliRunner
 
 from retrieval import staging
-from serving.cli import app
+from cli.main import app
 
 runner = CliRunner()
 

@@ -1,6 +1,6 @@
 """`pai job run STAGE`: one DVC stage in the train container (containers/compose.yaml), with the
 repository, data/, the model cache and the MLflow URI mounted, its logs streamed here. Registered
-onto the one `pai` app by serving/cli.py."""
+onto the one `pai` app by cli/main.py."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from typing import Annotated
 import typer
 import yaml
 
-from serving.terminal import _fail, console
+from .terminal import _fail, console
 
 COMPOSE_FILE = Path("containers/compose.yaml")
 PROFILE = "train"  # the compose profile holding the job services

@@ -52,7 +52,7 @@ def test_pai_cycle_in_a_fresh_clone(db_url, benchmark_dir, tmp_path):
     # PATH without the venv, as the README's `.venv/bin/pai cycle` runs: dvc's stages must still find its python
     path = os.pathsep.join(d for d in os.environ["PATH"].split(os.pathsep) if Path(d) != venv_bin)
     env = os.environ | {"PAI_HOME": str(home), "DATABASE_URL": db_url, "PYTHONPATH": str(clone), "PATH": path}
-    run = subprocess.run([sys.executable, "-m", "serving.cli", "cycle", "--benchmark-dir", str(bench), "--json"],
+    run = subprocess.run([sys.executable, "-m", "cli.main", "cycle", "--benchmark-dir", str(bench), "--json"],
                          cwd=clone, env=env, capture_output=True, text=True, timeout=1200)  # fmt: skip
     assert run.returncode == 0, run.stderr[-3000:]
     result = json.loads(run.stdout)

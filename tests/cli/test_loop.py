@@ -4,7 +4,7 @@ import json
 
 import numpy as np
 
-from eval.loop import mean_ci, scifact_records
+from cli.loop import mean_ci, scifact_records
 
 
 def test_scifact_records_are_the_scifact_queries_oldest_first(tmp_path):

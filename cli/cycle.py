@@ -17,14 +17,17 @@ from collections import deque
 from pathlib import Path
 
 import yaml
+from rich.table import Table
 
 from retrieval.db import connect
 from retrieval.embed import get_embedder
 from retrieval.ingest import ingest_paths
 from retrieval.params import EmbedParams, IngestParams, SearchParams, load_section
 
+from eval.evaluate import print_table
+from eval.retrieval_eval import evaluate, load_scifact
+
 from .replay import run_replay
-from .retrieval_eval import evaluate, load_scifact
 
 
 def run_cycle(params: Path, benchmark_dir: Path, split: str, bar, replay: bool | None = None) -> dict:
@@ -79,8 +82,6 @@ def _read_json(path: str) -> dict | None:
 
 
 def print_cycle(result: dict, console) -> None:
-    from rich.table import Table
-
     i = result["ingest"]
     console.print(f"1. ingest: {i['documents']:,} documents ({i['documents_new']:,} new, {i['documents_unchanged']:,} unchanged), "
                   f"{i['chunks_inserted']:,} chunks written, {i['docs_per_second']} docs/s")  # fmt: skip
@@ -98,8 +99,6 @@ def print_cycle(result: dict, console) -> None:
         console.print(f"   export: {x['quant']} GGUF {x['gguf_mb']} MB; parity on {x['prompts']} prompts: picks {x['pick_agreement']:.0%}, "
                       f"teacher-forced tokens {x['forced_top1_agreement']:.0%}, served output parses {x['served_parse_rate']:.0%}")  # fmt: skip
     if result["pipeline"]["eval"]:
-        from .evaluate import print_table
-
         print_table(result["pipeline"]["eval"], console)
     if dp := result["pipeline"].get("deploy"):
         console.print(f"   deploy: {dp['version']} registered; alias {dp['alias']}" + (

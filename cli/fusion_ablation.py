@@ -16,11 +16,15 @@ import json
 from pathlib import Path
 
 import numpy as np
+from rich.console import Console
+from rich.table import Table
 
+from eval.evaluate import EvaluateParams, bench_name, feedback_items, load_items, similarity_ranking
+from retrieval.embed import get_embedder
 from retrieval.params import load_section
 from retrieval.selection import ce_passage, fuse_for
-
-from .evaluate import EvaluateParams, bench_name, feedback_items, load_items, similarity_ranking
+from serving.cross_encoder import CrossEncoderSelector
+from training.ce_data import fit_fusion, rankings
 
 VARIANTS = ("retrieval order", "prior + BM25, no model", "model alone", "+ position prior", "+ position prior + BM25")
 
@@ -43,8 +47,6 @@ Sets = list[tuple[str, list[str], list[str], set[str]]]  # (query, candidate ids
 def benchmark_sets(max_queries: int, params: str = "params.yaml") -> dict[str, Sets]:
     """The evaluate benchmarks' candidates in similarity order, as evaluate hands them to a selector.
     Embeds every candidate, so a sweep computes them once for all its models."""
-    from retrieval.embed import get_embedder
-
     ep = load_section(params, "evaluate", EvaluateParams)
     embedder = get_embedder()
     benches = {bench_name(b): load_items(Path(b), max_queries) for b in ep.benchmarks.split(",") if b}
@@ -70,9 +72,6 @@ def variant_recalls(selector, sets: Sets, fusions: dict) -> dict:
 
 def run(model_dir: Path, max_queries: int, params: str = "params.yaml", dtype: str | None = None, benches: dict[str, Sets] | None = None) -> dict:
     """The ablation of one model; `benches` = `benchmark_sets(max_queries, params)`, computed here when None."""
-    from serving.cross_encoder import CrossEncoderSelector
-    from training.ce_data import fit_fusion, rankings
-
     cfg = json.loads((model_dir / "ce_config.json").read_text(encoding="utf-8"))
     val_fraction, cal_fraction = cfg["val_fraction"], cfg["calibration_fraction"]
     feedback = Path(cfg["feedback"], "feedback.jsonl")
@@ -96,9 +95,6 @@ def run(model_dir: Path, max_queries: int, params: str = "params.yaml", dtype: s
 
 
 def main() -> None:
-    from rich.console import Console
-    from rich.table import Table
-
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--model-dir", type=Path, default=Path("models/cross_encoder"))
     ap.add_argument("--max-queries", type=int, default=100)

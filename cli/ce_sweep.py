@@ -14,9 +14,14 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
-from retrieval.params import load_section
+from rich.console import Console
+from rich.table import Table
 
-from .bench_ce import bench, hotpotqa_sets, scifact_sets
+from eval.bench_ce import bench, hotpotqa_sets, scifact_sets
+from retrieval.params import load_section
+from training.build import BuildParams
+from training.train_ce import CrossEncoderParams, train
+
 from .fusion_ablation import benchmark_sets
 from .fusion_ablation import run as ablation
 
@@ -42,9 +47,6 @@ def trained(folder: Path, layers: int, max_length: int, feedback: str) -> bool:
 
 def sweep(configs: list[tuple[int, int]], out: Path, dtypes: list[str], benchmark: Path, queries: int, max_queries: int,
           params: str = "params.yaml", retrain: bool = False, log=print) -> list[dict]:  # fmt: skip
-    from training.build import BuildParams
-    from training.train_ce import CrossEncoderParams, train
-
     base = load_section(params, "train_ce", CrossEncoderParams)
     val_fraction = load_section(params, "build", BuildParams).val_fraction
     sets = {"hotpotqa": hotpotqa_sets(benchmark / "hotpotqa" / "test.jsonl", queries), "scifact": scifact_sets(benchmark / "scifact", queries)}
@@ -66,8 +68,6 @@ def sweep(configs: list[tuple[int, int]], out: Path, dtypes: list[str], benchmar
 
 def table(rows: list[dict]):
     """Rich table: per config and precision, p50 per dataset, then per benchmark Recall@5 fused / model alone / prior + BM25 alone."""
-    from rich.table import Table
-
     benches = list(rows[0]["recall"])
     t = Table(title="cross-encoder sweep: p50 ms of one answer over 20 candidates; Recall@5 fused / model alone / without the model")
     for col in ("config", "dtype", *(f"p50 {d}" for d in rows[0]["latency"]), *benches):
@@ -79,8 +79,6 @@ def table(rows: list[dict]):
 
 
 def main() -> None:
-    from rich.console import Console
-
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--config", type=parse_config, action="append", required=True, help="LAYERSxMAX_LENGTH; repeat")
     ap.add_argument("--dtypes", default="auto", help="comma-separated precisions (float32, bfloat16, auto)")
