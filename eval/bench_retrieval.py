@@ -19,6 +19,8 @@ from typing import Callable
 
 import numpy as np
 
+from rich.table import Table
+
 from retrieval import staging
 from retrieval.db import connect, pai_home
 from retrieval.embed import get_embedder
@@ -196,8 +198,6 @@ def bench_staging(passages: list[str], n_queries: int, k: int) -> dict:
 
 
 def print_table(result: dict, console) -> None:
-    from rich.table import Table
-
     t = Table(title=f"pgvector top-{result['k']} over {result['vectors']:,} x {result['dim']} "
                     f"({result['real_vectors']:,} real MiniLM + {result['mixture_vectors']:,} mixtures), "
                     f"{result['queries']} SciFact queries")  # fmt: skip

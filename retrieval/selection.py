@@ -16,6 +16,8 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
+import numpy as np
+
 from .chunking import approx_tokens
 
 PROMPT_VERSION = "pai-select/2"  # 2: sources shown as their last two path parts
@@ -129,8 +131,6 @@ def lexical_scores(query: str, texts: list[str], k1: float = 1.5, b: float = 0.7
     they do not differ): the fusion's keyword feature, the same in training and serving. The scores of
     bm25s (Lucene variant, its default tokenizer), computed directly: bm25s builds a sparse index, which
     costs more than the scoring on 20 passages."""
-    import numpy as np
-
     if not texts:
         return []
     docs = [Counter(_bm25_terms(t)) for t in texts]

@@ -21,6 +21,9 @@ import threading
 from pathlib import Path
 from typing import Sequence
 
+import httpx
+import numpy as np
+
 from retrieval.selection import PromptCandidate, answer_state, output_schema, render_answer, render_messages, similarity_order
 
 from .cross_encoder import CrossEncoderSelector
@@ -143,8 +146,6 @@ class LlamaCppSelector(ChatSelector):
 
     def chat(self, messages: list[dict[str, str]], n: int, k: int) -> str:
         import llama_cpp
-        import numpy as np
-
         ids = self.prompt_tokens(messages)
         text = ""
         with self._lock:
@@ -165,8 +166,6 @@ class LlamaCppSelector(ChatSelector):
     def forced_argmax(self, prompt_ids: list[int], answer_ids: list[int]) -> list[int]:
         """The model's top token at each answer position, teacher-forced (the export parity check)."""
         import llama_cpp
-        import numpy as np
-
         out = []
         with self._lock:
             self.llm.reset()
@@ -235,8 +234,6 @@ def ollama_reachable(host: str | None = None) -> bool:
     host = host or os.environ.get("OLLAMA_HOST")
     if not host:
         return False
-    import httpx
-
     url = host if host.startswith("http") else f"http://{host}"
     try:
         return httpx.get(f"{url}/api/version", timeout=2.0).status_code == 200

@@ -18,6 +18,8 @@ from typing import Callable
 
 import numpy as np
 
+from rich.console import Console
+
 from retrieval.chunking import approx_tokens
 from retrieval.params import load_section
 from retrieval.selection import PROMPT_VERSION, PromptCandidate, render_answer, render_messages
@@ -115,8 +117,6 @@ def stats(splits: dict[str, list[dict]], pairs: list[dict], skipped: Counter, co
 
 
 def main() -> None:
-    from rich.console import Console
-
     p = load_section("params.yaml", "build", BuildParams)
     console = Console(stderr=True)
     src = Path(p.feedback) / FEEDBACK_FILE

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import argparse
 import gc
+
+import importlib.metadata as md
 import json
 import os
 import shutil
@@ -61,8 +63,6 @@ def memory() -> dict:
 
 
 def environment() -> dict:
-    import importlib.metadata as md
-
     import torch
 
     versions = {}

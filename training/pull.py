@@ -13,6 +13,8 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+from rich.console import Console
+
 from retrieval.db import connect
 from retrieval.feedback import CANDIDATE_KEYS, FEEDBACK_FILE, FeedbackRecord
 from retrieval.files import write_atomic
@@ -146,8 +148,6 @@ def pull(params: PullParams, progress=None) -> dict:
 
 
 def main() -> None:
-    from rich.console import Console
-
     params = load_section("params.yaml", "pull", PullParams)
     console = Console(stderr=True)
     with console.status("pulling feedback") as status:

