@@ -22,7 +22,8 @@ from rich.table import Table
 from eval.evaluate import EvaluateParams, bench_name, feedback_items, load_items, similarity_ranking
 from retrieval.embed import get_embedder
 from retrieval.params import load_section
-from retrieval.selection import ce_passage, fuse_for
+from retrieval.ce_input import ce_passage
+from retrieval.learned_fusion import fuse_for
 from serving.cross_encoder import CrossEncoderSelector
 from training.ce_data import fit_fusion, rankings
 

@@ -29,7 +29,8 @@ from retrieval.files import write_atomic
 from retrieval.metrics import METRICS, contains_answer, paired_bootstrap, per_query
 from retrieval.params import load_section
 from retrieval.search import rrf
-from retrieval.selection import PromptCandidate, Selection, lexical_scores, parse_selection, similarity_order
+from retrieval.selection import PromptCandidate, Selection, parse_selection, similarity_order
+from retrieval.lexical import lexical_scores
 from retrieval.tracking import use_mlflow
 from serving.interface import SelectorLoadError
 from serving.selectors import build_selector, from_record
@@ -107,7 +108,7 @@ def similarity_ranking(embedder: Embedder, item: dict) -> list[str]:
 
 
 def bm25_ranking(item: dict) -> list[str]:
-    """The candidates by BM25 of the query (`retrieval.selection.lexical_scores`: bm25s's scores)."""
+    """The candidates by BM25 of the query (`retrieval.lexical.lexical_scores`: bm25s's scores)."""
     cands = item["candidates"]
     scores = lexical_scores(item["query"], [f"{c.get('title') or ''} {c['text']}" for c in cands])
     return [cands[i]["id"] for i in np.argsort(-np.asarray(scores), kind="stable")]

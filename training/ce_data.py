@@ -13,8 +13,9 @@ from collections import Counter
 from typing import Callable
 
 from retrieval.feedback import normalize_query, query_position, shown_candidates, split_of
-from retrieval.selection import ce_passage as passage
-from retrieval.selection import fuse_for, lexical_scores
+from retrieval.ce_input import ce_passage
+from retrieval.learned_fusion import fuse_for
+from retrieval.lexical import lexical_scores
 
 
 
@@ -82,7 +83,7 @@ def build_pairs(
         negs, hard = negatives(cands, max_negatives_per_query, rng)
         hard_total += hard
         for c in [c for c in cands if c["used"]] + negs:  # positives first: a conflicting duplicate stays positive
-            text = passage(c["heading"], c["text"])
+            text = ce_passage(c["heading"], c["text"])
             key = (normalize_query(rec["query"]), text)
             if key in seen:
                 skipped["duplicate pair"] += 1
@@ -108,7 +109,7 @@ def rankings(records: list[dict], split: str, val_fraction: float, calibration_f
         cands = labelled(rec, Counter())
         used = [i for i, c in enumerate(cands) if c["used"]]
         if used:
-            out.append({"query": rec["query"], "texts": [passage(c["heading"], c["text"]) for c in cands], "used": used})
+            out.append({"query": rec["query"], "texts": [ce_passage(c["heading"], c["text"]) for c in cands], "used": used})
     return out
 
 
@@ -128,7 +129,7 @@ def mean_recall(groups: list[dict], scores: list[list[float]] | None, k: int) ->
 
 
 def fit_fusion(groups: list[dict], scores: list[list[float]], positions: int = 20, l2: float = 1e-2, lexical: bool = True) -> dict:
-    """The weights of `retrieval.selection.fuse_scores`: score = ce_weight * model score + rank_bias[position]
+    """The weights of `retrieval.learned_fusion.fuse_scores`: score = ce_weight * model score + rank_bias[position]
     (+ bm25_weight * the candidates' standardised BM25), fitted by a listwise softmax likelihood of the
     used candidates of each query (a ranking objective, like Recall@k).
 

@@ -38,13 +38,12 @@ from retrieval.feedback import FEEDBACK_FILE
 from retrieval.files import write_atomic
 from retrieval.params import load_section
 from retrieval.tracking import git_commit, use_mlflow
-from retrieval.selection import CE_DTYPES, CE_INPUT_FORMAT, ce_passage
+from retrieval.cpu_dtype import CE_DTYPES
+from retrieval.ce_input import CE_INPUT_FORMAT
 
 from .build import BuildParams
 from .ce_data import build_pairs, fit_fusion, fused_recall, mean_recall, rankings
 
-INPUT_FORMAT = CE_INPUT_FORMAT
-passage = ce_passage  # the one definition lives with the selection contract
 MODEL_DIR, CONFIG_FILE, METRICS_FILE = "model", "ce_config.json", "metrics.json"
 
 
@@ -274,7 +273,7 @@ def train(p: CrossEncoderParams, val_fraction: float = BuildParams.val_fraction)
         "steps": state.global_step, "best_step": best["step"], "train_seconds": round(train_seconds, 1),
     }  # fmt: skip
     record = {
-        "input_format": INPUT_FORMAT, "base_model": base, "base_model_name": "sentence-transformers/all-MiniLM-L6-v2",
+        "input_format": CE_INPUT_FORMAT, "base_model": base, "base_model_name": "sentence-transformers/all-MiniLM-L6-v2",
         "val_fraction": val_fraction, **asdict(p), "dataset_sha256": hashlib.sha256(raw).hexdigest(), "git_commit": git_commit(),
         "val_curve": evaluator.curve, "best_step": best["step"], "fusion": fusion,
     }  # fmt: skip

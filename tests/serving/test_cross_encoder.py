@@ -7,8 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from retrieval.selection import PromptCandidate, ce_dtype, fuse_scores, lexical_scores, parse_selection
-from serving.cross_encoder import INPUT_FORMAT, CrossEncoderSelector, passage
+from retrieval.selection import PromptCandidate, parse_selection
+from retrieval.ce_input import CE_INPUT_FORMAT, ce_passage
+from retrieval.cpu_dtype import ce_dtype
+from retrieval.learned_fusion import fuse_scores
+from retrieval.lexical import lexical_scores
+from serving.cross_encoder import CrossEncoderSelector
 from serving.interface import SelectorLoadError
 
 TOPICS = [("starch", "Amylase digests starch into sugars."), ("volcano", "Lava erupts from a volcano."),
@@ -64,7 +68,7 @@ def test_answer_is_contract_output_for_1_to_20_candidates(selector, n):
 def test_picks_follow_the_scores_fused_with_the_retrieval_order(selector, monkeypatch):
     cands = candidates(12)
     scores = selector.scores("tell me about planets", cands)
-    lexical = lexical_scores("tell me about planets", [passage(c.heading, c.text) for c in cands])
+    lexical = lexical_scores("tell me about planets", [ce_passage(c.heading, c.text) for c in cands])
     fused = fuse_scores(scores, selector.fusion, lexical)
     picked = json.loads(selector.answer("tell me about planets", cands, 5))["selected"]
     assert selector.fusion is not None and picked == sorted(range(1, 13), key=lambda i: -fused[i - 1])[:5]
@@ -104,11 +108,8 @@ def test_concurrent_callers_get_the_sequential_answers(selector):
 
 
 def test_input_format_is_the_one_training_renders(model_dir):
-    from training import train_ce
-
-    assert INPUT_FORMAT == train_ce.INPUT_FORMAT == json.loads((model_dir / "ce_config.json").read_text())["input_format"]
-    for heading, text in (("Title", "body"), (None, "body"), ("", "body")):
-        assert passage(heading, text) == train_ce.passage(heading, text)
+    assert json.loads((model_dir / "ce_config.json").read_text())["input_format"] == CE_INPUT_FORMAT
+    assert [ce_passage(h, "body") for h in ("Title", None, "")] == ["Title\nbody", "body", "body"]
 
 
 def test_refuses_a_folder_without_a_finished_run(tmp_path, model_dir):
