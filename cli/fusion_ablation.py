@@ -21,6 +21,7 @@ from rich.table import Table
 
 from eval.evaluate import EvaluateParams, bench_name, feedback_items, load_items, similarity_ranking
 from retrieval.embed import get_embedder
+from retrieval.metrics import recall_at_k
 from retrieval.params import load_section
 from retrieval.ce_input import ce_passage
 from retrieval.learned_fusion import fuse_for
@@ -31,8 +32,8 @@ VARIANTS = ("retrieval order", "prior + BM25, no model", "model alone", "+ posit
 
 
 def recall5(scores: list[float], ids: list[str], relevant: set[str]) -> float:
-    top = sorted(range(len(ids)), key=lambda j: (-scores[j], j))[:5]
-    return len(relevant & {ids[j] for j in top}) / len(relevant)
+    """Recall@5 of `ids` ranked by `scores` (ties: served order)."""
+    return recall_at_k(relevant, [ids[j] for j in sorted(range(len(ids)), key=lambda j: (-scores[j], j))], 5)
 
 
 def variant_scores(model_scores: list[float], texts: list[str], query: str, fusions: dict) -> dict[str, list[float]]:

@@ -24,7 +24,7 @@ from rich.table import Table
 from eval.evaluate import BASELINES, EvaluateParams, bench_name, feedback_items, load_items, run_systems
 from retrieval.embed import get_embedder
 from retrieval.files import write_atomic
-from retrieval.metrics import paired_bootstrap, per_query
+from retrieval.metrics import mean_ci, paired_bootstrap, per_query
 from retrieval.params import load_section
 from retrieval.tracking import use_mlflow
 from serving.cross_encoder import CrossEncoderSelector
@@ -41,12 +41,6 @@ def scifact_records(feedback_file: Path) -> list[dict]:
         if any("scifact/" in (c.get("source") or "") for c in rec["candidates"]):
             out.append(rec)
     return sorted(out, key=lambda r: r["query_id"])
-
-
-def mean_ci(values: np.ndarray, seed: int = 0, n: int = 2000) -> tuple[float, float, float]:
-    rng = np.random.default_rng(seed)
-    means = values[rng.integers(0, len(values), (n, len(values)))].mean(axis=1)
-    return float(values.mean()), float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
 
 
 def run_loop(params: Path, slices: int, max_queries: int, log: Callable[[str], None] = print, max_train_pairs: int | None = None) -> dict:

@@ -26,7 +26,7 @@ from retrieval.chunking import approx_tokens
 from retrieval.embed import Embedder, get_embedder
 from retrieval.feedback import shown_candidates, split_of
 from retrieval.files import write_atomic
-from retrieval.metrics import METRICS, contains_answer, paired_bootstrap, per_query
+from retrieval.metrics import METRICS, contains_answer, paired_bootstrap, per_query, recall_at_k
 from retrieval.params import load_section
 from retrieval.search import rrf
 from retrieval.selection import PromptCandidate, Selection, parse_selection, similarity_order
@@ -187,7 +187,7 @@ def recall_curve(items: list[dict], picks: dict[str, dict[str, Picked]], benchma
     rows = []
     for system, by_q in picks.items():
         for kk in range(1, k + 1):
-            r = np.mean([len(set(by_q[it["qid"]].ids[:kk]) & set(it["relevant_ids"])) / len(it["relevant_ids"]) for it in items])
+            r = np.mean([recall_at_k(set(it["relevant_ids"]), by_q[it["qid"]].ids, kk) for it in items])
             rows.append({"benchmark": benchmark, "system": system, "k": kk, "recall": round(float(r), 4)})
     return rows
 

@@ -1,8 +1,10 @@
-"""Metrics are pure: (relevant, selected) -> numbers. IR metrics come from ranx; the paired bootstrap
-and answer containment are ours (a few lines of numpy)."""
+"""Metrics are pure: (relevant, selected) -> numbers, shared by training and evaluation. The per-query
+table comes from ranx; Recall@k, nDCG@k and MRR of one ranking, the bootstrap intervals and answer
+containment are ours (a few lines each)."""
 
 from __future__ import annotations
 
+import math
 import re
 import warnings
 
@@ -25,14 +27,34 @@ def per_query(relevant: dict[str, set[str]], selected: dict[str, list[str]], met
     return {m: np.asarray(out[m], dtype=float) for m in metrics}
 
 
-def paired_bootstrap(a: np.ndarray, b: np.ndarray, n: int = 2000, seed: int = 0) -> tuple[float, float, float]:
-    """Mean of a - b and its 95 % bootstrap interval (queries resampled with replacement)."""
-    d = np.asarray(a, float) - np.asarray(b, float)
-    if len(d) == 0:
+def recall_at_k(relevant: set, ranked: list, k: int) -> float:
+    """Share of the relevant items among the first k ranked (0 when nothing is relevant)."""
+    return len(relevant & set(ranked[:k])) / len(relevant) if relevant else 0.0
+
+
+def ndcg_at_k(relevant: set, ranked: list, k: int) -> float:
+    dcg = sum(1 / math.log2(i + 2) for i, d in enumerate(ranked[:k]) if d in relevant)
+    ideal = sum(1 / math.log2(i + 2) for i in range(min(k, len(relevant))))
+    return dcg / ideal if ideal else 0.0
+
+
+def mrr(relevant: set, ranked: list) -> float:
+    return next((1 / (i + 1) for i, d in enumerate(ranked) if d in relevant), 0.0)
+
+
+def mean_ci(values: np.ndarray, seed: int = 0, n: int = 2000) -> tuple[float, float, float]:
+    """Mean and its 95 % bootstrap interval (values resampled with replacement)."""
+    v = np.asarray(values, float)
+    if len(v) == 0:
         return 0.0, 0.0, 0.0
     rng = np.random.default_rng(seed)
-    means = d[rng.integers(0, len(d), (n, len(d)))].mean(axis=1)
-    return float(d.mean()), float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
+    means = v[rng.integers(0, len(v), (n, len(v)))].mean(axis=1)
+    return float(v.mean()), float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
+
+
+def paired_bootstrap(a: np.ndarray, b: np.ndarray, n: int = 2000, seed: int = 0) -> tuple[float, float, float]:
+    """Mean of a - b and its 95 % bootstrap interval (queries resampled with replacement)."""
+    return mean_ci(np.asarray(a, float) - np.asarray(b, float), seed=seed, n=n)
 
 
 def contains_answer(texts: list[str], answers: list[str]) -> bool:

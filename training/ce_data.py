@@ -14,6 +14,7 @@ from typing import Callable
 
 from retrieval.feedback import normalize_query, query_position, shown_candidates, split_of
 from retrieval.ce_input import ce_passage
+from retrieval.metrics import recall_at_k
 from retrieval.learned_fusion import fuse_for
 from retrieval.lexical import lexical_scores
 
@@ -111,10 +112,6 @@ def rankings(records: list[dict], split: str, val_fraction: float, calibration_f
         if used:
             out.append({"query": rec["query"], "texts": [ce_passage(c["heading"], c["text"]) for c in cands], "used": used})
     return out
-
-
-def recall_at_k(relevant: set[int], ranked: list[int], k: int) -> float:
-    return len(relevant & set(ranked[:k])) / len(relevant) if relevant else 0.0
 
 
 def mean_recall(groups: list[dict], scores: list[list[float]] | None, k: int) -> float:

@@ -8,7 +8,8 @@ import torch
 from retrieval.learned_fusion import fuse_scores
 from retrieval.lexical import lexical_scores
 from retrieval.feedback import split_of
-from training.ce_data import build_pairs, fit_fusion, fused_recall, mean_recall, rankings, recall_at_k, split_of3
+from retrieval.metrics import recall_at_k
+from training.ce_data import build_pairs, fit_fusion, fused_recall, mean_recall, rankings, split_of3
 from training.train_ce import CrossEncoderParams, fit_head, train
 
 
