@@ -20,10 +20,9 @@ from pathlib import Path
 import httpx
 import numpy as np
 
+from eval import promotion
 from retrieval.db import connect
 from serving.server import free_port
-
-from eval import promotion
 
 from .bench_serve import start_service
 

@@ -19,13 +19,12 @@ from pathlib import Path
 import yaml
 from rich.table import Table
 
+from eval.evaluate import print_table
+from eval.retrieval_eval import evaluate, load_scifact
 from retrieval.db import connect
 from retrieval.embed import get_embedder
 from retrieval.ingest import ingest_paths
 from retrieval.params import EmbedParams, IngestParams, SearchParams, load_section
-
-from eval.evaluate import print_table
-from eval.retrieval_eval import evaluate, load_scifact
 
 from .replay import run_replay
 

@@ -20,11 +20,11 @@ from rich.console import Console
 from rich.table import Table
 
 from eval.evaluate import EvaluateParams, bench_name, feedback_items, load_items, similarity_ranking
+from retrieval.ce_input import ce_passage
 from retrieval.embed import get_embedder
+from retrieval.learned_fusion import fuse_for
 from retrieval.metrics import recall_at_k
 from retrieval.params import load_section
-from retrieval.ce_input import ce_passage
-from retrieval.learned_fusion import fuse_for
 from serving.cross_encoder import CrossEncoderSelector
 from training.ce_data import fit_fusion, rankings
 

@@ -21,9 +21,9 @@ from retrieval.ingest import ingest_paths
 from retrieval.params import EmbedParams, IngestParams, ParamsError, SearchParams, StagingParams, load_section
 from retrieval.search import search
 from serving.app import create_app
+from serving.interface import SelectorLoadError
 from serving.live import install_hook, process_inbox_file
 from serving.live import watch as watch_inbox
-from serving.interface import SelectorLoadError
 from serving.selectors import build_selector
 from serving.server import build_service
 

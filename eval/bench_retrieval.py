@@ -13,12 +13,11 @@ import hashlib
 import json
 import tempfile
 import time
-from datetime import datetime, timezone
+from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
-
 from rich.table import Table
 
 from retrieval import staging
@@ -182,7 +181,7 @@ def _scan_node(node: dict) -> str:
 
 def bench_staging(passages: list[str], n_queries: int, k: int) -> dict:
     """Write + parse one staging file of k real candidates per query."""
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     times = []
     with tempfile.TemporaryDirectory() as tmp:
         for qi in range(n_queries):

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 from rich.console import Console
@@ -26,11 +26,11 @@ from retrieval.chunking import approx_tokens
 from retrieval.embed import Embedder, get_embedder
 from retrieval.feedback import shown_candidates, split_of
 from retrieval.files import write_atomic
+from retrieval.lexical import lexical_scores
 from retrieval.metrics import METRICS, contains_answer, paired_bootstrap, per_query, recall_at_k
 from retrieval.params import load_section
 from retrieval.search import rrf
 from retrieval.selection import PromptCandidate, Selection, parse_selection, similarity_order
-from retrieval.lexical import lexical_scores
 from retrieval.tracking import use_mlflow
 from serving.interface import SelectorLoadError
 from serving.selectors import build_selector, from_record

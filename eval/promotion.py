@@ -15,8 +15,8 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from retrieval.db import connect, pai_home
 from retrieval import deployments
+from retrieval.db import connect, pai_home
 from retrieval.files import dir_sha256, files_sha256
 from retrieval.tracking import use_mlflow
 

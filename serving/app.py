@@ -53,7 +53,7 @@ class Service:
     ingest: IngestParams
     staging: StagingParams
     inline: bool = False
-    swapper: "HotSwapper | None" = None  # follows the announced selector version (None: pinned selector)
+    swapper: HotSwapper | None = None  # follows the announced selector version (None: pinned selector)
     host: str = "127.0.0.1"  # beyond loopback, admin routes need PAI_ADMIN_TOKEN
     pool: ConnectionPool | None = None
     keyword_workers: ThreadPoolExecutor = field(default_factory=lambda: ThreadPoolExecutor(8, thread_name_prefix="keyword"))

@@ -10,16 +10,15 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
-from retrieval.selection import PromptCandidate, render_answer
 from retrieval.ce_input import CE_INPUT_FORMAT, ce_clip, ce_passage
 from retrieval.cpu_dtype import ce_dtype
 from retrieval.learned_fusion import fuse_for
+from retrieval.selection import PromptCandidate, render_answer
 
 from .interface import SelectorLoadError
-
 
 
 class CrossEncoderSelector:

@@ -13,17 +13,17 @@ import os
 import socket
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
-from typing import Callable
 
 import psycopg
 
 from retrieval.deployments import APP_NAME, CHANNEL, Deployment, last_good, latest, record_apply
 from retrieval.selection import PromptCandidate, parse_selection
 
-from .picker import Picker
 from .interface import Selector, SelectorLoadError
+from .picker import Picker
 from .selectors import from_record
 
 log = logging.getLogger("pai.hotswap")
@@ -88,7 +88,7 @@ class HotSwapper:
         self._ready = threading.Event()
         self._thread = threading.Thread(target=self._run, name="hotswap", daemon=True)
 
-    def start(self, wait_s: float = 30.0) -> "HotSwapper":
+    def start(self, wait_s: float = 30.0) -> HotSwapper:
         """Start listening; returns once LISTEN is in place (announcements from now on are seen)."""
         self._thread.start()
         self._ready.wait(wait_s)

@@ -3,7 +3,8 @@ error a backend that cannot be built raises."""
 
 from __future__ import annotations
 
-from typing import Protocol, Sequence
+from collections.abc import Sequence
+from typing import Protocol
 
 from retrieval.selection import PromptCandidate
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter, OrderedDict
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
-from typing import Callable
 
 from retrieval.feedback import normalize_query
 from retrieval.search import Candidate

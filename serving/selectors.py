@@ -18,17 +18,23 @@ from __future__ import annotations
 import json
 import os
 import threading
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import httpx
 import numpy as np
 
-from retrieval.selection import PromptCandidate, answer_state, output_schema, render_answer, render_messages, similarity_order
+from retrieval.selection import (
+    PromptCandidate,
+    answer_state,
+    output_schema,
+    render_answer,
+    render_messages,
+    similarity_order,
+)
 
 from .cross_encoder import CrossEncoderSelector
 from .interface import Selector, SelectorLoadError
-
 
 # Ollama's Go template for the Qwen2.5 chat format the selector is trained with (trl's qwen2_5.jinja,
 # a system + user turn, then the assistant turn): export writes it into the Modelfile, deploy creates the tag with it.

@@ -2,15 +2,15 @@ from pathlib import Path
 
 import pytest
 
-from retrieval.params import EmbedParams, IngestParams, ParamsError, SearchParams, StagingParams, load_section
 from eval.deploy import DeployParams
 from eval.evaluate import EvaluateParams
 from eval.scifact_bench import BenchmarkParams
+from retrieval.params import EmbedParams, IngestParams, ParamsError, SearchParams, StagingParams, load_section
 from training.build import BuildParams
 from training.export import ExportParams
-from training.train_ce import CrossEncoderParams
 from training.pull import PullParams
 from training.train import TrainParams
+from training.train_ce import CrossEncoderParams
 
 REPO = Path(__file__).resolve().parents[1]
 SECTIONS = {"embed": EmbedParams, "ingest": IngestParams, "search": SearchParams, "staging": StagingParams,

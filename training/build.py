@@ -12,20 +12,18 @@ from __future__ import annotations
 import json
 import random
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
-
 from rich.console import Console
 
 from retrieval.chunking import approx_tokens
-from retrieval.params import load_section
-from retrieval.selection import PROMPT_VERSION, PromptCandidate, render_answer, render_messages
-
 from retrieval.feedback import FEEDBACK_FILE, shown_candidates, split_of
 from retrieval.files import write_atomic
+from retrieval.params import load_section
+from retrieval.selection import PROMPT_VERSION, PromptCandidate, render_answer, render_messages
 
 
 @dataclass(frozen=True)

@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import random
 from collections import Counter
-from typing import Callable
+from collections.abc import Callable
 
-from retrieval.feedback import normalize_query, query_position, shown_candidates, split_of
 from retrieval.ce_input import ce_passage
-from retrieval.metrics import recall_at_k
+from retrieval.feedback import normalize_query, query_position, shown_candidates, split_of
 from retrieval.learned_fusion import fuse_for
 from retrieval.lexical import lexical_scores
-
+from retrieval.metrics import recall_at_k
 
 
 def split_of3(query: str, val_fraction: float, calibration_fraction: float) -> str:

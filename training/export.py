@@ -26,15 +26,15 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from rich.console import Console
+
 from retrieval.db import pai_home
+from retrieval.files import files_sha256, write_atomic
 from retrieval.params import load_section
 from retrieval.selection import parse_selection
-from rich.console import Console
 from serving.selectors import OLLAMA_TEMPLATE, LlamaCppSelector
 
 from .base_model import EOS, PAD, llama_cpp_tree
-from retrieval.files import files_sha256, write_atomic
-
 from .build import BuildParams
 
 QUANTS = ("q4_k_m", "q8_0", "f16")

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-
 import importlib.metadata as md
 import json
 import os

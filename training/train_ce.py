@@ -34,12 +34,12 @@ from pathlib import Path
 
 from rich.console import Console
 
+from retrieval.ce_input import CE_INPUT_FORMAT
+from retrieval.cpu_dtype import CE_DTYPES
 from retrieval.feedback import FEEDBACK_FILE
 from retrieval.files import write_atomic
 from retrieval.params import load_section
 from retrieval.tracking import git_commit, use_mlflow
-from retrieval.cpu_dtype import CE_DTYPES
-from retrieval.ce_input import CE_INPUT_FORMAT
 
 from .build import BuildParams
 from .ce_data import build_pairs, fit_fusion, fused_recall, mean_recall, rankings

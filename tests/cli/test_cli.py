@@ -4,8 +4,8 @@ import json
 
 from typer.testing import CliRunner
 
-from retrieval import staging
 from cli.main import app
+from retrieval import staging
 
 runner = CliRunner()
 

@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -33,6 +35,7 @@ def scifact_slice(src: Path, dst: Path, n_train: int = 30, n_test: int = 10, oth
     (dst / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in queries if q["_id"] in keep_queries))
 
 
+@pytest.mark.slow
 def test_pai_cycle_in_a_fresh_clone(db_url, benchmark_dir, tmp_path):
     clone = tmp_path / "p"
     subprocess.run(["git", "clone", "-q", str(REPO), str(clone)], check=True)

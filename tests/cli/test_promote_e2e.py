@@ -91,8 +91,8 @@ def served_by(client) -> str:
 
 
 def test_promote_swaps_the_running_service_and_rollback_goes_back(exports, service, env):
-    from eval import promotion
     from cli.main import app
+    from eval import promotion
 
     v1 = promotion.register(exports["q8_0"], {"hotpotqa/test/recall_at_5": 0.5})
     v2 = promotion.register(exports["q4_k_m"], {})

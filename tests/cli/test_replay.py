@@ -5,8 +5,8 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from cli.replay import ReplayQuery, feedback_for, load_queries
 from cli.main import app
+from cli.replay import ReplayQuery, feedback_for, load_queries
 
 REPO = Path(__file__).resolve().parents[2]
 

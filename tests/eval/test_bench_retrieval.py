@@ -2,9 +2,9 @@
 
 import numpy as np
 
+from cli.terminal import progress_bar
 from eval.bench_retrieval import exact_top_k, recall_vs_exact, run, top_up
 from retrieval.params import EmbedParams, SearchParams
-from cli.terminal import progress_bar
 
 
 def test_exact_top_k_and_recall_literals():

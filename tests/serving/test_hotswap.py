@@ -7,13 +7,13 @@ import time
 import httpx
 import pytest
 
+from retrieval import deployments
 from retrieval.db import connect
 from retrieval.params import IngestParams, SearchParams, StagingParams
-from retrieval import deployments
 from serving.app import Service
 from serving.hotswap import HotSwapper
-from serving.picker import Picker
 from serving.interface import SelectorLoadError
+from serving.picker import Picker
 from serving.selectors import SimilaritySelector
 from serving.server import BackgroundServer
 

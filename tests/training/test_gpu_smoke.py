@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from retrieval.db import pai_home
 from retrieval.selection import PromptCandidate, render_answer, render_messages
 from training.base_model import qwen2_tokenizer
@@ -15,6 +17,7 @@ from training.base_model import qwen2_tokenizer
 REPO = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.gpu
 def test_smoke_reports_each_phase_and_falls_back_past_a_failing_backend(tmp_path):
     tok_dir = pai_home() / "cache" / "qwen2-tokenizer"
     tok = qwen2_tokenizer(pai_home() / "cache")

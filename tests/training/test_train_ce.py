@@ -5,9 +5,9 @@ import json
 import pytest
 import torch
 
+from retrieval.feedback import split_of
 from retrieval.learned_fusion import fuse_scores
 from retrieval.lexical import lexical_scores
-from retrieval.feedback import split_of
 from retrieval.metrics import recall_at_k
 from training.ce_data import build_pairs, fit_fusion, fused_recall, mean_recall, rankings, split_of3
 from training.train_ce import CrossEncoderParams, fit_head, train
