@@ -43,7 +43,7 @@ BASELINES = ("similarity", "bm25", "hybrid")
 
 @dataclass(frozen=True)
 class EvaluateParams:
-    benchmarks: str = "../shared/benchmark/hotpotqa/test.jsonl"  # comma-separated contract-5 files
+    benchmarks: str = "../shared/benchmark/hotpotqa/test.jsonl,data/benchmarks/scifact-test.jsonl"  # comma-separated contract-5 files
     feedback: str = "data/feedback"  # held-out feedback split (build's val split), when present
     model: str = "models/export"  # the LLM challenger: the export stage's folder (selector.json + GGUF), run as served
     cross_encoder: str = "models/cross_encoder"  # the cross-encoder challenger (train_ce's folder), when present

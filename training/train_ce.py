@@ -54,8 +54,8 @@ class CrossEncoderParams:
     layers: int = 3  # transformer layers kept from MiniLM-L6: 3 probed best, at half the cost of 6
     max_length: int = 64  # word pieces per (query, passage) pair; longer ones are truncated (counted)
     max_negatives_per_query: int = 8  # all hard negatives, then others up to this many; 0 = all
-    max_train_pairs: int = 6000  # cap on train pairs (sampled) to bound CPU time; 0 = all
-    probe_pairs: int = 2000  # train pairs whose frozen features fit the head before fine-tuning
+    max_train_pairs: int = 4000  # cap on train pairs (sampled) to bound CPU time; 0 = all
+    probe_pairs: int = 1000  # train pairs whose frozen features fit the head before fine-tuning
     epochs: float = 1.0
     batch_size: int = 16  # pairs per step
     learning_rate: float = 5e-5
