@@ -27,6 +27,7 @@ from retrieval.ingest import ingest_paths
 from retrieval.params import EmbedParams, IngestParams, SearchParams, load_section
 
 from .replay import run_replay
+from .terminal import LOG_WIDTH
 
 
 def run_cycle(params: Path, benchmark_dir: Path, split: str, bar, replay: bool | None = None) -> dict:
@@ -57,7 +58,8 @@ def run_cycle(params: Path, benchmark_dir: Path, split: str, bar, replay: bool |
 def dvc_repro(bar) -> None:
     """`dvc repro`, its stages' `python` being this environment's (the README runs `.venv/bin/pai` with
     no venv activated), each stage's start and summary line shown as it runs."""
-    env = os.environ | {"PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])}
+    env = os.environ | {"PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
+                        "COLUMNS": str(LOG_WIDTH)}  # the stages' rich consoles write into a pipe: whole lines, not 80 columns
     stages = "|".join(map(re.escape, yaml.safe_load(Path("dvc.yaml").read_text())["stages"]))  # each prints "STAGE: summary"
     stage_line = re.compile(rf"^(?:Running stage '([^']+)'|(?:{stages}): )")
     task = bar.add_task("3. dvc repro", total=None)

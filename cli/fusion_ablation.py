@@ -2,7 +2,7 @@
 serves it, its scores fused several ways, Recall@5 side by side on the evaluate benchmarks (candidates
 in similarity order, as evaluate hands them to a selector) and on the stage's own val split (the served order).
 
-    python -m eval.fusion_ablation [--model-dir models/cross_encoder] [--max-queries 100] [--dtype auto]
+    pai ablation [--model-dir models/cross_encoder] [--max-queries 100] [--dtype auto]
 
 Variants: the retrieval order; the prior and BM25 without the model (what the fusion gives for free);
 the model alone; + the position prior; + the prior and BM25. Each fusion is fitted on the calibration
@@ -11,12 +11,10 @@ queries of the model's own feedback log and split, as `train_ce` fits its own.
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 
 import numpy as np
-from rich.console import Console
 from rich.table import Table
 
 from eval.evaluate import EvaluateParams, bench_name, feedback_items, load_items, similarity_ranking
@@ -96,24 +94,11 @@ def run(model_dir: Path, max_queries: int, params: str = "params.yaml", dtype: s
     return out
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--model-dir", type=Path, default=Path("models/cross_encoder"))
-    ap.add_argument("--max-queries", type=int, default=100)
-    ap.add_argument("--dtype", default=None, help="float32 | bfloat16 | auto (default: the model's serve_dtype)")
-    ap.add_argument("--json", type=Path, default=None, help="also write the result here")
-    a = ap.parse_args()
-    result = run(a.model_dir, a.max_queries, dtype=a.dtype)
-    if a.json:
-        a.json.write_text(json.dumps(result, indent=2) + "\n")
+def table(result: dict) -> Table:
     t = Table(title=f"fusion ablation: Recall@5 of {result['model']} ({result['layers']} layers, {result['max_length']} word pieces, "
                     f"{result['dtype']}; fusions fitted on {result['calibration_queries']} calibration queries)")  # fmt: skip
     for col in ("benchmark", "queries", *VARIANTS):
         t.add_column(col, justify="left" if col == "benchmark" else "right")
     for name, row in result["benchmarks"].items():
         t.add_row(name, str(row["queries"]), *[f"{row[v]:.4f}" for v in VARIANTS])
-    Console().print(t)
-
-
-if __name__ == "__main__":
-    main()
+    return t

@@ -28,6 +28,7 @@ from serving.selectors import build_selector
 from serving.server import build_service
 
 from .jobs import register as register_jobs
+from .measure import register as register_measure
 from .pipeline import register
 from .promote import register as register_deploy
 from .terminal import ParamsOpt, _fail, console, progress_bar
@@ -43,7 +44,6 @@ def ingest(
     as_json: Annotated[bool, typer.Option("--json", help="print the report as JSON")] = False,
 ) -> None:
     """Chunk, scrub, embed and store files; unchanged files write nothing, deleted ones are removed."""
-
     try:
         ip = load_section(params, "ingest", IngestParams)
         sp = load_section(params, "search", SearchParams)
@@ -195,7 +195,6 @@ def hooks_install(
     params: ParamsOpt = Path("params.yaml"),
 ) -> None:
     """Add a post-commit hook that re-ingests the files each commit touches."""
-
     try:
         hook = install_hook(repo, params, pai_home())
     except ValueError as e:
@@ -204,6 +203,7 @@ def hooks_install(
 
 
 register(app, bench_app)
+register_measure(app, bench_app)
 register_deploy(app)
 register_jobs(app)
 

@@ -41,20 +41,19 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
 
 
 def simulate(
-    benchmark: Annotated[str, typer.Option(help="scifact or hotpotqa")] = "scifact",
+    dataset: Annotated[str, typer.Option(help="scifact or hotpotqa (under --benchmark-dir)")] = "scifact",
     split: Annotated[str, typer.Option(help="which queries to replay")] = "train",
     url: Annotated[Optional[str], typer.Option(help="a running service; default: start one in-process")] = None,
-    limit: Annotated[Optional[int], typer.Option(help="replay only the first N queries")] = None,
+    max_queries: Annotated[Optional[int], typer.Option(help="replay only the first N queries")] = None,
     corpus_limit: Annotated[Optional[int], typer.Option(help="ingest only the relevant documents + N others")] = None,
     benchmark_dir: Annotated[Path, typer.Option(help="the shared benchmark folder")] = Path("../shared/benchmark"),
     params: ParamsOpt = Path("params.yaml"),
     as_json: Annotated[bool, typer.Option("--json", help="print the summary as JSON")] = False,
 ) -> None:
     """Replay benchmark queries through /query and post qrels-based feedback: a realistic feedback log."""
-
     try:
         with progress_bar() as bar:
-            summary = run_replay(params, benchmark_dir, benchmark, split, bar, url=url, limit=limit, corpus_limit=corpus_limit)
+            summary = run_replay(params, benchmark_dir, dataset, split, bar, url=url, limit=max_queries, corpus_limit=corpus_limit)
     except (ParamsError, DatabaseError, FileNotFoundError, ValueError) as e:
         _fail(str(e))
     for err in summary.errors[:5]:
@@ -62,7 +61,7 @@ def simulate(
     if as_json:
         print(json.dumps(summary.as_dict(), indent=2))
     else:
-        t = Table(title=f"replay {benchmark} {split}", show_header=False)
+        t = Table(title=f"replay {dataset} {split}", show_header=False)
         for k, v in summary.as_dict().items():
             t.add_row(k, str(v))
         console.print(t)
@@ -77,7 +76,6 @@ def bench_retrieval_command(
     as_json: Annotated[bool, typer.Option("--json", help="print results as JSON")] = False,
 ) -> None:
     """pgvector HNSW: insert rate, build time, p50/p95 latency, recall@k vs exact; staging write+parse."""
-
     try:
         sp = load_section(params, "search", SearchParams)
         ep = load_section(params, "embed", EmbedParams)
@@ -100,7 +98,6 @@ def cycle(
     """The main job on embedded defaults, one retrain cycle: ingest the SciFact corpus, replay its
     train queries into the feedback log when the log is empty, `dvc repro`, and measure retrieval on
     the test queries (vector vs hybrid)."""
-
     try:
         with progress_bar() as bar:
             result = run_cycle(params, benchmark_dir, split, bar, replay=replay)
@@ -162,7 +159,6 @@ def bench_serve_command(
     as_json: Annotated[bool, typer.Option("--json", help="print results as JSON")] = False,
 ) -> None:
     """/query latency and throughput under concurrent clients; webhook ingest-to-searchable latency."""
-
     try:
         queries = [q for _, q, _ in load_scifact(benchmark_dir, "test")]
         result = bench_serve.run(params, queries, clients or [1, 4, 20], duration, notes)
@@ -185,7 +181,6 @@ def bench_swap_command(
     as_json: Annotated[bool, typer.Option("--json", help="print results as JSON")] = False,
 ) -> None:
     """Hot-swaps under load: failed requests, stale versions after a swap, announce -> serving latency."""
-
     try:
         if not versions:
             known = sorted(int(m.version) for m in promotion.client().search_model_versions(f"name='{promotion.MODEL}'"))
@@ -208,20 +203,19 @@ def bench_swap_command(
 def loop_report(
     slices: Annotated[int, typer.Option(help="chronological slices of the SciFact feedback (one retrain each)")] = 3,
     max_queries: Annotated[int, typer.Option(help="held-out queries per benchmark (0 = all)")] = 100,
-    out: Annotated[Path, typer.Option(help="folder for loop.json and loop_recall.csv")] = Path("metrics"),
+    out_dir: Annotated[Path, typer.Option(help="folder for loop.json and loop_recall.csv")] = Path("metrics"),
     max_train_pairs: Annotated[int | None, typer.Option(help="train pairs per cycle (0 = all; default: params train_ce.max_train_pairs)")] = None,
     params: ParamsOpt = Path("params.yaml"),
     as_json: Annotated[bool, typer.Option("--json", help="print results as JSON")] = False,
 ) -> None:
     """Retrain the cross-encoder after each slice of the feedback; held-out Recall@5 with 95% CIs per cycle."""
-
     if slices < 1:
         _fail("--slices must be >= 1")
     try:
         result = run_loop(params, slices, max_queries, log=lambda s: console.print(s, soft_wrap=True), max_train_pairs=max_train_pairs)
     except (ParamsError, FileNotFoundError, ValueError) as e:
         _fail(str(e))
-    write_outputs(result, out)
+    write_outputs(result, out_dir)
     if as_json:
         print(json.dumps(result, indent=2))
     else:

@@ -18,6 +18,7 @@ from retrieval.db import DatabaseError, connect
 from .terminal import _fail, console
 
 WaitOpt = Annotated[float, typer.Option(help="seconds to wait for running services' canaries (0: don't wait)")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="print the result as JSON")]
 
 
 def register(app: typer.Typer) -> None:
@@ -26,7 +27,11 @@ def register(app: typer.Typer) -> None:
     app.command()(status)
 
 
-def _report(moved, what: str) -> None:
+def _report(moved, what: str, as_json: bool) -> None:
+    if as_json:
+        print(json.dumps({"version": moved.version, "deployment_id": moved.deployment_id, "services": moved.services,
+                          "swap_ms": moved.swap_ms, "applies": moved.applies}, indent=2, default=str))  # fmt: skip
+        return
     if moved.services == 0:
         console.print(f"{what} {moved.version} (deployment {moved.deployment_id}); no service is running: it loads it at start")
         return
@@ -39,27 +44,25 @@ def promote(
     version: Annotated[str, typer.Argument(help="registry version (3 or pai-selector:3), challenger, or similarity")],
     reason: Annotated[str, typer.Option(help="why, recorded with the deployment")] = "manual promote",
     wait: WaitOpt = 60.0,
+    as_json: JsonOpt = False,
 ) -> None:
     """Make VERSION the champion and hot-swap it into running services (moved back if their canary fails)."""
-
     try:
-        _report(do_promote(version, reason, wait), "promoted")
+        _report(do_promote(version, reason, wait), "promoted", as_json)
     except (RegistryError, DatabaseError) as e:
         _fail(str(e))
 
 
-def rollback(wait: WaitOpt = 60.0) -> None:
+def rollback(wait: WaitOpt = 60.0, as_json: JsonOpt = False) -> None:
     """Move the champion back to the previous one (the similarity order before the first)."""
-
     try:
-        _report(do_rollback(wait), "rolled back to")
+        _report(do_rollback(wait), "rolled back to", as_json)
     except (RegistryError, DatabaseError) as e:
         _fail(str(e))
 
 
-def status(as_json: Annotated[bool, typer.Option("--json", help="print as JSON")] = False) -> None:
+def status(as_json: JsonOpt = False) -> None:
     """Registry aliases, the latest deployments and what each service did about them."""
-
     try:
         champ = champion()
         try:

@@ -183,6 +183,15 @@ def test_fusion_ablation_scores_each_variant(tmp_path, model_dir):
     assert set(out["benchmarks"]) == {"train_ce val (served order)", "feedback/val"}
     for row in out["benchmarks"].values():
         assert row["queries"] >= 1 and all(0.0 <= row[v] <= 1.0 for v in VARIANTS)
+    # the same through `pai ablation`: --json prints the result on stdout, --out writes it
+    from typer.testing import CliRunner
+
+    from cli.main import app
+
+    r = CliRunner().invoke(app, ["ablation", "--model-dir", str(model_dir), "--max-queries", "10", "--params", str(params),
+                                 "--dtype", "float32", "--json", "--out", str(tmp_path / "ablation.json")])  # fmt: skip
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout) == json.loads((tmp_path / "ablation.json").read_text()) == json.loads(json.dumps(out))
 
 
 def test_sweep_reuses_a_matching_folder_trains_a_new_size_and_compares_them(tmp_path, model_dir, benchmark_dir):
