@@ -25,7 +25,7 @@ from cli import jobs as cli_jobs
 
 REPO = Path(__file__).resolve().parents[2]
 CONTAINERS = REPO / "containers"
-PACKAGES = ("retrieval", "serving", "training", "eval")
+PACKAGES = ("retrieval", "serving", "training", "eval", "cli")
 OUR_ENV = re.compile(r"^(PAI_|DATABASE_|MLFLOW_|OLLAMA_)")  # names that must be ones our code reads
 JOB_SERVICES = ("train", "train-cpu")
 
