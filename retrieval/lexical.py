@@ -3,21 +3,27 @@ and evaluate's `bm25` baseline), as bm25s scores it."""
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections import Counter
 
 import numpy as np
-from bm25s.stopwords import STOPWORDS_EN
 
 _BM25_WORD = re.compile(r"(?u)\b\w\w+\b")  # bm25s.tokenize's defaults: lowercased words of 2+ characters, English stopwords out
 
 
-_BM25_STOPWORDS = frozenset(STOPWORDS_EN)
+@functools.cache
+def _bm25_stopwords() -> frozenset[str]:
+    # heavy (bm25s loads numba and scipy, ~0.5 s): at first use, not with `pai --help`
+    from bm25s.stopwords import STOPWORDS_EN
+
+    return frozenset(STOPWORDS_EN)
 
 
 def _bm25_terms(text: str) -> list[str]:
-    return [w for w in _BM25_WORD.findall(text.lower()) if w not in _BM25_STOPWORDS]
+    stop = _bm25_stopwords()
+    return [w for w in _BM25_WORD.findall(text.lower()) if w not in stop]
 
 
 def lexical_scores(query: str, texts: list[str], k1: float = 1.5, b: float = 0.75) -> list[float]:
