@@ -30,7 +30,7 @@ from retrieval.lexical import lexical_scores
 from retrieval.metrics import METRICS, contains_answer, paired_bootstrap, per_query, recall_at_k
 from retrieval.params import load_section
 from retrieval.search import rrf
-from retrieval.selection import PromptCandidate, Selection, parse_selection, similarity_order
+from retrieval.selection import Pick, PromptCandidate, Selection, parse_selection, similarity_order
 from retrieval.tracking import use_mlflow
 from serving.interface import SelectorLoadError
 from serving.selectors import build_selector, from_record
@@ -55,13 +55,6 @@ class EvaluateParams:
 
     def problems(self) -> list[str]:
         return [] if self.k >= 1 and self.max_queries >= 0 else ["evaluate: need k >= 1 and max_queries >= 0"]
-
-
-@dataclass
-class Picked:
-    ids: list[str]
-    status: str = "ok"  # ok | repaired | fallback (selector only)
-    seconds: float = 0.0
 
 
 def bench_name(path: str) -> str:
@@ -114,7 +107,7 @@ def bm25_ranking(item: dict) -> list[str]:
     return [cands[i]["id"] for i in np.argsort(-np.asarray(scores), kind="stable")]
 
 
-def selector_pick(selector, item: dict, sim_order: list[str], k: int) -> Picked:
+def selector_pick(selector, item: dict, sim_order: list[str], k: int) -> Pick:
     """The selector sees the candidates in similarity order (as retrieval hands them over)."""
     by_id = {c["id"]: c for c in item["candidates"]}
     shown = [by_id[i] for i in sim_order]
@@ -124,7 +117,7 @@ def selector_pick(selector, item: dict, sim_order: list[str], k: int) -> Picked:
         sel = parse_selection(selector.answer(item["query"], cands, k), len(shown), k)
     except Exception as e:  # noqa: BLE001 - evaluation counts a crash as a fallback, like serving
         sel = Selection(similarity_order(len(shown), k), "fallback", str(e)[:100])
-    return Picked([shown[i - 1]["id"] for i in sel.selected], sel.status, time.perf_counter() - t0)
+    return Pick(tuple(shown[i - 1]["id"] for i in sel.selected), sel.status, time.perf_counter() - t0)
 
 
 def run_systems(items: list[dict], embedder: Embedder, k: int, selector=None, progress: Callable[[], None] = lambda: None,
@@ -133,16 +126,16 @@ def run_systems(items: list[dict], embedder: Embedder, k: int, selector=None, pr
     models = {name: sel for name, sel in (("selector", selector), *(others or {}).items(), ("champion", champion)) if sel is not None}
     if isinstance(champion, str):  # the champion is one of the challengers: same picks, not run twice
         del models["champion"]
-    picks: dict[str, dict[str, Picked]] = {s: {} for s in (*BASELINES, *models)}
+    picks: dict[str, dict[str, Pick]] = {s: {} for s in (*BASELINES, *models)}
     for item in items:
         q = item["qid"]
         t0 = time.perf_counter()
         sim = similarity_ranking(embedder, item)
-        picks["similarity"][q] = Picked(sim[:k], seconds=time.perf_counter() - t0)
+        picks["similarity"][q] = Pick(tuple(sim[:k]), seconds=time.perf_counter() - t0)
         t0 = time.perf_counter()
         bm = bm25_ranking(item)
-        picks["bm25"][q] = Picked(bm[:k], seconds=time.perf_counter() - t0)
-        picks["hybrid"][q] = Picked(rrf([sim, bm], 60)[:k])
+        picks["bm25"][q] = Pick(tuple(bm[:k]), seconds=time.perf_counter() - t0)
+        picks["hybrid"][q] = Pick(tuple(rrf([sim, bm], 60)[:k]))
         for name, sel in models.items():
             picks[name][q] = selector_pick(sel, item, sim, k)
         if isinstance(champion, str):
@@ -151,7 +144,7 @@ def run_systems(items: list[dict], embedder: Embedder, k: int, selector=None, pr
     return picks
 
 
-def score(items: list[dict], picks: dict[str, dict[str, Picked]], seed: int) -> dict:
+def score(items: list[dict], picks: dict[str, dict[str, Pick]], seed: int) -> dict:
     relevant = {it["qid"]: set(it["relevant_ids"]) for it in items}
     texts = {it["qid"]: {c["id"]: c["text"] for c in it["candidates"]} for it in items}
     all_tokens = float(np.mean([sum(approx_tokens(c["text"]) for c in it["candidates"]) for it in items]))
@@ -183,7 +176,7 @@ def score(items: list[dict], picks: dict[str, dict[str, Picked]], seed: int) -> 
     return {"systems": table, "paired_bootstrap": versus}
 
 
-def recall_curve(items: list[dict], picks: dict[str, dict[str, Picked]], benchmark: str, k: int) -> list[dict]:
+def recall_curve(items: list[dict], picks: dict[str, dict[str, Pick]], benchmark: str, k: int) -> list[dict]:
     rows = []
     for system, by_q in picks.items():
         for kk in range(1, k + 1):

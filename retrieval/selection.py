@@ -120,6 +120,19 @@ class Selection:
     problem: str | None = None  # what was wrong, for the counters and the logs
 
 
+@dataclass(frozen=True)
+class Pick:
+    """What a selector picked for one query, in the candidates' own ids (chunk ids in the service,
+    benchmark ids in evaluation), best first; how its answer parsed (a `Selection`'s status) and how
+    long it took. The service also records which version made it and the picked candidates' ranks."""
+
+    ids: tuple  # the picked candidates' ids, most relevant first
+    status: str = "ok"  # ok | repaired | fallback
+    seconds: float = 0.0
+    version: str | None = None  # the selector that made it (the service's feedback log records it)
+    ranks: tuple[int, ...] = ()  # the picked candidates' retrieval ranks (service)
+
+
 def similarity_order(n: int, k: int = DEFAULT_K) -> tuple[int, ...]:
     return tuple(range(1, min(n, k) + 1))
 

@@ -31,11 +31,11 @@ from retrieval.embed import Embedder
 from retrieval.ingest import ingest_documents
 from retrieval.params import IngestParams, SearchParams, StagingParams
 from retrieval.search import Candidate, keyword_rankings, search_vector, take_budget
-from retrieval.selection import PROMPT_VERSION
+from retrieval.selection import PROMPT_VERSION, Pick
 from retrieval.sources import Document
 
 from .hotswap import HotSwapper
-from .picker import Pick, Picker
+from .picker import Picker
 from .selectors import CascadeSelector
 
 MAX_BODY_BYTES = 2_000_000
@@ -216,13 +216,13 @@ def run_query(service: Service, text: str, inline: bool) -> dict:
     status = "cached" if pick else "pending"
     if pick is None and (inline or fast) and shown:  # a cascade's fast selector always answers inline
         pick = service.picker.select(text, shown, fast or selector)
-        status = pick.selection.status
+        status = pick.status
     if pick is None:
         chosen = shown[: service.picker.k]
         version = "similarity"
     else:
         by_id = {c.chunk_id: c for c in shown}
-        chosen = [by_id[i] for i in pick.chunk_ids]
+        chosen = [by_id[i] for i in pick.ids]
         version = pick.version
     context = take_budget(chosen, service.search.token_budget, service.search.min_chunks)
     sf = staging.from_result(result)
@@ -253,7 +253,7 @@ def _keyword_side(service: Service, text: str) -> list[list[int]]:
 
 def _log_pick(service: Service, query_id: int, pick: Pick) -> None:
     with service.pool.connection() as conn:
-        feedback.record_pick(conn, query_id, list(pick.ranks), pick.selection.status, pick.version)
+        feedback.record_pick(conn, query_id, list(pick.ranks), pick.status, pick.version)
 
 
 def _context_item(c: Candidate) -> dict:

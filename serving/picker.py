@@ -9,22 +9,12 @@ from collections import Counter, OrderedDict
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
-from dataclasses import dataclass
 
 from retrieval.feedback import normalize_query
 from retrieval.search import Candidate
-from retrieval.selection import PromptCandidate, Selection, parse_selection, similarity_order
+from retrieval.selection import Pick, PromptCandidate, Selection, parse_selection, similarity_order
 
 from .interface import Selector
-
-
-@dataclass(frozen=True)
-class Pick:
-    version: str  # the selector that made it
-    selection: Selection  # numbers into the candidates it was shown, 1-based
-    chunk_ids: tuple[int, ...]
-    ranks: tuple[int, ...]  # the picked candidates' retrieval ranks
-    seconds: float
 
 
 class Picker:
@@ -43,7 +33,7 @@ class Picker:
         still among the candidates (after a hot-swap, the old selector's picks are not served)."""
         with self._lock:
             pick = self._cache.get(normalize_query(query))
-        if pick and pick.version == (selector or self.selector).version and set(pick.chunk_ids) <= {c.chunk_id for c in candidates}:
+        if pick and pick.version == (selector or self.selector).version and set(pick.ids) <= {c.chunk_id for c in candidates}:
             self._count("cached")
             return pick
         return None
@@ -66,7 +56,7 @@ class Picker:
             self._count("error")
         self._count(selection.status)
         picked = [candidates[i - 1] for i in selection.selected]
-        pick = Pick(selector.version, selection, tuple(c.chunk_id for c in picked), tuple(c.rank for c in picked), time.perf_counter() - t0)
+        pick = Pick(tuple(c.chunk_id for c in picked), selection.status, time.perf_counter() - t0, selector.version, tuple(c.rank for c in picked))
         if selection.status != "fallback":
             with self._lock:
                 self._cache[normalize_query(query)] = pick
