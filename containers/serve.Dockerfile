@@ -30,6 +30,7 @@ COPY retrieval /opt/pai/src/retrieval
 COPY serving /opt/pai/src/serving
 COPY training /opt/pai/src/training
 COPY eval /opt/pai/src/eval
+COPY cli /opt/pai/src/cli
 RUN --mount=type=cache,target=/root/.cache/pip \
     pip install "/opt/pai/src" "torch==${TORCH_VERSION}" "llama-cpp-python==${LLAMA_CPP_PYTHON_VERSION}"
 

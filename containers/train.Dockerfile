@@ -60,6 +60,7 @@ COPY retrieval /opt/pai/src/retrieval
 COPY serving /opt/pai/src/serving
 COPY training /opt/pai/src/training
 COPY eval /opt/pai/src/eval
+COPY cli /opt/pai/src/cli
 RUN --mount=type=cache,target=/root/.cache/pip \
     pip install "/opt/pai/src[gpu]" \
         "torch==${TORCH_VERSION}" \

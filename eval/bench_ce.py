@@ -4,19 +4,19 @@ Candidate sets come from the shared benchmark: a HotpotQA test question with its
 the next question's 10 (titles as headings), and a SciFact claim with 20 corpus abstracts (longer:
 most reach the model's max length). The model loads and warms up once, outside the timing.
 
-    python -m eval.bench_ce --model models/cross_encoder [--model OTHER ...] [--dtypes float32,auto]
+    pai bench ce --model models/cross_encoder [--model OTHER ...] [--dtypes float32,auto]
 
 Every model is timed in every precision, one after another in the same process, so the rows compare.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import time
 from pathlib import Path
 
 import numpy as np
+from rich.table import Table
 
 from retrieval.selection import PromptCandidate
 from serving.cross_encoder import CrossEncoderSelector
@@ -68,35 +68,22 @@ def bench(model_dir: Path, queries_with_20_candidates: list[tuple[str, list[Prom
             "p50_ms": round(float(np.percentile(ms, 50)), 1), "p95_ms": round(float(np.percentile(ms, 95)), 1)}  # fmt: skip
 
 
-def main() -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--model", type=Path, action="append", help="a train_ce output folder; repeat to compare (default models/cross_encoder)")
-    ap.add_argument("--dtypes", default="float32,auto", help="comma-separated precisions to time each model in (float32, bfloat16, auto)")
-    ap.add_argument("--benchmark", type=Path, default=Path("../shared/benchmark"), help="the shared benchmark folder")
-    ap.add_argument("--queries", type=int, default=30, help="candidate sets per dataset")
-    ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's, one per core)")
-    ap.add_argument("--json", type=Path, default=None, help="also write the rows here")
-    a = ap.parse_args()
-    sets = {"hotpotqa": hotpotqa_sets(a.benchmark / "hotpotqa" / "test.jsonl", a.queries), "scifact": scifact_sets(a.benchmark / "scifact", a.queries)}
+def run(models: list[Path], dtypes: list[str], benchmark_dir: Path, max_queries: int, repeats: int = 3, threads: int | None = None) -> list[dict]:
+    """Every model timed in every precision on both datasets' candidate sets, one row each."""
+    sets = {"hotpotqa": hotpotqa_sets(benchmark_dir / "hotpotqa" / "test.jsonl", max_queries), "scifact": scifact_sets(benchmark_dir / "scifact", max_queries)}
     rows = []
-    for model in a.model or [Path("models/cross_encoder")]:
-        for dtype in dict.fromkeys(a.dtypes.split(",")):
+    for model in models:
+        for dtype in dict.fromkeys(dtypes):
             for name, s in sets.items():
-                rows.append({"model": str(model), "dataset": name, **bench(model, s, a.repeats, threads=a.threads, dtype=dtype)})
+                rows.append({"model": str(model), "dataset": name, **bench(model, s, repeats, threads=threads, dtype=dtype)})
+    return rows
+
+
+def table(rows: list[dict]) -> Table:
     t = Table(title="cross-encoder selector: one answer over 20 candidates (ms)")
     for col in ("model", "dataset", "layers", "max_length", "dtype", "threads", "calls", "p50_ms", "p95_ms"):
         t.add_column(col, justify="left" if col in ("model", "dataset", "dtype") else "right")
     for r in rows:
         t.add_row(r["model"], r["dataset"], str(r["layers"]), str(r["max_length"]), r["dtype"], str(r["torch_threads"]), str(r["calls"]),
                   f"{r['p50_ms']:.1f}", f"{r['p95_ms']:.1f}")  # fmt: skip
-    Console().print(t)
-    if a.json:
-        a.json.write_text(json.dumps(rows, indent=2) + "\n")
-
-
-if __name__ == "__main__":
-    main()
+    return t

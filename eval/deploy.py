@@ -15,9 +15,15 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from retrieval.params import load_section
+from rich.console import Console
 
+from retrieval.files import write_atomic
+from retrieval.params import load_section
+from serving.selectors import OLLAMA_TEMPLATE, ollama_reachable
+
+from . import promotion
 from .evaluate import BASELINES
+from .promotion import RegistryError, ce_record
 
 GATED = ("recall@5", "answer_in_context", "json_valid")
 
@@ -77,8 +83,6 @@ def gate(result: dict, p: DeployParams, system: str = "selector") -> Decision:
 
 def challengers(p: DeployParams, result: dict) -> dict[str, dict]:
     """The evaluated challengers' version records, by eval system name."""
-    from .registry import ce_record
-
     out = {}
     evaluated = {s for r in result.values() for s in r["systems"]}
     if "selector" in evaluated and (Path(p.export) / "selector.json").exists():
@@ -91,18 +95,16 @@ def challengers(p: DeployParams, result: dict) -> dict[str, dict]:
 def deploy(p: DeployParams, log=print) -> dict:
     """Register every evaluated challenger; the best one that passes the gate (by mean Recall@5
     over the gated benchmarks) becomes champion, the best of the rest challenger."""
-    from . import registry
-
     result = json.loads(Path(p.eval).read_text())
     records = challengers(p, result)
     if not records:
-        raise registry.RegistryError(f"no challenger in {p.eval} (run export/train_ce and evaluate)")
+        raise promotion.RegistryError(f"no challenger in {p.eval} (run export/train_ce and evaluate)")
     out: dict = {"challengers": {}}
     ranked = []
     for system, record in records.items():
         decision = gate(result, p, system)
         metrics = {f"{b}/{m}": result[b]["systems"][system][m] for b in result if system in result[b]["systems"] for m in GATED}
-        record = registry.register(record, {k.replace("@", "_at_"): v for k, v in metrics.items() if v is not None})
+        record = promotion.register(record, {k.replace("@", "_at_"): v for k, v in metrics.items() if v is not None})
         if record["kind"] == "llm":
             out["ollama"] = create_in_ollama(record, Path(p.export), log)
         recall = [d["recall@5"] for d in decision.details.values()]
@@ -114,42 +116,32 @@ def deploy(p: DeployParams, log=print) -> dict:
     passed, _, best, record = ranked[0]
     out.update(version=record["version"], system=best, passed_gate=passed, reasons=out["challengers"][best]["reasons"])
     if passed and p.promote:
-        moved = registry.move_champion(record, "deploy", f"passed the gate ({best})", p.wait_s)
+        moved = promotion.move_champion(record, "deploy", f"passed the gate ({best})", p.wait_s)
         out.update(alias="champion", deployment_id=moved.deployment_id, services=moved.services, swap_ms=moved.swap_ms)
         rest = [r for ok, _, s, r in ranked[1:]]
         if rest:
-            registry.set_challenger(rest[0])
+            promotion.set_challenger(rest[0])
     else:
-        registry.set_challenger(record)
+        promotion.set_challenger(record)
         out.update(alias="challenger")
     return out
 
 
 def create_in_ollama(record: dict, export_dir: Path, log) -> str:
     """`ollama create <tag>` from the GGUF and the Modelfile's template/parameters, when Ollama is reachable."""
-    from serving.selectors import ollama_reachable
-
     if not ollama_reachable():
         return "skipped (OLLAMA_HOST unset or unreachable; the service runs the GGUF with llama.cpp)"
     import ollama
 
-    from training.export import TEMPLATE
-
     client = ollama.Client()
     digest = client.create_blob(record["gguf"])
-    client.create(model=record["ollama_tag"], files={"selector.gguf": digest}, template=TEMPLATE,
+    client.create(model=record["ollama_tag"], files={"selector.gguf": digest}, template=OLLAMA_TEMPLATE,
                   parameters={"stop": ["<|im_end|>", "<|endoftext|>"], "temperature": 0, "num_ctx": record["num_ctx"]})  # fmt: skip
     log(f"deploy: ollama create {record['ollama_tag']}")
     return f"created {record['ollama_tag']}"
 
 
 def main() -> None:
-    from rich.console import Console
-
-    from training.pull import write_atomic
-
-    from .registry import RegistryError
-
     console = Console(stderr=True)
     p = load_section("params.yaml", "deploy", DeployParams)
     try:

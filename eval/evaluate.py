@@ -13,26 +13,37 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
+from rich.console import Console
+from rich.progress import Progress
+from rich.table import Table
 
 from retrieval.chunking import approx_tokens
-from retrieval.embed import Embedder
+from retrieval.embed import Embedder, get_embedder
+from retrieval.feedback import shown_candidates, split_of
+from retrieval.files import write_atomic
+from retrieval.lexical import lexical_scores
+from retrieval.metrics import METRICS, contains_answer, paired_bootstrap, per_query, recall_at_k
 from retrieval.params import load_section
 from retrieval.search import rrf
-from retrieval.selection import PromptCandidate, lexical_scores, parse_selection, similarity_order
+from retrieval.selection import Pick, PromptCandidate, Selection, parse_selection, similarity_order
+from retrieval.tracking import use_mlflow
+from serving.interface import SelectorLoadError
+from serving.selectors import build_selector, from_record
 
-from .metrics import METRICS, contains_answer, paired_bootstrap, per_query
+from . import promotion
+from .promotion import RegistryError, ce_record
 
 BASELINES = ("similarity", "bm25", "hybrid")
 
 
 @dataclass(frozen=True)
 class EvaluateParams:
-    benchmarks: str = "../shared/benchmark/hotpotqa/test.jsonl"  # comma-separated contract-5 files
+    benchmarks: str = "../shared/benchmark/hotpotqa/test.jsonl,data/benchmarks/scifact-test.jsonl"  # comma-separated contract-5 files
     feedback: str = "data/feedback"  # held-out feedback split (build's val split), when present
     model: str = "models/export"  # the LLM challenger: the export stage's folder (selector.json + GGUF), run as served
     cross_encoder: str = "models/cross_encoder"  # the cross-encoder challenger (train_ce's folder), when present
@@ -44,13 +55,6 @@ class EvaluateParams:
 
     def problems(self) -> list[str]:
         return [] if self.k >= 1 and self.max_queries >= 0 else ["evaluate: need k >= 1 and max_queries >= 0"]
-
-
-@dataclass
-class Picked:
-    ids: list[str]
-    status: str = "ok"  # ok | repaired | fallback (selector only)
-    seconds: float = 0.0
 
 
 def bench_name(path: str) -> str:
@@ -71,8 +75,6 @@ def load_items(path: Path, limit: int) -> list[dict]:
 
 def feedback_items(feedback_dir: Path, val_fraction: float, limit: int) -> list[dict]:
     """Held-out feedback queries as contract-5 items: the shown candidates, relevant = used."""
-    from training.build import shown_candidates, split_of
-
     items = []
     path = feedback_dir / "feedback.jsonl"
     if not path.exists():
@@ -99,13 +101,13 @@ def similarity_ranking(embedder: Embedder, item: dict) -> list[str]:
 
 
 def bm25_ranking(item: dict) -> list[str]:
-    """The candidates by BM25 of the query (`retrieval.selection.lexical_scores`: bm25s's scores)."""
+    """The candidates by BM25 of the query (`retrieval.lexical.lexical_scores`: bm25s's scores)."""
     cands = item["candidates"]
     scores = lexical_scores(item["query"], [f"{c.get('title') or ''} {c['text']}" for c in cands])
     return [cands[i]["id"] for i in np.argsort(-np.asarray(scores), kind="stable")]
 
 
-def selector_pick(selector, item: dict, sim_order: list[str], k: int) -> Picked:
+def selector_pick(selector, item: dict, sim_order: list[str], k: int) -> Pick:
     """The selector sees the candidates in similarity order (as retrieval hands them over)."""
     by_id = {c["id"]: c for c in item["candidates"]}
     shown = [by_id[i] for i in sim_order]
@@ -114,10 +116,8 @@ def selector_pick(selector, item: dict, sim_order: list[str], k: int) -> Picked:
     try:
         sel = parse_selection(selector.answer(item["query"], cands, k), len(shown), k)
     except Exception as e:  # noqa: BLE001 - evaluation counts a crash as a fallback, like serving
-        from retrieval.selection import Selection
-
         sel = Selection(similarity_order(len(shown), k), "fallback", str(e)[:100])
-    return Picked([shown[i - 1]["id"] for i in sel.selected], sel.status, time.perf_counter() - t0)
+    return Pick(tuple(shown[i - 1]["id"] for i in sel.selected), sel.status, time.perf_counter() - t0)
 
 
 def run_systems(items: list[dict], embedder: Embedder, k: int, selector=None, progress: Callable[[], None] = lambda: None,
@@ -126,16 +126,16 @@ def run_systems(items: list[dict], embedder: Embedder, k: int, selector=None, pr
     models = {name: sel for name, sel in (("selector", selector), *(others or {}).items(), ("champion", champion)) if sel is not None}
     if isinstance(champion, str):  # the champion is one of the challengers: same picks, not run twice
         del models["champion"]
-    picks: dict[str, dict[str, Picked]] = {s: {} for s in (*BASELINES, *models)}
+    picks: dict[str, dict[str, Pick]] = {s: {} for s in (*BASELINES, *models)}
     for item in items:
         q = item["qid"]
         t0 = time.perf_counter()
         sim = similarity_ranking(embedder, item)
-        picks["similarity"][q] = Picked(sim[:k], seconds=time.perf_counter() - t0)
+        picks["similarity"][q] = Pick(tuple(sim[:k]), seconds=time.perf_counter() - t0)
         t0 = time.perf_counter()
         bm = bm25_ranking(item)
-        picks["bm25"][q] = Picked(bm[:k], seconds=time.perf_counter() - t0)
-        picks["hybrid"][q] = Picked(rrf([sim, bm], 60)[:k])
+        picks["bm25"][q] = Pick(tuple(bm[:k]), seconds=time.perf_counter() - t0)
+        picks["hybrid"][q] = Pick(tuple(rrf([sim, bm], 60)[:k]))
         for name, sel in models.items():
             picks[name][q] = selector_pick(sel, item, sim, k)
         if isinstance(champion, str):
@@ -144,7 +144,7 @@ def run_systems(items: list[dict], embedder: Embedder, k: int, selector=None, pr
     return picks
 
 
-def score(items: list[dict], picks: dict[str, dict[str, Picked]], seed: int) -> dict:
+def score(items: list[dict], picks: dict[str, dict[str, Pick]], seed: int) -> dict:
     relevant = {it["qid"]: set(it["relevant_ids"]) for it in items}
     texts = {it["qid"]: {c["id"]: c["text"] for c in it["candidates"]} for it in items}
     all_tokens = float(np.mean([sum(approx_tokens(c["text"]) for c in it["candidates"]) for it in items]))
@@ -176,11 +176,11 @@ def score(items: list[dict], picks: dict[str, dict[str, Picked]], seed: int) -> 
     return {"systems": table, "paired_bootstrap": versus}
 
 
-def recall_curve(items: list[dict], picks: dict[str, dict[str, Picked]], benchmark: str, k: int) -> list[dict]:
+def recall_curve(items: list[dict], picks: dict[str, dict[str, Pick]], benchmark: str, k: int) -> list[dict]:
     rows = []
     for system, by_q in picks.items():
         for kk in range(1, k + 1):
-            r = np.mean([len(set(by_q[it["qid"]].ids[:kk]) & set(it["relevant_ids"])) / len(it["relevant_ids"]) for it in items])
+            r = np.mean([recall_at_k(set(it["relevant_ids"]), by_q[it["qid"]].ids, kk) for it in items])
             rows.append({"benchmark": benchmark, "system": system, "k": kk, "recall": round(float(r), 4)})
     return rows
 
@@ -202,23 +202,12 @@ def evaluate(p: EvaluateParams, embedder: Embedder, selector, progress_factory=N
 
 
 def main() -> None:
-    from rich.console import Console
-    from rich.progress import Progress
-
-    from retrieval.embed import get_embedder
-    from serving.selectors import build_selector
-    from training.pull import write_atomic
-
     p = load_section("params.yaml", "evaluate", EvaluateParams)
     console = Console(stderr=True)
     record_path = Path(p.model) / "selector.json"
     selector = build_selector(p.model) if record_path.exists() else None
     others, challengers = {}, {"selector": json.loads(record_path.read_text())} if selector else {}
     if (Path(p.cross_encoder) / "ce_config.json").exists():
-        from serving.selectors import from_record
-
-        from .registry import ce_record
-
         challengers["cross_encoder"] = ce_record(Path(p.cross_encoder))  # hashes the model folder: once
         others["cross_encoder"] = from_record(challengers["cross_encoder"])
     champion = load_champion(challengers, console)
@@ -241,15 +230,11 @@ def load_champion(challengers: dict[str, dict], console):
     """The registry's champion as served; the name of the challenger system when it is that very
     model (not run twice); None without one. A registry or model that cannot be reached is
     reported and evaluation goes on without it."""
-    from serving.selectors import SelectorLoadError, from_record
-
-    from .registry import RegistryError, champion
-
     def identity(r: dict) -> str | None:
         return r.get("gguf_sha256") or r.get("model_sha256")
 
     try:
-        record = champion()
+        record = promotion.champion()
         if record is None:
             return None
         same = [name for name, c in challengers.items() if identity(c) and identity(c) == identity(record)]
@@ -262,8 +247,6 @@ def load_champion(challengers: dict[str, dict], console):
 
 
 def log_to_mlflow(run_id: str | None, result: dict) -> None:
-    from training.tracking import use_mlflow
-
     mlflow = use_mlflow()
     with mlflow.start_run(run_id=run_id) if run_id else mlflow.start_run(run_name="evaluate"):
         for bench, r in result.items():
@@ -272,8 +255,6 @@ def log_to_mlflow(run_id: str | None, result: dict) -> None:
 
 
 def print_table(result: dict, console) -> None:
-    from rich.table import Table
-
     for bench, r in result.items():
         t = Table(title=f"{bench}: {next(iter(r['systems'].values()))['queries']} queries")
         cols = [*METRICS, "json_valid", "answer_in_context", "latency_p50_ms", "context_tokens"]

@@ -5,32 +5,18 @@ from __future__ import annotations
 
 import csv
 import json
-import math
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import psycopg
 
 from retrieval.embed import Embedder
+from retrieval.metrics import mrr, ndcg_at_k, recall_at_k
 from retrieval.params import SearchParams
 from retrieval.search import search_vector
-
-
-def recall_at_k(relevant: set[str], ranked: list[str], k: int) -> float:
-    return len(relevant & set(ranked[:k])) / len(relevant) if relevant else 0.0
-
-
-def ndcg_at_k(relevant: set[str], ranked: list[str], k: int) -> float:
-    dcg = sum(1 / math.log2(i + 2) for i, d in enumerate(ranked[:k]) if d in relevant)
-    ideal = sum(1 / math.log2(i + 2) for i in range(min(k, len(relevant))))
-    return dcg / ideal if ideal else 0.0
-
-
-def mrr(relevant: set[str], ranked: list[str]) -> float:
-    return next((1 / (i + 1) for i, d in enumerate(ranked) if d in relevant), 0.0)
 
 
 def load_scifact(benchmark_dir: Path, split: str) -> list[tuple[str, str, set[str]]]:

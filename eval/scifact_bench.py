@@ -13,7 +13,13 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from retrieval.params import SearchParams, load_section
+from rich.console import Console
+
+from retrieval.db import connect
+from retrieval.embed import get_embedder
+from retrieval.files import write_atomic
+from retrieval.params import EmbedParams, SearchParams, load_section
+from retrieval.search import search_vector
 
 from .retrieval_eval import load_scifact
 
@@ -45,14 +51,6 @@ def items_from_search(queries: list[tuple[str, str, set[str]]], search) -> tuple
 
 
 def main() -> None:
-    from rich.console import Console
-
-    from retrieval.db import connect
-    from retrieval.embed import get_embedder
-    from retrieval.params import EmbedParams
-    from retrieval.search import search_vector
-    from training.pull import write_atomic
-
     console = Console(stderr=True)
     p = load_section("params.yaml", "benchmark", BenchmarkParams)
     sp = load_section("params.yaml", "search", SearchParams)

@@ -1,9 +1,12 @@
 """The feedback log (DESIGN.md contract 3). Every write is one transaction; bad feedback is refused
-with a one-line FeedbackError and writes nothing."""
+with a one-line FeedbackError and writes nothing. Its export (stage `pull`) is one `FeedbackRecord`
+per line of `feedback.jsonl`; training and evaluation split it by query text (`split_of`)."""
 
 from __future__ import annotations
 
+import hashlib
 import re
+from typing import TypedDict
 
 import psycopg
 
@@ -11,6 +14,65 @@ from .search import Candidate
 
 LEARNED_QA_MIN_SIMILARITY = 0.15  # pg_trgm similarity for a learned answer to count as related
 _CITATION = re.compile(r"\[(\d{1,3})\]")
+
+
+FEEDBACK_FILE = "feedback.jsonl"  # the pull stage's export: the latest state of every query, one record a line
+
+
+class FeedbackCandidate(TypedDict):
+    """One candidate a query was shown, with what became of it."""
+
+    rank: int  # 1-based retrieval rank
+    chunk_id: int
+    content_hash: str
+    score: float
+    source: str | None  # None (with heading and text) when the chunk changed or was deleted since
+    heading: str | None
+    text: str | None
+    pick_rank: int | None  # its place in the selector's pick, None if not picked
+    used: bool | None  # used / ignored by the consumer; None = no feedback yet
+
+
+class FeedbackRecord(TypedDict):
+    """One exported query (contract 3, as a file): plain JSON, read by key."""
+
+    query_id: int
+    query: str
+    created_at: str  # ISO 8601
+    updated_at: str
+    selector_version: str | None
+    picked_by: str | None
+    prompt_version: str | None
+    selection_status: str | None
+    threshold: float | None  # candidates scored below it were not shown to the selector
+    rating: int | None  # +1 / -1
+    correction: str | None
+    answer: str | None
+    candidates: list[FeedbackCandidate]
+
+
+CANDIDATE_KEYS = tuple(FeedbackCandidate.__annotations__)
+
+
+def normalize_query(query: str) -> str:
+    """Same query, same topic: case and spacing do not matter (cache keys, splits, duplicates)."""
+    return re.sub(r"\s+", " ", query.strip().lower())
+
+
+def query_position(query: str) -> float:
+    """Where a query falls in [0, 1], by a hash of its normalised text: splits are bands of this."""
+    return int(hashlib.sha256(normalize_query(query).encode()).hexdigest()[:8], 16) / 0xFFFFFFFF
+
+
+def split_of(query: str, val_fraction: float) -> str:
+    """Deterministic split by normalised query text: the same query always lands in the same split."""
+    return "val" if query_position(query) < val_fraction else "train"
+
+
+def shown_candidates(rec: FeedbackRecord) -> list[FeedbackCandidate]:
+    """The candidates the selector was shown (scored at or above the query's threshold)."""
+    threshold = rec.get("threshold")
+    return [c for c in rec["candidates"] if threshold is None or c["score"] >= threshold]
 
 
 class FeedbackError(ValueError):

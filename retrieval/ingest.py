@@ -10,9 +10,9 @@ from __future__ import annotations
 import hashlib
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import psycopg

@@ -9,11 +9,8 @@ and the result says which happened.
 
 from __future__ import annotations
 
-import functools
 import json
-import math
 import re
-from collections import Counter
 from dataclasses import dataclass
 
 from .chunking import approx_tokens
@@ -79,92 +76,6 @@ def answer_state(text: str, n: int, k: int = DEFAULT_K) -> str | None:
     return "done" if state == "done" else "open"
 
 
-CE_INPUT_FORMAT = "ce-input/1"  # the cross-encoder's passage side; saved with the model, served the same
-CE_DTYPES = ("auto", "float32", "bfloat16")  # the cross-encoder's serving precision (`train_ce.serve_dtype`)
-
-
-def ce_dtype(name: str) -> str:
-    """The precision a cross-encoder runs in: `auto` = bfloat16 where the CPU computes it natively
-    (AVX512-BF16 or AMX), else float32. Emulated bfloat16 would be slower than float32."""
-    import torch
-
-    if name not in CE_DTYPES:
-        raise ValueError(f"cross-encoder dtype {name!r}: expected one of {', '.join(CE_DTYPES)}")
-    if name != "auto":
-        return name
-    native = any(getattr(torch.cpu, f, lambda: False)() for f in ("_is_avx512_bf16_supported", "_is_amx_tile_supported"))
-    return "bfloat16" if native else "float32"
-
-
-def ce_passage(heading: str | None, text: str) -> str:
-    """The passage side of a cross-encoder pair (CE_INPUT_FORMAT): the heading, if any, above the text."""
-    return f"{heading}\n{text}" if heading else text
-
-
-def ce_clip(text: str, max_length: int) -> str:
-    """`text` cut just before its word number `max_length + 1` (words split by whitespace). A pair truncated
-    to `max_length` word pieces keeps the same pieces of the cut text as of the whole one: every word is at
-    least one piece and the cut falls between words. The tokenizer then skips the rest of a long passage."""
-    parts = text.split(maxsplit=max_length)
-    return text if len(parts) <= max_length else text[: len(text) - len(parts[-1])]
-
-
-_BM25_WORD = re.compile(r"(?u)\b\w\w+\b")  # bm25s.tokenize's defaults: lowercased words of 2+ characters, English stopwords out
-
-
-@functools.cache
-def _bm25_stopwords() -> frozenset[str]:
-    from bm25s.stopwords import STOPWORDS_EN
-
-    return frozenset(STOPWORDS_EN)
-
-
-def _bm25_terms(text: str) -> list[str]:
-    stop = _bm25_stopwords()
-    return [w for w in _BM25_WORD.findall(text.lower()) if w not in stop]
-
-
-def lexical_scores(query: str, texts: list[str], k1: float = 1.5, b: float = 0.75) -> list[float]:
-    """BM25 of `query` against the candidates alone, standardised within them (mean 0, sd 1; all 0 when
-    they do not differ): the fusion's keyword feature, the same in training and serving. The scores of
-    bm25s (Lucene variant, its default tokenizer), computed directly: bm25s builds a sparse index, which
-    costs more than the scoring on 20 passages."""
-    import numpy as np
-
-    if not texts:
-        return []
-    docs = [Counter(_bm25_terms(t)) for t in texts]
-    lengths = np.array([sum(d.values()) for d in docs], dtype=np.float64)
-    raw = np.zeros(len(texts))
-    if lengths.sum() > 0:
-        norm = k1 * ((1 - b) + b * lengths / lengths.mean())
-        for word in _bm25_terms(query):  # a repeated query word counts each time, as in bm25s
-            tf = np.array([d.get(word, 0) for d in docs], dtype=np.float64)
-            df = int(np.count_nonzero(tf))
-            if df:
-                raw += math.log(1 + (len(docs) - df + 0.5) / (df + 0.5)) * tf / (norm + tf)
-    sd = raw.std()
-    return [0.0] * len(texts) if sd < 1e-9 else [float(x) for x in (raw - raw.mean()) / sd]
-
-
-def fuse_scores(scores: list[float], fusion: dict | None, lexical: list[float] | None = None) -> list[float]:
-    """A cross-encoder's scores for candidates in retrieval order, fused with that order's prior and,
-    when the fusion has a `bm25_weight`, the candidates' `lexical_scores` (`train_ce`'s fitted fusion:
-    ce_weight * score + rank_bias[position] + bm25_weight * lexical); None = the scores alone."""
-    if not fusion:
-        return list(scores)
-    bias, w_lex = fusion["rank_bias"], fusion.get("bm25_weight", 0.0)
-    if w_lex and (lexical is None or len(lexical) != len(scores)):
-        raise ValueError("this fusion weighs BM25: pass the candidates' lexical_scores")
-    return [fusion["ce_weight"] * x + bias[min(i, len(bias) - 1)] + (w_lex * lexical[i] if w_lex else 0.0) for i, x in enumerate(scores)]
-
-
-def fuse_for(query: str, texts: list[str], scores: list[float], fusion: dict | None) -> list[float]:
-    """`fuse_scores` for one query's candidate passages, their BM25 computed only if the fusion weighs it."""
-    needs_lexical = bool(fusion and fusion.get("bm25_weight"))
-    return fuse_scores(scores, fusion, lexical_scores(query, texts) if needs_lexical else None)
-
-
 @dataclass(frozen=True)
 class PromptCandidate:
     source: str
@@ -207,6 +118,19 @@ class Selection:
     selected: tuple[int, ...]  # 1-based candidate numbers, most relevant first
     status: str  # "ok" | "repaired" | "fallback"
     problem: str | None = None  # what was wrong, for the counters and the logs
+
+
+@dataclass(frozen=True)
+class Pick:
+    """What a selector picked for one query, in the candidates' own ids (chunk ids in the service,
+    benchmark ids in evaluation), best first; how its answer parsed (a `Selection`'s status) and how
+    long it took. The service also records which version made it and the picked candidates' ranks."""
+
+    ids: tuple  # the picked candidates' ids, most relevant first
+    status: str = "ok"  # ok | repaired | fallback
+    seconds: float = 0.0
+    version: str | None = None  # the selector that made it (the service's feedback log records it)
+    ranks: tuple[int, ...] = ()  # the picked candidates' retrieval ranks (service)
 
 
 def similarity_order(n: int, k: int = DEFAULT_K) -> tuple[int, ...]:

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 from .chunking import CODE_SUFFIXES, MARKDOWN_SUFFIXES, TEXT_SUFFIXES, kind_for_suffix
 

@@ -11,7 +11,7 @@ import re
 import secrets
 import subprocess
 from dataclasses import dataclass, fields
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from .search import Candidate, SearchResult
@@ -36,7 +36,7 @@ class StagingFile:
 
 
 def from_result(result: SearchResult, query_id: str | None = None, now: datetime | None = None) -> StagingFile:
-    now = now or datetime.now(timezone.utc)
+    now = now or datetime.now(UTC)
     return StagingFile(
         query_id=query_id or secrets.token_hex(6),
         query=result.query,

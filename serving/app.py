@@ -25,18 +25,17 @@ from psycopg_pool import ConnectionPool
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from retrieval import feedback, staging
+from retrieval import deployments, feedback, staging
 from retrieval.db import DatabaseError, connect
 from retrieval.embed import Embedder
 from retrieval.ingest import ingest_documents
 from retrieval.params import IngestParams, SearchParams, StagingParams
 from retrieval.search import Candidate, keyword_rankings, search_vector, take_budget
-from retrieval.selection import PROMPT_VERSION
+from retrieval.selection import PROMPT_VERSION, Pick
 from retrieval.sources import Document
 
-from . import hotswap
 from .hotswap import HotSwapper
-from .picker import Pick, Picker
+from .picker import Picker
 from .selectors import CascadeSelector
 
 MAX_BODY_BYTES = 2_000_000
@@ -54,7 +53,7 @@ class Service:
     ingest: IngestParams
     staging: StagingParams
     inline: bool = False
-    swapper: "HotSwapper | None" = None  # follows the announced selector version (None: pinned selector)
+    swapper: HotSwapper | None = None  # follows the announced selector version (None: pinned selector)
     host: str = "127.0.0.1"  # beyond loopback, admin routes need PAI_ADMIN_TOKEN
     pool: ConnectionPool | None = None
     keyword_workers: ThreadPoolExecutor = field(default_factory=lambda: ThreadPoolExecutor(8, thread_name_prefix="keyword"))
@@ -155,8 +154,8 @@ def create_app(service: Service) -> FastAPI:
             out.update(service.swapper.status())
             with service.pool.connection() as conn:
                 out["deployments"] = [{"id": d.id, "version": d.version, "action": d.action, "reason": d.reason,
-                                       "created_at": d.created_at.isoformat(), "applies": hotswap.applies(conn, d.id)}
-                                      for d in hotswap.deployments(conn, 5)]  # fmt: skip
+                                       "created_at": d.created_at.isoformat(), "applies": deployments.applies(conn, d.id)}
+                                      for d in deployments.deployments(conn, 5)]  # fmt: skip
         return JSONResponse(jsonable_encoder(out))
 
     @app.post("/selector/reload", dependencies=[Depends(require_admin)])
@@ -217,13 +216,13 @@ def run_query(service: Service, text: str, inline: bool) -> dict:
     status = "cached" if pick else "pending"
     if pick is None and (inline or fast) and shown:  # a cascade's fast selector always answers inline
         pick = service.picker.select(text, shown, fast or selector)
-        status = pick.selection.status
+        status = pick.status
     if pick is None:
         chosen = shown[: service.picker.k]
         version = "similarity"
     else:
         by_id = {c.chunk_id: c for c in shown}
-        chosen = [by_id[i] for i in pick.chunk_ids]
+        chosen = [by_id[i] for i in pick.ids]
         version = pick.version
     context = take_budget(chosen, service.search.token_budget, service.search.min_chunks)
     sf = staging.from_result(result)
@@ -254,7 +253,7 @@ def _keyword_side(service: Service, text: str) -> list[list[int]]:
 
 def _log_pick(service: Service, query_id: int, pick: Pick) -> None:
     with service.pool.connection() as conn:
-        feedback.record_pick(conn, query_id, list(pick.ranks), pick.selection.status, pick.version)
+        feedback.record_pick(conn, query_id, list(pick.ranks), pick.status, pick.version)
 
 
 def _context_item(c: Candidate) -> dict:

@@ -10,15 +10,15 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
-from retrieval.selection import CE_INPUT_FORMAT, PromptCandidate, ce_clip, ce_dtype, ce_passage, fuse_for, render_answer
+from retrieval.ce_input import CE_INPUT_FORMAT, ce_clip, ce_passage
+from retrieval.cpu_dtype import ce_dtype
+from retrieval.learned_fusion import fuse_for
+from retrieval.selection import PromptCandidate, render_answer
 
-from .selectors import SelectorLoadError
-
-INPUT_FORMAT = CE_INPUT_FORMAT
-passage = ce_passage  # the one definition lives with the selection contract
+from .interface import SelectorLoadError
 
 
 class CrossEncoderSelector:
@@ -28,7 +28,7 @@ class CrossEncoderSelector:
                  dtype: str | None = None):  # fmt: skip
         """`max_length` None = the length the model was trained with; `threads` sets torch's (process-wide)
         intra-op threads, None leaves torch's default (one per core); `dtype` None = the folder's
-        `serve_dtype` (`retrieval.selection.ce_dtype`; float32 for folders that predate it)."""
+        `serve_dtype` (`retrieval.cpu_dtype.ce_dtype`; float32 for folders that predate it)."""
         import torch
         from sentence_transformers import CrossEncoder
 
@@ -37,8 +37,8 @@ class CrossEncoderSelector:
             cfg = json.loads((model_dir / "ce_config.json").read_text())
         except (OSError, ValueError) as e:  # no config = no finished training run in this folder
             raise SelectorLoadError(f"not a trained cross-encoder folder: {model_dir}: {e}") from e
-        if cfg.get("input_format") != INPUT_FORMAT:
-            raise SelectorLoadError(f"{model_dir}: input format {cfg.get('input_format')!r}, this service renders {INPUT_FORMAT!r}")
+        if cfg.get("input_format") != CE_INPUT_FORMAT:
+            raise SelectorLoadError(f"{model_dir}: input format {cfg.get('input_format')!r}, this service renders {CE_INPUT_FORMAT!r}")
         if threads:
             torch.set_num_threads(threads)
         self.max_length = max_length or int(cfg["max_length"])
@@ -54,7 +54,7 @@ class CrossEncoderSelector:
 
     def scores(self, query: str, candidates: Sequence[PromptCandidate]) -> list[float]:
         """The model's logit for each candidate, in candidate order."""
-        return self.score_texts(query, [passage(c.heading, c.text) for c in candidates])
+        return self.score_texts(query, [ce_passage(c.heading, c.text) for c in candidates])
 
     def score_texts(self, query: str, texts: list[str]) -> list[float]:
         """The model's logit for each rendered passage (`ce_passage`), in order. Passages are clipped to
@@ -67,7 +67,7 @@ class CrossEncoderSelector:
         return [float(x) for x in s]
 
     def answer(self, query: str, candidates: Sequence[PromptCandidate], k: int) -> str:
-        texts = [passage(c.heading, c.text) for c in candidates]
+        texts = [ce_passage(c.heading, c.text) for c in candidates]
         s = fuse_for(query, texts, self.score_texts(query, texts), self.fusion)
         best = sorted(range(len(s)), key=lambda i: (-s[i], i))[: max(k, 0)]  # ties: retrieval order
         return render_answer([i + 1 for i in best])

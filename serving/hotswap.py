@@ -3,8 +3,7 @@ Postgres; a change is announced with NOTIFY; the service loads and warms the new
 old one, runs a canary, then swaps one reference. In-flight requests finish on the selector they
 started with; a failed canary keeps the old one and records why.
 
-Tables (migration 005): `selector_deployments` (what should run; append-only, the latest row wins)
-and `selector_applies` (what each service did about it, with the announce -> serving latency).
+The deployment log it follows (what should run, what each service did) is `retrieval/deployments.py`.
 """
 
 from __future__ import annotations
@@ -14,22 +13,19 @@ import os
 import socket
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
-from dataclasses import dataclass
-from datetime import datetime
-from typing import Callable
 
 import psycopg
-from psycopg.types.json import Jsonb
 
+from retrieval.deployments import APP_NAME, CHANNEL, Deployment, last_good, latest, record_apply
 from retrieval.selection import PromptCandidate, parse_selection
 
+from .interface import Selector, SelectorLoadError
 from .picker import Picker
-from .selectors import Selector, SelectorLoadError, from_record
+from .selectors import from_record
 
-CHANNEL = "pai_selector"
-APP_NAME = "pai-serve"  # the listener's application_name: how `pai promote` sees running services
 log = logging.getLogger("pai.hotswap")
 
 # Known prompts a new selector must answer (parsable, in time) before it serves anything.
@@ -51,84 +47,6 @@ CANARY: tuple[tuple[str, tuple[PromptCandidate, ...]], ...] = (
             "France borders Spain, Italy, Germany, Belgium and Switzerland.", "Madrid is the capital of Spain.",
             "The Seine flows through Paris.", "Lyon is known for its cuisine."), 1))),
 )  # fmt: skip
-
-
-@dataclass(frozen=True)
-class Deployment:
-    id: int
-    version: str
-    record: dict
-    action: str
-    reason: str | None
-    created_at: datetime
-
-
-_COLS = "id, version, record, action, reason, created_at"
-
-
-def announce(conn: psycopg.Connection, record: dict, action: str, reason: str | None = None) -> int:
-    """Record the version the services must run and NOTIFY them (delivered at commit)."""
-    with conn.transaction():
-        (dep_id,) = conn.execute(
-            "INSERT INTO selector_deployments (version, record, action, reason) VALUES (%s, %s, %s, %s) RETURNING id",
-            (record["version"], Jsonb(record), action, reason),
-        ).fetchone()
-        conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, str(dep_id)))
-    return dep_id
-
-
-def latest(conn: psycopg.Connection) -> Deployment | None:
-    row = conn.execute(f"SELECT {_COLS} FROM selector_deployments ORDER BY id DESC LIMIT 1").fetchone()
-    return Deployment(*row) if row else None
-
-
-def deployments(conn: psycopg.Connection, limit: int = 10) -> list[Deployment]:
-    return [Deployment(*r) for r in conn.execute(f"SELECT {_COLS} FROM selector_deployments ORDER BY id DESC LIMIT %s", (limit,))]
-
-
-def last_good(conn: psycopg.Connection, before_id: int) -> Deployment | None:
-    """The newest deployment before `before_id` that a service applied successfully."""
-    row = conn.execute(
-        f"SELECT {', '.join('d.' + c for c in _COLS.split(', '))} FROM selector_deployments d "
-        "WHERE d.id < %s AND EXISTS (SELECT 1 FROM selector_applies a WHERE a.deployment_id = d.id AND a.ok) "
-        "ORDER BY d.id DESC LIMIT 1",
-        (before_id,),
-    ).fetchone()
-    return Deployment(*row) if row else None
-
-
-def applies(conn: psycopg.Connection, deployment_id: int) -> list[dict]:
-    rows = conn.execute(
-        "SELECT service, ok, detail, swap_ms, applied_at FROM selector_applies WHERE deployment_id = %s ORDER BY id", (deployment_id,)
-    ).fetchall()
-    return [dict(zip(("service", "ok", "detail", "swap_ms", "applied_at"), r)) for r in rows]
-
-
-def record_apply(conn: psycopg.Connection, deployment_id: int, service: str, ok: bool, detail: str) -> float:
-    """What this service did about a deployment; returns announce -> now in ms (database clock)."""
-    (ms,) = conn.execute(
-        "INSERT INTO selector_applies (deployment_id, service, ok, detail, swap_ms) "
-        "SELECT %s, %s, %s, %s, extract(epoch FROM clock_timestamp() - created_at) * 1000 "
-        "FROM selector_deployments WHERE id = %s RETURNING swap_ms",
-        (deployment_id, service, ok, detail, deployment_id),
-    ).fetchone()
-    return float(ms)
-
-
-def listening_services(conn: psycopg.Connection) -> int:
-    """Services currently listening for announcements (by their connection's application_name)."""
-    (n,) = conn.execute("SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE %s", (APP_NAME + ":%",)).fetchone()
-    return int(n)
-
-
-def wait_for_applies(conn: psycopg.Connection, deployment_id: int, services: int, timeout_s: float) -> list[dict]:
-    """Apply rows for a deployment, once `services` have answered or the timeout passes."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        rows = applies(conn, deployment_id)
-        if len(rows) >= services or time.monotonic() > deadline:
-            return rows
-        time.sleep(0.05)
 
 
 def canary(selector: Selector, timeout_s: float, k: int = 5) -> tuple[bool, str]:
@@ -170,7 +88,7 @@ class HotSwapper:
         self._ready = threading.Event()
         self._thread = threading.Thread(target=self._run, name="hotswap", daemon=True)
 
-    def start(self, wait_s: float = 30.0) -> "HotSwapper":
+    def start(self, wait_s: float = 30.0) -> HotSwapper:
         """Start listening; returns once LISTEN is in place (announcements from now on are seen)."""
         self._thread.start()
         self._ready.wait(wait_s)

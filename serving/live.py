@@ -10,9 +10,9 @@ import stat
 import sys
 import threading
 import time
-from datetime import datetime, timezone
+from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Callable
 
 import psycopg
 
@@ -24,7 +24,7 @@ from retrieval.params import IngestParams, SearchParams
 def _unique(dest: Path) -> Path:
     if not dest.exists():
         return dest
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%f")
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%f")
     return dest.with_name(f"{dest.stem}.{stamp}{dest.suffix}")
 
 
@@ -49,7 +49,7 @@ def process_inbox_file(
     shutil.move(str(dest), bad)
     if report is not None:  # all or nothing: records already stored from this file go with it
         ingest_paths(conn, [dest], ip, sp, embedder)
-    line = f"{datetime.now(timezone.utc).isoformat(timespec='seconds')} {path.name}: {error}"
+    line = f"{datetime.now(UTC).isoformat(timespec='seconds')} {path.name}: {error}"
     with open(failed / "errors.log", "a", encoding="utf-8") as log:
         log.write(line.replace("\n", " ") + "\n")
     return bad, report, error

@@ -3,33 +3,18 @@ similarity order, counted; picks are cached by query so the next same query is s
 
 from __future__ import annotations
 
-import re
 import threading
 import time
 from collections import Counter, OrderedDict
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
-from dataclasses import dataclass
-from typing import Callable
 
+from retrieval.feedback import normalize_query
 from retrieval.search import Candidate
-from retrieval.selection import PromptCandidate, Selection, parse_selection, similarity_order
+from retrieval.selection import Pick, PromptCandidate, Selection, parse_selection, similarity_order
 
-from .selectors import Selector
-
-
-@dataclass(frozen=True)
-class Pick:
-    version: str  # the selector that made it
-    selection: Selection  # numbers into the candidates it was shown, 1-based
-    chunk_ids: tuple[int, ...]
-    ranks: tuple[int, ...]  # the picked candidates' retrieval ranks
-    seconds: float
-
-
-def query_key(query: str) -> str:
-    """Same query, same topic: case and spacing do not matter."""
-    return re.sub(r"\s+", " ", query.strip().lower())
+from .interface import Selector
 
 
 class Picker:
@@ -47,8 +32,8 @@ class Picker:
         """The cached pick for this query, if the current selector made it and all its chunks are
         still among the candidates (after a hot-swap, the old selector's picks are not served)."""
         with self._lock:
-            pick = self._cache.get(query_key(query))
-        if pick and pick.version == (selector or self.selector).version and set(pick.chunk_ids) <= {c.chunk_id for c in candidates}:
+            pick = self._cache.get(normalize_query(query))
+        if pick and pick.version == (selector or self.selector).version and set(pick.ids) <= {c.chunk_id for c in candidates}:
             self._count("cached")
             return pick
         return None
@@ -71,11 +56,11 @@ class Picker:
             self._count("error")
         self._count(selection.status)
         picked = [candidates[i - 1] for i in selection.selected]
-        pick = Pick(selector.version, selection, tuple(c.chunk_id for c in picked), tuple(c.rank for c in picked), time.perf_counter() - t0)
+        pick = Pick(tuple(c.chunk_id for c in picked), selection.status, time.perf_counter() - t0, selector.version, tuple(c.rank for c in picked))
         if selection.status != "fallback":
             with self._lock:
-                self._cache[query_key(query)] = pick
-                self._cache.move_to_end(query_key(query))
+                self._cache[normalize_query(query)] = pick
+                self._cache.move_to_end(normalize_query(query))
                 while len(self._cache) > self._cache_size:
                     self._cache.popitem(last=False)
         return pick

@@ -18,22 +18,27 @@ from __future__ import annotations
 import json
 import os
 import threading
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Protocol, Sequence
 
-from retrieval.selection import PromptCandidate, answer_state, output_schema, render_answer, render_messages, similarity_order
+import httpx
+import numpy as np
 
+from retrieval.selection import (
+    PromptCandidate,
+    answer_state,
+    output_schema,
+    render_answer,
+    render_messages,
+    similarity_order,
+)
 
-class Selector(Protocol):
-    version: str  # what the feedback log records as having served a query
+from .cross_encoder import CrossEncoderSelector
+from .interface import Selector, SelectorLoadError
 
-    def answer(self, query: str, candidates: Sequence[PromptCandidate], k: int) -> str:
-        """The selector's raw answer for the candidates (numbered 1..N in this order), at most `k` picks."""
-        ...
-
-
-class SelectorLoadError(RuntimeError):
-    """A selector that cannot be built (missing or corrupt GGUF, unreachable backend, bad record)."""
+# Ollama's Go template for the Qwen2.5 chat format the selector is trained with (trl's qwen2_5.jinja,
+# a system + user turn, then the assistant turn): export writes it into the Modelfile, deploy creates the tag with it.
+OLLAMA_TEMPLATE = "<|im_start|>system\n{{ .System }}<|im_end|>\n<|im_start|>user\n{{ .Prompt }}<|im_end|>\n<|im_start|>assistant\n"
 
 
 class SimilaritySelector:
@@ -147,8 +152,6 @@ class LlamaCppSelector(ChatSelector):
 
     def chat(self, messages: list[dict[str, str]], n: int, k: int) -> str:
         import llama_cpp
-        import numpy as np
-
         ids = self.prompt_tokens(messages)
         text = ""
         with self._lock:
@@ -169,8 +172,6 @@ class LlamaCppSelector(ChatSelector):
     def forced_argmax(self, prompt_ids: list[int], answer_ids: list[int]) -> list[int]:
         """The model's top token at each answer position, teacher-forced (the export parity check)."""
         import llama_cpp
-        import numpy as np
-
         out = []
         with self._lock:
             self.llm.reset()
@@ -239,8 +240,6 @@ def ollama_reachable(host: str | None = None) -> bool:
     host = host or os.environ.get("OLLAMA_HOST")
     if not host:
         return False
-    import httpx
-
     url = host if host.startswith("http") else f"http://{host}"
     try:
         return httpx.get(f"{url}/api/version", timeout=2.0).status_code == 200
@@ -256,8 +255,6 @@ def from_record(record: dict, backend: str = "auto") -> Selector:
     if record.get("kind") == "cascade":
         return CascadeSelector(from_record(record["fast"], backend), from_record(record["slow"], backend))
     if record.get("kind") == "cross_encoder":
-        from .cross_encoder import CrossEncoderSelector
-
         if not Path(record.get("model_dir", "")).is_dir():
             raise SelectorLoadError(f"cross-encoder model not found: {record.get('model_dir')}")
         return CrossEncoderSelector(Path(record["model_dir"]), record["version"])

@@ -16,8 +16,9 @@ from retrieval.params import EmbedParams, IngestParams, SearchParams, StagingPar
 
 from .app import Service, create_app
 from .hotswap import HotSwapper
+from .interface import Selector
 from .picker import Picker
-from .selectors import Selector, SimilaritySelector
+from .selectors import SimilaritySelector
 
 
 def build_service(params: Path, selector: Selector | None = None, inline: bool = False,
@@ -58,7 +59,7 @@ class BackgroundServer:
         self.server = uvicorn.Server(uvicorn.Config(create_app(service), host=host, port=self.port, log_level="warning"))
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 
-    def __enter__(self) -> "BackgroundServer":
+    def __enter__(self) -> BackgroundServer:
         self.thread.start()
         deadline = time.monotonic() + 60
         while not self.server.started:

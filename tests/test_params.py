@@ -2,15 +2,15 @@ from pathlib import Path
 
 import pytest
 
-from retrieval.params import EmbedParams, IngestParams, ParamsError, SearchParams, StagingParams, load_section
 from eval.deploy import DeployParams
 from eval.evaluate import EvaluateParams
 from eval.scifact_bench import BenchmarkParams
+from retrieval.params import EmbedParams, IngestParams, ParamsError, SearchParams, StagingParams, load_section
 from training.build import BuildParams
 from training.export import ExportParams
-from training.train_ce import CrossEncoderParams
 from training.pull import PullParams
 from training.train import TrainParams
+from training.train_ce import CrossEncoderParams
 
 REPO = Path(__file__).resolve().parents[1]
 SECTIONS = {"embed": EmbedParams, "ingest": IngestParams, "search": SearchParams, "staging": StagingParams,
@@ -57,3 +57,18 @@ def test_int_accepted_for_float_but_bool_not_for_int(tmp_path):
         load_section(p, "search", SearchParams)
     p.write_text("search:\n  threshold: 0\n")
     assert load_section(p, "search", SearchParams).threshold == 0.0
+
+
+def test_dataclass_defaults_are_the_params_yaml_values():
+    """params.yaml is the one source of defaults: a config built without it says the same."""
+    import dataclasses
+
+    import yaml
+
+    raw, bad = yaml.safe_load((REPO / "params.yaml").read_text()), []
+    for section, cls in SECTIONS.items():
+        for f in dataclasses.fields(cls):
+            default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
+            if f.name in raw[section] and raw[section][f.name] != default:
+                bad.append(f"{section}.{f.name}: params.yaml {raw[section][f.name]!r}, {cls.__name__} default {default!r}")
+    assert not bad, "\n".join(bad)

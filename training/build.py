@@ -9,22 +9,21 @@ examples with their labels remapped.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import random
-import re
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
+from rich.console import Console
 
 from retrieval.chunking import approx_tokens
+from retrieval.feedback import FEEDBACK_FILE, shown_candidates, split_of
+from retrieval.files import write_atomic
 from retrieval.params import load_section
 from retrieval.selection import PROMPT_VERSION, PromptCandidate, render_answer, render_messages
-
-from .pull import FEEDBACK_FILE, write_atomic
 
 
 @dataclass(frozen=True)
@@ -35,7 +34,7 @@ class BuildParams:
     include_empty: bool = False  # queries where nothing was used become "select nothing" examples
     shuffles: int = 1  # position-bias augmentation: shuffled copies per train example
     max_tokens: int = 6000  # examples longer than this (prompt + answer) are dropped and counted
-    chunk_tokens: int = 200  # per-candidate text budget in the prompt
+    chunk_tokens: int = 24  # per-candidate text budget in the prompt (the CPU profile's; a GPU box: 200)
     k: int = 5  # at most this many picks
     seed: int = 13
 
@@ -46,21 +45,6 @@ class BuildParams:
         if self.shuffles < 0 or self.max_tokens < 64 or self.chunk_tokens < 8 or self.k < 1:
             out.append("build: need shuffles >= 0, max_tokens >= 64, chunk_tokens >= 8, k >= 1")
         return out
-
-
-def query_position(query: str) -> float:
-    """Where a query falls in [0, 1], by a hash of its normalised text: splits are bands of this."""
-    return int(hashlib.sha256(re.sub(r"\s+", " ", query.strip().lower()).encode()).hexdigest()[:8], 16) / 0xFFFFFFFF
-
-
-def split_of(query: str, val_fraction: float) -> str:
-    """Deterministic split by normalised query text: the same query always lands in the same split."""
-    return "val" if query_position(query) < val_fraction else "train"
-
-
-def shown_candidates(rec: dict) -> list[dict]:
-    threshold = rec.get("threshold")
-    return [c for c in rec["candidates"] if threshold is None or c["score"] >= threshold]
 
 
 def example(query: str, shown: list[dict], used_ranks: set[int], p: BuildParams, meta: dict) -> dict:
@@ -131,8 +115,6 @@ def stats(splits: dict[str, list[dict]], pairs: list[dict], skipped: Counter, co
 
 
 def main() -> None:
-    from rich.console import Console
-
     p = load_section("params.yaml", "build", BuildParams)
     console = Console(stderr=True)
     src = Path(p.feedback) / FEEDBACK_FILE

@@ -9,14 +9,14 @@ model, and the fusion weights are fitted on them, where the model's scores are a
 from __future__ import annotations
 
 import random
-import re
 from collections import Counter
-from typing import Callable
+from collections.abc import Callable
 
-from retrieval.selection import ce_passage as passage
-from retrieval.selection import fuse_for, lexical_scores
-
-from .build import query_position, shown_candidates, split_of
+from retrieval.ce_input import ce_passage
+from retrieval.feedback import normalize_query, query_position, shown_candidates, split_of
+from retrieval.learned_fusion import fuse_for
+from retrieval.lexical import lexical_scores
+from retrieval.metrics import recall_at_k
 
 
 def split_of3(query: str, val_fraction: float, calibration_fraction: float) -> str:
@@ -83,8 +83,8 @@ def build_pairs(
         negs, hard = negatives(cands, max_negatives_per_query, rng)
         hard_total += hard
         for c in [c for c in cands if c["used"]] + negs:  # positives first: a conflicting duplicate stays positive
-            text = passage(c["heading"], c["text"])
-            key = (re.sub(r"\s+", " ", rec["query"].strip().lower()), text)
+            text = ce_passage(c["heading"], c["text"])
+            key = (normalize_query(rec["query"]), text)
             if key in seen:
                 skipped["duplicate pair"] += 1
                 continue
@@ -109,12 +109,8 @@ def rankings(records: list[dict], split: str, val_fraction: float, calibration_f
         cands = labelled(rec, Counter())
         used = [i for i, c in enumerate(cands) if c["used"]]
         if used:
-            out.append({"query": rec["query"], "texts": [passage(c["heading"], c["text"]) for c in cands], "used": used})
+            out.append({"query": rec["query"], "texts": [ce_passage(c["heading"], c["text"]) for c in cands], "used": used})
     return out
-
-
-def recall_at_k(relevant: set[int], ranked: list[int], k: int) -> float:
-    return len(relevant & set(ranked[:k])) / len(relevant) if relevant else 0.0
 
 
 def mean_recall(groups: list[dict], scores: list[list[float]] | None, k: int) -> float:
@@ -129,7 +125,7 @@ def mean_recall(groups: list[dict], scores: list[list[float]] | None, k: int) ->
 
 
 def fit_fusion(groups: list[dict], scores: list[list[float]], positions: int = 20, l2: float = 1e-2, lexical: bool = True) -> dict:
-    """The weights of `retrieval.selection.fuse_scores`: score = ce_weight * model score + rank_bias[position]
+    """The weights of `retrieval.learned_fusion.fuse_scores`: score = ce_weight * model score + rank_bias[position]
     (+ bm25_weight * the candidates' standardised BM25), fitted by a listwise softmax likelihood of the
     used candidates of each query (a ranking objective, like Recall@k).
 

@@ -26,13 +26,16 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from rich.console import Console
+
 from retrieval.db import pai_home
+from retrieval.files import files_sha256, write_atomic
 from retrieval.params import load_section
 from retrieval.selection import parse_selection
+from serving.selectors import OLLAMA_TEMPLATE, LlamaCppSelector
 
 from .base_model import EOS, PAD, llama_cpp_tree
-from .pull import write_atomic
-from .tracking import files_sha256
+from .build import BuildParams
 
 QUANTS = ("q4_k_m", "q8_0", "f16")
 MAX_NEW_TOKENS = 48  # a selection is ~15 tokens; num_ctx leaves room for this many
@@ -63,20 +66,15 @@ class ExportError(RuntimeError):
     pass
 
 
-# Ollama's Go template for the Qwen2.5 chat format the selector is trained with (trl's qwen2_5.jinja,
-# a system + user turn, then the assistant turn): `modelfile_prompt` renders it the same way.
-TEMPLATE = "<|im_start|>system\n{{ .System }}<|im_end|>\n<|im_start|>user\n{{ .Prompt }}<|im_end|>\n<|im_start|>assistant\n"
-
-
 def modelfile_prompt(system: str, prompt: str) -> str:
-    """TEMPLATE with Ollama's substitutions applied (what the model reads)."""
-    return TEMPLATE.replace("{{ .System }}", system).replace("{{ .Prompt }}", prompt)
+    """OLLAMA_TEMPLATE with Ollama's substitutions applied (what the model reads)."""
+    return OLLAMA_TEMPLATE.replace("{{ .System }}", system).replace("{{ .Prompt }}", prompt)
 
 
 def modelfile(gguf_name: str, num_ctx: int) -> str:
     return "\n".join([
         f"FROM ./{gguf_name}",
-        f'TEMPLATE """{TEMPLATE}"""',
+        f'TEMPLATE """{OLLAMA_TEMPLATE}"""',
         f'PARAMETER stop "{EOS}"',
         f'PARAMETER stop "{PAD}"',
         "PARAMETER temperature 0",
@@ -154,8 +152,6 @@ def val_prompts(data_dir: Path, n: int) -> list[tuple[list[dict], str]]:
 def parity(model, tok, gguf: Path, prompts: list[list[dict]], n_tokens: int, num_ctx: int, chunk_tokens: int) -> dict:
     """HF (merged) vs GGUF on the same prompt tokens, greedy; then the GGUF as served (grammar)."""
     import torch
-
-    from serving.selectors import LlamaCppSelector
 
     served = LlamaCppSelector(gguf, "parity", chunk_tokens, n_ctx=num_ctx)
     same_tokens = same_picks = served_ok = forced_same = forced_total = 0
@@ -238,10 +234,6 @@ def export(p: ExportParams, data_dir: Path, log=print) -> dict:
 
 
 def main() -> None:
-    from rich.console import Console
-
-    from .build import BuildParams
-
     console = Console(stderr=True)
     p = load_section("params.yaml", "export", ExportParams)
     try:

@@ -8,7 +8,7 @@ Measured: peak VRAM (allocated and reserved), step time, tokens/s, prefill and d
 weights are random, so memory and speed are those of the real shapes and the losses mean nothing.
 OUT/gpu_smoke.json is rewritten after every phase, so a run cut short still reports what it reached.
 
-    python -m training.gpu_smoke --data DIR --out DIR [--size 14b|tiny] [--backend unsloth|hf4bit|hf]
+    pai gpu-smoke --data DIR --tokenizer DIR --out FILE [--size 14b|tiny] [--backend unsloth|hf4bit|hf]
 
 `--backend hf4bit` is the same QLoRA without Unsloth (transformers + bitsandbytes + peft); `hf` is
 bf16 LoRA without quantization (and, with `--size tiny`, runs on a CPU: the test of this script).
@@ -16,8 +16,8 @@ bf16 LoRA without quantization (and, with `--size tiny`, runs on a CPU: the test
 
 from __future__ import annotations
 
-import argparse
 import gc
+import importlib.metadata as md
 import json
 import os
 import shutil
@@ -30,7 +30,7 @@ from pathlib import Path
 from retrieval.params import load_section
 
 from .base_model import QWEN25_14B, training_chat_template
-from .train import LORA_TARGETS, TrainParams, load_examples, sft_trainer
+from .train import LORA_TARGETS, TrainParams, gpu_model_and_tokenizer, load_examples, sft_trainer
 
 GIB = 1024**3
 
@@ -61,8 +61,6 @@ def memory() -> dict:
 
 
 def environment() -> dict:
-    import importlib.metadata as md
-
     import torch
 
     versions = {}
@@ -112,8 +110,6 @@ def load(backend: str, p: TrainParams, base_dir: Path):
     import torch
 
     if backend == "unsloth":
-        from .train import gpu_model_and_tokenizer
-
         model, tok, _ = gpu_model_and_tokenizer(replace(p, gpu_base_model=str(base_dir)))
         return model, tok
     from peft import LoraConfig, get_peft_model, prepare_model_for_kbit_training
@@ -218,42 +214,34 @@ def decode_speed(model, tok, messages: list[dict], backend: str, new_tokens: int
             "decode_tokens_per_s": round((new_tokens - 1) / max(timings[new_tokens] - timings[1], 1e-9), 1), **memory()}  # fmt: skip
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--data", required=True, help="a build-stage folder (train.jsonl) built with the GPU chunk_tokens (200)")
-    ap.add_argument("--tokenizer", required=True, help="the saved Qwen2 tokenizer folder ($PAI_HOME/cache/qwen2-tokenizer)")
-    ap.add_argument("--out", required=True, help="folder for gpu_smoke.json")
-    ap.add_argument("--size", choices=["14b", "tiny"], default="14b")
-    ap.add_argument("--backend", choices=["unsloth", "hf4bit", "hf"], action="append", help="tried in order until one trains (default: unsloth, hf4bit)")
-    ap.add_argument("--batches", default="1,2", help="per-device batch sizes to measure")
-    ap.add_argument("--steps", type=int, default=3)
-    ap.add_argument("--prequantize", action="store_true",
-                    help="save the 4-bit model and load that, as the real `-bnb-4bit` checkpoint is (the load peak a 16 GB card sees)")
-    ap.add_argument("--base-dir", default=None, help="where the random checkpoint is written (default: /dev/shm or a temp dir)")
-    a = ap.parse_args()
+def run(data: Path, tokenizer: Path, out: Path, size: str = "14b", backends: list[str] | None = None, batches: list[int] = (1, 2),
+        steps: int = 3, prequantize_4bit: bool = False, base_dir: Path | None = None, params: str = "params.yaml") -> None:  # fmt: skip
+    """The smoke run (`pai gpu-smoke`): `out` is the JSON report, rewritten after every phase; `backends`
+    are tried in order until one trains (default unsloth, hf4bit)."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    report = Report(Path(a.out) / "gpu_smoke.json")
-    p = load_section("params.yaml", "train", TrainParams)
+    report = Report(Path(out))
+    p = load_section(params, "train", TrainParams)
     report.phase("environment", **environment(), params={k: getattr(p, k) for k in ("lora_r", "lora_alpha", "lora_dropout", "gpu_max_length")})
     shm = Path("/dev/shm")
-    base_dir = Path(a.base_dir) if a.base_dir else Path(tempfile.mkdtemp(prefix="pai-base-", dir=shm if shm.is_dir() and shutil.disk_usage(shm).free > 40 * GIB else None))
+    given_base = base_dir is not None
+    base_dir = Path(base_dir) if given_base else Path(tempfile.mkdtemp(prefix="pai-base-", dir=shm if shm.is_dir() and shutil.disk_usage(shm).free > 40 * GIB else None))
     t0 = time.perf_counter()
-    report.phase("build", **build_base(a.size, Path(a.tokenizer), base_dir, p.seed), seconds=round(time.perf_counter() - t0, 1), dir=str(base_dir))
-    if a.prequantize:
-        base_dir = prequantize(p, base_dir, report, keep=bool(a.base_dir))
-    for backend in a.backend or ["unsloth", "hf4bit"]:
+    report.phase("build", **build_base(size, Path(tokenizer), base_dir, p.seed), seconds=round(time.perf_counter() - t0, 1), dir=str(base_dir))
+    if prequantize_4bit:
+        base_dir = prequantize(p, base_dir, report, keep=given_base)
+    for backend in backends or ["unsloth", "hf4bit"]:
         try:
             t0 = time.perf_counter()
             model, tok = load(backend, p, base_dir)
             report.phase(f"{backend}:load", seconds=round(time.perf_counter() - t0, 1), **memory())
             max_length = p.gpu_max_length
-            rows, dropped = load_examples(Path(a.data) / "train.jsonl", tok, max_length, None)
+            rows, dropped = load_examples(Path(data) / "train.jsonl", tok, max_length, None)
             lengths = [len(tok.apply_chat_template(r["messages"], tokenize=True, return_dict=True)["input_ids"]) for r in rows]
             order = sorted(range(len(rows)), key=lambda i: -lengths[i])  # the longest prompts: the worst case for memory
             rows, lengths = [rows[i] for i in order], [lengths[i] for i in order]
-            for batch in (int(b) for b in a.batches.split(",")):
-                report.phase(f"{backend}:train_b{batch}", **train_steps(model, tok, p, rows, lengths, batch, a.steps, max_length), dropped_too_long=dropped)
+            for batch in batches:
+                report.phase(f"{backend}:train_b{batch}", **train_steps(model, tok, p, rows, lengths, batch, steps, max_length), dropped_too_long=dropped)
             report.phase(f"{backend}:decode", **decode_speed(model, tok, rows[0]["messages"], backend))
             break
         except Exception as e:  # the next backend still measures something; the reason is kept
@@ -263,9 +251,5 @@ def main() -> None:
             model = tok = None
             if torch.cuda.is_available():
                 torch.cuda.empty_cache()
-    if not a.base_dir:
+    if not given_base:
         shutil.rmtree(base_dir, ignore_errors=True)  # (a prequantized copy sits beside a given --base-dir)
-
-
-if __name__ == "__main__":
-    main()

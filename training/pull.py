@@ -9,17 +9,19 @@ transaction that commits late cannot slip under the watermark.
 from __future__ import annotations
 
 import json
-import os
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+from rich.console import Console
+
 from retrieval.db import connect
+from retrieval.feedback import CANDIDATE_KEYS, FEEDBACK_FILE, FeedbackRecord
+from retrieval.files import write_atomic
 from retrieval.params import load_section
 from retrieval.scrub import scrub
 
-FEEDBACK_FILE, WATERMARK_FILE, METRICS_FILE = "feedback.jsonl", "watermark.json", "metrics.json"
-CANDIDATE_KEYS = ("rank", "chunk_id", "content_hash", "score", "source", "heading", "text", "pick_rank", "used")
+WATERMARK_FILE, METRICS_FILE = "watermark.json", "metrics.json"
 
 
 @dataclass(frozen=True)
@@ -47,7 +49,7 @@ GROUP BY q.id ORDER BY q.updated_at, q.id LIMIT %s
 """
 
 
-def to_record(row: tuple, redactions: Counter) -> dict:
+def to_record(row: tuple, redactions: Counter) -> FeedbackRecord:
     """One exported query (contract 3, as a file); free text scrubbed again on the way out."""
     qid, text, created, updated, version, picked_by, prompt_version, status, threshold, rating, correction, answer, cands = row
 
@@ -113,12 +115,6 @@ def read_state(out: Path) -> tuple[dict[int, dict], tuple[str, int]]:
     return records, mark
 
 
-def write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
-
-
 def pull(params: PullParams, progress=None) -> dict:
     out = Path(params.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -152,8 +148,6 @@ def pull(params: PullParams, progress=None) -> dict:
 
 
 def main() -> None:
-    from rich.console import Console
-
     params = load_section("params.yaml", "pull", PullParams)
     console = Console(stderr=True)
     with console.status("pulling feedback") as status:

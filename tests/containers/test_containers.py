@@ -21,11 +21,11 @@ from packaging.requirements import Requirement
 from packaging.version import Version
 from typer.testing import CliRunner
 
-from serving import cli_jobs
+from cli import jobs as cli_jobs
 
 REPO = Path(__file__).resolve().parents[2]
 CONTAINERS = REPO / "containers"
-PACKAGES = ("retrieval", "serving", "training", "eval")
+PACKAGES = ("retrieval", "serving", "training", "eval", "cli")
 OUR_ENV = re.compile(r"^(PAI_|DATABASE_|MLFLOW_|OLLAMA_)")  # names that must be ones our code reads
 JOB_SERVICES = ("train", "train-cpu")
 
@@ -219,7 +219,7 @@ def test_environment_matches_what_the_code_reads():
 def test_service_runs_pai_serve_and_is_checked_on_its_health_route():
     import typer.main
 
-    from serving.cli import app
+    from cli.main import app
 
     serve = typer.main.get_command(app).commands["serve"]
     options = {o for p in serve.params for o in p.opts}
@@ -318,7 +318,7 @@ def test_job_command():
 
 
 def test_job_run_dry_run_every_stage_and_one_line_errors(monkeypatch):
-    from serving.cli import app
+    from cli.main import app
 
     monkeypatch.chdir(REPO)
     for stage in yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]:
@@ -334,7 +334,7 @@ def test_job_run_dry_run_every_stage_and_one_line_errors(monkeypatch):
 
 def test_job_run_streams_the_stage_and_returns_its_status(monkeypatch, tmp_path):
     """A stand-in `docker` on PATH: the command reaches it verbatim and its exit status comes back."""
-    from serving.cli import app
+    from cli.main import app
 
     fake = tmp_path / "docker"
     fake.write_text(f'#!/bin/sh\necho "docker $*" > {tmp_path}/args\nexit 3\n')

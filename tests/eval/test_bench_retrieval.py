@@ -2,17 +2,17 @@
 
 import numpy as np
 
-from eval.bench_retrieval import exact_top_k, recall_at_k, run, top_up
+from cli.terminal import progress_bar
+from eval.bench_retrieval import exact_top_k, recall_vs_exact, run, top_up
 from retrieval.params import EmbedParams, SearchParams
-from serving.terminal import progress_bar
 
 
 def test_exact_top_k_and_recall_literals():
     base = np.array([[1, 0], [0, 1], [0.8, 0.6]], dtype=np.float32)
     q = np.array([[1, 0]], dtype=np.float32)
     assert exact_top_k(base, q, 2).tolist() == [[0, 2]]
-    assert recall_at_k([[0, 2]], np.array([[0, 2]])) == 1.0
-    assert recall_at_k([[0, 1]], np.array([[0, 2]])) == 0.5
+    assert recall_vs_exact([[0, 2]], np.array([[0, 2]])) == 1.0
+    assert recall_vs_exact([[0, 1]], np.array([[0, 2]])) == 0.5
 
 
 def test_top_up_keeps_real_rows_and_normalises_mixtures():

@@ -78,10 +78,9 @@ def test_garbage_selector_falls_back_and_is_counted(embedder):
 
 
 def test_scifact_benchmark_items_mark_chunks_of_relevant_abstracts():
-    from retrieval.search import Candidate
-
     from eval.evaluate import bench_name
     from eval.scifact_bench import items_from_search
+    from retrieval.search import Candidate
 
     def search(claim):
         return [Candidate(r, 100 + r, f"x/scifact/corpus.jsonl#{doc}", "Abstract", None, 1, 2, f"text {r}", f"h{r}", 0.9 - r / 50, 3)

@@ -3,7 +3,13 @@
 import pytest
 
 from retrieval.feedback import (
-    FeedbackError, cited_ranks, counters, learned_answers, log_query, record_feedback, record_pick,
+    FeedbackError,
+    cited_ranks,
+    counters,
+    learned_answers,
+    log_query,
+    record_feedback,
+    record_pick,
 )  # fmt: skip
 from retrieval.search import Candidate
 

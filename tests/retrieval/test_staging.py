@@ -1,6 +1,6 @@
 import string
 import subprocess
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 from hypothesis import given, settings
@@ -23,7 +23,7 @@ def result():
     return SearchResult("how to set up?", cands, 0.2, cands[:2])
 
 
-NOW = datetime(2026, 11, 30, 10, 0, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 11, 30, 10, 0, 0, tzinfo=UTC)
 
 
 def test_render_shows_what_a_person_reads():

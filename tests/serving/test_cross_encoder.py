@@ -7,9 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from retrieval.selection import PromptCandidate, ce_dtype, fuse_scores, lexical_scores, parse_selection
-from serving.cross_encoder import INPUT_FORMAT, CrossEncoderSelector, passage
-from serving.selectors import SelectorLoadError
+from retrieval.ce_input import CE_INPUT_FORMAT, ce_passage
+from retrieval.cpu_dtype import ce_dtype
+from retrieval.learned_fusion import fuse_scores
+from retrieval.lexical import lexical_scores
+from retrieval.selection import PromptCandidate, parse_selection
+from serving.cross_encoder import CrossEncoderSelector
+from serving.interface import SelectorLoadError
 
 TOPICS = [("starch", "Amylase digests starch into sugars."), ("volcano", "Lava erupts from a volcano."),
           ("planet", "Jupiter is the largest planet."), ("river", "The Nile river flows north."),
@@ -64,7 +68,7 @@ def test_answer_is_contract_output_for_1_to_20_candidates(selector, n):
 def test_picks_follow_the_scores_fused_with_the_retrieval_order(selector, monkeypatch):
     cands = candidates(12)
     scores = selector.scores("tell me about planets", cands)
-    lexical = lexical_scores("tell me about planets", [passage(c.heading, c.text) for c in cands])
+    lexical = lexical_scores("tell me about planets", [ce_passage(c.heading, c.text) for c in cands])
     fused = fuse_scores(scores, selector.fusion, lexical)
     picked = json.loads(selector.answer("tell me about planets", cands, 5))["selected"]
     assert selector.fusion is not None and picked == sorted(range(1, 13), key=lambda i: -fused[i - 1])[:5]
@@ -104,11 +108,8 @@ def test_concurrent_callers_get_the_sequential_answers(selector):
 
 
 def test_input_format_is_the_one_training_renders(model_dir):
-    from training import train_ce
-
-    assert INPUT_FORMAT == train_ce.INPUT_FORMAT == json.loads((model_dir / "ce_config.json").read_text())["input_format"]
-    for heading, text in (("Title", "body"), (None, "body"), ("", "body")):
-        assert passage(heading, text) == train_ce.passage(heading, text)
+    assert json.loads((model_dir / "ce_config.json").read_text())["input_format"] == CE_INPUT_FORMAT
+    assert [ce_passage(h, "body") for h in ("Title", None, "")] == ["Title\nbody", "body", "body"]
 
 
 def test_refuses_a_folder_without_a_finished_run(tmp_path, model_dir):
@@ -167,7 +168,7 @@ def test_latency_bench_times_every_call_on_the_shared_benchmark(model_dir, bench
 
 
 def test_fusion_ablation_scores_each_variant(tmp_path, model_dir):
-    from eval.fusion_ablation import VARIANTS, run, variant_scores
+    from cli.fusion_ablation import VARIANTS, run, variant_scores
 
     fusion = {"ce_weight": 1.0, "rank_bias": [-0.5 * i for i in range(20)], "bm25_weight": 0.0}
     texts = ["a", "b", "c"]
@@ -182,10 +183,19 @@ def test_fusion_ablation_scores_each_variant(tmp_path, model_dir):
     assert set(out["benchmarks"]) == {"train_ce val (served order)", "feedback/val"}
     for row in out["benchmarks"].values():
         assert row["queries"] >= 1 and all(0.0 <= row[v] <= 1.0 for v in VARIANTS)
+    # the same through `pai ablation`: --json prints the result on stdout, --out writes it
+    from typer.testing import CliRunner
+
+    from cli.main import app
+
+    r = CliRunner().invoke(app, ["ablation", "--model-dir", str(model_dir), "--max-queries", "10", "--params", str(params),
+                                 "--dtype", "float32", "--json", "--out", str(tmp_path / "ablation.json")])  # fmt: skip
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout) == json.loads((tmp_path / "ablation.json").read_text()) == json.loads(json.dumps(out))
 
 
 def test_sweep_reuses_a_matching_folder_trains_a_new_size_and_compares_them(tmp_path, model_dir, benchmark_dir):
-    from eval.ce_sweep import parse_config, sweep, table
+    from cli.ce_sweep import parse_config, sweep, table
 
     assert parse_config("3x64") == (3, 64)
     with pytest.raises(Exception, match="LAYERSxMAX_LENGTH"):

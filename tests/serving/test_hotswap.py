@@ -7,13 +7,14 @@ import time
 import httpx
 import pytest
 
+from retrieval import deployments
 from retrieval.db import connect
 from retrieval.params import IngestParams, SearchParams, StagingParams
-from serving import hotswap
 from serving.app import Service
 from serving.hotswap import HotSwapper
+from serving.interface import SelectorLoadError
 from serving.picker import Picker
-from serving.selectors import SelectorLoadError, SimilaritySelector
+from serving.selectors import SimilaritySelector
 from serving.server import BackgroundServer
 
 
@@ -62,38 +63,38 @@ def service(db_url, embedder, tmp_path):
 def test_announced_version_is_swapped_in_and_tags_responses_and_feedback(service, db_url):
     assert service.get("/selector").json()["version"] == "similarity"
     with connect(db_url) as conn:
-        dep = hotswap.announce(conn, {"kind": "fixed", "version": "v1"}, "promote")
+        dep = deployments.announce(conn, {"kind": "fixed", "version": "v1"}, "promote")
         wait_for(lambda: service.get("/selector").json()["version"] == "v1")
         r = service.post("/query", json={"query": "how do bees work?"}).json()
         assert r["selector_version"] == "v1" and r["active_selector"] == "v1"
         assert [c["rank"] for c in r["context"]] == sorted((c["rank"] for c in r["candidates"]), reverse=True)[: len(r["context"])]
         (logged,) = conn.execute("SELECT selector_version FROM queries WHERE id = %s", (r["query_id"],)).fetchone()
         assert logged == "v1"
-        (apply,) = hotswap.applies(conn, dep)
+        (apply,) = deployments.applies(conn, dep)
         assert apply["ok"] and apply["swap_ms"] > 0 and "canary 3/3 ok" in apply["detail"]
 
 
 @pytest.mark.parametrize("kind,why", [("broken", "load: GGUF does not load"), ("garbage", "canary: unusable answer")])
 def test_a_selector_that_fails_to_load_or_its_canary_never_serves(service, db_url, kind, why):
     with connect(db_url) as conn:
-        hotswap.announce(conn, {"kind": "fixed", "version": "v1"}, "promote")
+        deployments.announce(conn, {"kind": "fixed", "version": "v1"}, "promote")
         wait_for(lambda: service.get("/selector").json()["version"] == "v1")
-        bad = hotswap.announce(conn, {"kind": kind, "version": "v2"}, "promote")
-        (apply,) = wait_for(lambda: hotswap.applies(conn, bad))
+        bad = deployments.announce(conn, {"kind": kind, "version": "v2"}, "promote")
+        (apply,) = wait_for(lambda: deployments.applies(conn, bad))
         assert not apply["ok"] and apply["detail"].startswith(why)
         status = service.get("/selector").json()
         assert status["version"] == "v1" and "rejected" in status["last_error"]
         assert service.post("/query", json={"query": "rivers"}).json()["selector_version"] == "v1"
         # a later good version still goes through
-        hotswap.announce(conn, {"kind": "fixed", "version": "v3"}, "promote")
+        deployments.announce(conn, {"kind": "fixed", "version": "v3"}, "promote")
         wait_for(lambda: service.get("/selector").json()["version"] == "v3")
 
 
 def test_at_start_a_bad_newest_version_falls_back_to_the_last_good_one(db_url, embedder, tmp_path):
     with connect(db_url) as conn:
-        good = hotswap.announce(conn, {"kind": "fixed", "version": "v1"}, "promote")
-        hotswap.record_apply(conn, good, "earlier-service", True, "ok")
-        hotswap.announce(conn, {"kind": "broken", "version": "v2"}, "promote")
+        good = deployments.announce(conn, {"kind": "fixed", "version": "v1"}, "promote")
+        deployments.record_apply(conn, good, "earlier-service", True, "ok")
+        deployments.announce(conn, {"kind": "broken", "version": "v2"}, "promote")
     picker = Picker(SimilaritySelector(), timeout_s=5)
     swapper = HotSwapper(picker, db_url, canary_timeout_s=5, grace_s=0, build=build).start()
     try:

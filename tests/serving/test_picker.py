@@ -5,8 +5,9 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from retrieval.feedback import normalize_query
 from retrieval.search import Candidate
-from serving.picker import Picker, query_key
+from serving.picker import Picker
 
 
 def cands(n):
@@ -36,8 +37,8 @@ def test_any_selector_output_gives_a_valid_pick(raw, n):
         picker.close()
     assert len(pick.ranks) <= 5 and len(set(pick.ranks)) == len(pick.ranks)
     assert set(pick.ranks) <= set(range(1, n + 1))
-    assert pick.chunk_ids == tuple(100 + r for r in pick.ranks)
-    if pick.selection.status == "fallback":
+    assert pick.ids == tuple(100 + r for r in pick.ranks)
+    if pick.status == "fallback":
         assert pick.ranks == tuple(range(1, min(n, 5) + 1))
 
 
@@ -45,10 +46,10 @@ def test_cache_serves_the_same_query_only_while_its_chunks_are_candidates():
     picker = Picker(Echo('{"selected": [3, 1]}'))
     try:
         picker.select("How do  Bees work?", cands(5))
-        assert picker.cached("how do bees work?", cands(5)).chunk_ids == (103, 101)
+        assert picker.cached("how do bees work?", cands(5)).ids == (103, 101)
         assert picker.cached("how do bees work?", cands(2)) is None  # chunk 103 no longer a candidate
         assert picker.cached("something else", cands(5)) is None
         assert picker.counts["ok"] == 1 and picker.counts["cached"] == 1
     finally:
         picker.close()
-    assert query_key("  A  b ") == "a b"
+    assert normalize_query("  A  b ") == "a b"

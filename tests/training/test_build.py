@@ -2,10 +2,11 @@
 
 import json
 
+from retrieval.feedback import split_of
 from retrieval.selection import parse_selection
-from training.build import BuildParams, build_examples, split_of, stats
+from training.build import BuildParams, build_examples, stats
 
-P = BuildParams(val_fraction=0.5, shuffles=1, seed=1, max_tokens=400)
+P = BuildParams(val_fraction=0.5, shuffles=1, seed=1, max_tokens=400, chunk_tokens=200)
 
 
 def rec(qid, query, used, threshold=0.2, scores=(0.9, 0.8, 0.5, 0.1), text=None):

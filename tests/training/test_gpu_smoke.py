@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from retrieval.db import pai_home
 from retrieval.selection import PromptCandidate, render_answer, render_messages
 from training.base_model import qwen2_tokenizer
@@ -15,6 +17,7 @@ from training.base_model import qwen2_tokenizer
 REPO = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.gpu
 def test_smoke_reports_each_phase_and_falls_back_past_a_failing_backend(tmp_path):
     tok_dir = pai_home() / "cache" / "qwen2-tokenizer"
     tok = qwen2_tokenizer(pai_home() / "cache")
@@ -28,7 +31,7 @@ def test_smoke_reports_each_phase_and_falls_back_past_a_failing_backend(tmp_path
     lengths = sorted((len(tok.apply_chat_template(r["messages"], tokenize=True, return_dict=True)["input_ids"]) for r in rows), reverse=True)
 
     out = tmp_path / "out"
-    run = subprocess.run([sys.executable, "-m", "training.gpu_smoke", "--data", str(data), "--tokenizer", str(tok_dir), "--out", str(out),
+    run = subprocess.run([sys.executable, "-m", "cli.main", "gpu-smoke", "--data", str(data), "--tokenizer", str(tok_dir), "--out", str(out / "gpu_smoke.json"),
                           "--size", "tiny", "--backend", "unsloth", "--backend", "hf", "--batches", "1,2", "--steps", "1",
                           "--base-dir", str(tmp_path / "base")], cwd=REPO, capture_output=True, text=True, timeout=600)  # fmt: skip
     assert run.returncode == 0, run.stderr[-2000:]

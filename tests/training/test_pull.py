@@ -2,7 +2,7 @@
 
 import json
 from collections import Counter
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from retrieval.feedback import log_query, record_feedback
 from retrieval.search import Candidate
@@ -18,7 +18,7 @@ def read(out):
 
 
 def test_to_record_scrubs_and_check_record_literals():
-    now = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    now = datetime(2026, 1, 1, tzinfo=UTC)
     row = (1, "my password=hunter22 fails", now, now, "similarity", "pai-selector:3", "p/1", "ok", 0.2, 1, None, None,
            [{"rank": 1, "chunk_id": 5, "content_hash": "h", "score": 0.5, "source": "s", "heading": None,
              "text": "token: ghp_" + "a" * 36, "pick_rank": 1, "used": True}])  # fmt: skip

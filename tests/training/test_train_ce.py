@@ -5,9 +5,11 @@ import json
 import pytest
 import torch
 
-from retrieval.selection import fuse_scores, lexical_scores
-from training.build import split_of
-from training.ce_data import build_pairs, fit_fusion, fused_recall, mean_recall, rankings, recall_at_k, split_of3
+from retrieval.feedback import split_of
+from retrieval.learned_fusion import fuse_scores
+from retrieval.lexical import lexical_scores
+from retrieval.metrics import recall_at_k
+from training.ce_data import build_pairs, fit_fusion, fused_recall, mean_recall, rankings, split_of3
 from training.train_ce import CrossEncoderParams, fit_head, train
 
 
@@ -128,7 +130,7 @@ def test_lexical_scores_equal_bm25s_on_real_candidates(benchmark_dir):
     import numpy as np
 
     from eval.bench_ce import hotpotqa_sets, scifact_sets
-    from retrieval.selection import ce_passage
+    from retrieval.ce_input import ce_passage
 
     def reference(query: str, texts: list[str]) -> list[float]:
         retriever = bm25s.BM25()

@@ -91,11 +91,11 @@ def served_by(client) -> str:
 
 
 def test_promote_swaps_the_running_service_and_rollback_goes_back(exports, service, env):
-    from eval import registry
-    from serving.cli import app
+    from cli.main import app
+    from eval import promotion
 
-    v1 = registry.register(exports["q8_0"], {"hotpotqa/test/recall_at_5": 0.5})
-    v2 = registry.register(exports["q4_k_m"], {})
+    v1 = promotion.register(exports["q8_0"], {"hotpotqa/test/recall_at_5": 0.5})
+    v2 = promotion.register(exports["q4_k_m"], {})
     assert (v1["version"], v2["version"]) == ("pai-selector:1", "pai-selector:2")
     assert served_by(service) == "similarity"
 
@@ -103,14 +103,14 @@ def test_promote_swaps_the_running_service_and_rollback_goes_back(exports, servi
     r = cli.invoke(app, ["promote", "1", "--wait", "60"])
     assert r.exit_code == 0, r.output
     assert served_by(service) == "pai-selector:1"
-    moved = registry.promote("2", wait_s=60)
+    moved = promotion.promote("2", wait_s=60)
     assert moved.services == 1 and len(moved.swap_ms) == 1 and moved.swap_ms[0] > 0
-    assert served_by(service) == "pai-selector:2" and registry.champion()["version"] == "pai-selector:2"
+    assert served_by(service) == "pai-selector:2" and promotion.champion()["version"] == "pai-selector:2"
 
-    registry.rollback(wait_s=60)
-    assert served_by(service) == "pai-selector:1" and registry.history() == ["1"]
-    registry.rollback(wait_s=60)
-    assert served_by(service) == "similarity" and registry.champion() is None
+    promotion.rollback(wait_s=60)
+    assert served_by(service) == "pai-selector:1" and promotion.history() == ["1"]
+    promotion.rollback(wait_s=60)
+    assert served_by(service) == "similarity" and promotion.champion() is None
 
     status = json.loads(cli.invoke(app, ["status", "--json"]).stdout)
     assert [d["action"] for d in status["deployments"]] == ["rollback", "rollback", "promote", "promote"]
@@ -118,20 +118,20 @@ def test_promote_swaps_the_running_service_and_rollback_goes_back(exports, servi
 
 
 def test_a_version_whose_gguf_does_not_load_is_rejected_and_nothing_stays_promoted(exports, service, env):
-    from eval import registry
-    from training.tracking import files_sha256
+    from eval import promotion
+    from retrieval.files import files_sha256
 
-    good = registry.register(exports["q8_0"], {})
-    registry.promote(good["registry_version"], wait_s=60)
+    good = promotion.register(exports["q8_0"], {})
+    promotion.promote(good["registry_version"], wait_s=60)
     broken_file = env / "broken.gguf"
     broken_file.write_bytes(b"GGUF" + b"\0" * 1000)
-    broken = registry.register({**exports["q4_k_m"], "gguf": str(broken_file), "gguf_sha256": files_sha256(broken_file)}, {})
-    with pytest.raises(registry.RegistryError, match="rejected by service .*does not load.*champion stays pai-selector:1"):
-        registry.promote(broken["registry_version"], wait_s=60)
-    assert registry.champion()["version"] == "pai-selector:1"
+    broken = promotion.register({**exports["q4_k_m"], "gguf": str(broken_file), "gguf_sha256": files_sha256(broken_file)}, {})
+    with pytest.raises(promotion.RegistryError, match="rejected by service .*does not load.*champion stays pai-selector:1"):
+        promotion.promote(broken["registry_version"], wait_s=60)
+    assert promotion.champion()["version"] == "pai-selector:1"
     assert served_by(service) == "pai-selector:1"
-    with pytest.raises(registry.RegistryError, match="no selector version '7'"):
-        registry.promote("7")
+    with pytest.raises(promotion.RegistryError, match="no selector version '7'"):
+        promotion.promote("7")
     shutil.copyfile(exports["q8_0"]["gguf"], broken_file)  # the file changed after registration
-    with pytest.raises(registry.RegistryError, match="does not match its registered sha256"):
-        registry.promote(broken["registry_version"])
+    with pytest.raises(promotion.RegistryError, match="does not match its registered sha256"):
+        promotion.promote(broken["registry_version"])

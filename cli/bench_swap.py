@@ -20,10 +20,10 @@ from pathlib import Path
 import httpx
 import numpy as np
 
+from eval import promotion
 from retrieval.db import connect
 from serving.server import free_port
 
-from . import registry
 from .bench_serve import start_service
 
 
@@ -51,13 +51,13 @@ def run(params: Path, queries: list[str], versions: list[str], clients: int, sec
     url = f"http://127.0.0.1:{port}"
     reqs: list[Req] = []
     lock = threading.Lock()
-    before, history_before = registry.champion() or dict(registry.SIMILARITY), registry.history()
+    before, history_before = promotion.champion() or dict(promotion.SIMILARITY), promotion.history()
     with connect() as conn:
         (last_query,) = conn.execute("SELECT coalesce(max(id), 0) FROM queries").fetchone()
     with tempfile.TemporaryDirectory() as staging:
         proc = start_service(params, port, Path(staging), extra=["--inline"])
         try:
-            registry.promote("similarity", "bench swap: start from the similarity order", wait_s=60)
+            promotion.promote("similarity", "bench swap: start from the similarity order", wait_s=60)
             stop = time.monotonic() + seconds
 
             def client(i: int) -> None:
@@ -82,7 +82,7 @@ def run(params: Path, queries: list[str], versions: list[str], clients: int, sec
             for action, version in plan(versions, swaps):
                 time.sleep(gap)
                 t0 = time.time()
-                moved = registry.promote(version, "bench swap", wait_s=60) if action == "promote" else registry.rollback(wait_s=60)
+                moved = promotion.promote(version, "bench swap", wait_s=60) if action == "promote" else promotion.rollback(wait_s=60)
                 moves.append({"action": action, "version": moved.version, "started": t0, "returned": time.time(), "swap_ms": moved.swap_ms[0] if moved.swap_ms else None,
                               "command_s": round(time.time() - t0, 3)})  # fmt: skip
                 log(f"  {action} -> {moved.version}: announce -> serving {moves[-1]['swap_ms']} ms")
@@ -94,7 +94,7 @@ def run(params: Path, queries: list[str], versions: list[str], clients: int, sec
             # leave no trace: the benchmark's queries out of the feedback log, the champion as it was
             with connect() as conn:
                 conn.execute("DELETE FROM queries WHERE id > %s", (last_query,))
-            registry.move_champion(before, "revert", "bench swap: restore the champion", wait_s=0, previous=history_before)
+            promotion.move_champion(before, "revert", "bench swap: restore the champion", wait_s=0, previous=history_before)
     # every request that started after a swap returned (and before the next one was announced) must
     # carry its version; requests in between two moves may legitimately get either
     stale = 0

@@ -4,7 +4,8 @@ import json
 
 import numpy as np
 
-from eval.loop import mean_ci, scifact_records
+from cli.loop import scifact_records
+from retrieval.metrics import mean_ci
 
 
 def test_scifact_records_are_the_scifact_queries_oldest_first(tmp_path):

@@ -2,7 +2,7 @@
 serves it, its scores fused several ways, Recall@5 side by side on the evaluate benchmarks (candidates
 in similarity order, as evaluate hands them to a selector) and on the stage's own val split (the served order).
 
-    python -m eval.fusion_ablation [--model-dir models/cross_encoder] [--max-queries 100] [--dtype auto]
+    pai ablation [--model-dir models/cross_encoder] [--max-queries 100] [--dtype auto]
 
 Variants: the retrieval order; the prior and BM25 without the model (what the fusion gives for free);
 the model alone; + the position prior; + the prior and BM25. Each fusion is fitted on the calibration
@@ -11,23 +11,27 @@ queries of the model's own feedback log and split, as `train_ce` fits its own.
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 
 import numpy as np
+from rich.table import Table
 
+from eval.evaluate import EvaluateParams, bench_name, feedback_items, load_items, similarity_ranking
+from retrieval.ce_input import ce_passage
+from retrieval.embed import get_embedder
+from retrieval.learned_fusion import fuse_for
+from retrieval.metrics import recall_at_k
 from retrieval.params import load_section
-from retrieval.selection import ce_passage, fuse_for
-
-from .evaluate import EvaluateParams, bench_name, feedback_items, load_items, similarity_ranking
+from serving.cross_encoder import CrossEncoderSelector
+from training.ce_data import fit_fusion, rankings
 
 VARIANTS = ("retrieval order", "prior + BM25, no model", "model alone", "+ position prior", "+ position prior + BM25")
 
 
 def recall5(scores: list[float], ids: list[str], relevant: set[str]) -> float:
-    top = sorted(range(len(ids)), key=lambda j: (-scores[j], j))[:5]
-    return len(relevant & {ids[j] for j in top}) / len(relevant)
+    """Recall@5 of `ids` ranked by `scores` (ties: served order)."""
+    return recall_at_k(relevant, [ids[j] for j in sorted(range(len(ids)), key=lambda j: (-scores[j], j))], 5)
 
 
 def variant_scores(model_scores: list[float], texts: list[str], query: str, fusions: dict) -> dict[str, list[float]]:
@@ -43,8 +47,6 @@ Sets = list[tuple[str, list[str], list[str], set[str]]]  # (query, candidate ids
 def benchmark_sets(max_queries: int, params: str = "params.yaml") -> dict[str, Sets]:
     """The evaluate benchmarks' candidates in similarity order, as evaluate hands them to a selector.
     Embeds every candidate, so a sweep computes them once for all its models."""
-    from retrieval.embed import get_embedder
-
     ep = load_section(params, "evaluate", EvaluateParams)
     embedder = get_embedder()
     benches = {bench_name(b): load_items(Path(b), max_queries) for b in ep.benchmarks.split(",") if b}
@@ -70,9 +72,6 @@ def variant_recalls(selector, sets: Sets, fusions: dict) -> dict:
 
 def run(model_dir: Path, max_queries: int, params: str = "params.yaml", dtype: str | None = None, benches: dict[str, Sets] | None = None) -> dict:
     """The ablation of one model; `benches` = `benchmark_sets(max_queries, params)`, computed here when None."""
-    from serving.cross_encoder import CrossEncoderSelector
-    from training.ce_data import fit_fusion, rankings
-
     cfg = json.loads((model_dir / "ce_config.json").read_text(encoding="utf-8"))
     val_fraction, cal_fraction = cfg["val_fraction"], cfg["calibration_fraction"]
     feedback = Path(cfg["feedback"], "feedback.jsonl")
@@ -95,27 +94,11 @@ def run(model_dir: Path, max_queries: int, params: str = "params.yaml", dtype: s
     return out
 
 
-def main() -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--model-dir", type=Path, default=Path("models/cross_encoder"))
-    ap.add_argument("--max-queries", type=int, default=100)
-    ap.add_argument("--dtype", default=None, help="float32 | bfloat16 | auto (default: the model's serve_dtype)")
-    ap.add_argument("--json", type=Path, default=None, help="also write the result here")
-    a = ap.parse_args()
-    result = run(a.model_dir, a.max_queries, dtype=a.dtype)
-    if a.json:
-        a.json.write_text(json.dumps(result, indent=2) + "\n")
+def table(result: dict) -> Table:
     t = Table(title=f"fusion ablation: Recall@5 of {result['model']} ({result['layers']} layers, {result['max_length']} word pieces, "
                     f"{result['dtype']}; fusions fitted on {result['calibration_queries']} calibration queries)")  # fmt: skip
     for col in ("benchmark", "queries", *VARIANTS):
         t.add_column(col, justify="left" if col == "benchmark" else "right")
     for name, row in result["benchmarks"].items():
         t.add_row(name, str(row["queries"]), *[f"{row[v]:.4f}" for v in VARIANTS])
-    Console().print(t)
-
-
-if __name__ == "__main__":
-    main()
+    return t

@@ -9,15 +9,17 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import httpx
 
+from eval.retrieval_eval import doc_ids, load_scifact
+from retrieval.db import connect
+from retrieval.ingest import ingest_documents
 from retrieval.sources import Document, read_documents
-
-from .retrieval_eval import doc_ids, load_scifact
+from serving.server import BackgroundServer, build_service
 
 
 @dataclass(frozen=True)
@@ -123,10 +125,6 @@ def run_replay(
     corpus_limit: int | None = None,
 ) -> ReplaySummary:
     """Ingest the benchmark corpus, then replay `split` through a service (`url`, or one started here)."""
-    from retrieval.db import connect
-    from retrieval.ingest import ingest_documents
-    from serving.server import BackgroundServer, build_service
-
     queries = load_queries(benchmark_dir, benchmark, split)[:limit]
     service = build_service(params)
     docs = corpus_documents(benchmark_files(benchmark_dir, benchmark), queries, corpus_limit, service.ingest.max_file_bytes)

@@ -17,14 +17,17 @@ from collections import deque
 from pathlib import Path
 
 import yaml
+from rich.table import Table
 
+from eval.evaluate import print_table
+from eval.retrieval_eval import evaluate, load_scifact
 from retrieval.db import connect
 from retrieval.embed import get_embedder
 from retrieval.ingest import ingest_paths
 from retrieval.params import EmbedParams, IngestParams, SearchParams, load_section
 
 from .replay import run_replay
-from .retrieval_eval import evaluate, load_scifact
+from .terminal import LOG_WIDTH
 
 
 def run_cycle(params: Path, benchmark_dir: Path, split: str, bar, replay: bool | None = None) -> dict:
@@ -55,7 +58,8 @@ def run_cycle(params: Path, benchmark_dir: Path, split: str, bar, replay: bool |
 def dvc_repro(bar) -> None:
     """`dvc repro`, its stages' `python` being this environment's (the README runs `.venv/bin/pai` with
     no venv activated), each stage's start and summary line shown as it runs."""
-    env = os.environ | {"PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])}
+    env = os.environ | {"PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
+                        "COLUMNS": str(LOG_WIDTH)}  # the stages' rich consoles write into a pipe: whole lines, not 80 columns
     stages = "|".join(map(re.escape, yaml.safe_load(Path("dvc.yaml").read_text())["stages"]))  # each prints "STAGE: summary"
     stage_line = re.compile(rf"^(?:Running stage '([^']+)'|(?:{stages}): )")
     task = bar.add_task("3. dvc repro", total=None)
@@ -79,8 +83,6 @@ def _read_json(path: str) -> dict | None:
 
 
 def print_cycle(result: dict, console) -> None:
-    from rich.table import Table
-
     i = result["ingest"]
     console.print(f"1. ingest: {i['documents']:,} documents ({i['documents_new']:,} new, {i['documents_unchanged']:,} unchanged), "
                   f"{i['chunks_inserted']:,} chunks written, {i['docs_per_second']} docs/s")  # fmt: skip
@@ -98,8 +100,6 @@ def print_cycle(result: dict, console) -> None:
         console.print(f"   export: {x['quant']} GGUF {x['gguf_mb']} MB; parity on {x['prompts']} prompts: picks {x['pick_agreement']:.0%}, "
                       f"teacher-forced tokens {x['forced_top1_agreement']:.0%}, served output parses {x['served_parse_rate']:.0%}")  # fmt: skip
     if result["pipeline"]["eval"]:
-        from .evaluate import print_table
-
         print_table(result["pipeline"]["eval"], console)
     if dp := result["pipeline"].get("deploy"):
         console.print(f"   deploy: {dp['version']} registered; alias {dp['alias']}" + (

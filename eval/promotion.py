@@ -15,8 +15,10 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from retrieval import deployments
 from retrieval.db import connect, pai_home
-from serving import hotswap
+from retrieval.files import dir_sha256, files_sha256
+from retrieval.tracking import use_mlflow
 
 MODEL = "pai-selector"
 SIMILARITY = {"kind": "similarity", "version": "similarity"}
@@ -39,12 +41,7 @@ class MoveResult:
 
 
 def client():
-    from mlflow import MlflowClient
-
-    from training.tracking import use_mlflow
-
-    use_mlflow()
-    c = MlflowClient()
+    c = use_mlflow().MlflowClient()
     try:
         c.get_registered_model(MODEL)
     except Exception as e:  # noqa: BLE001 - mlflow raises RestException for "not found", others when down
@@ -68,19 +65,6 @@ def store_gguf(gguf: Path, sha256: str) -> Path:
             shutil.copyfile(gguf, tmp)
         os.replace(tmp, dest)
     return dest
-
-
-def dir_sha256(folder: Path) -> str:
-    """One hash over a model folder's files (names and contents, in sorted order)."""
-    import hashlib
-
-    h = hashlib.sha256()
-    for f in sorted(p for p in folder.rglob("*") if p.is_file()):
-        h.update(str(f.relative_to(folder)).encode())
-        with open(f, "rb") as fh:
-            for block in iter(lambda: fh.read(1 << 20), b""):
-                h.update(block)
-    return h.hexdigest()
 
 
 def store_dir(folder: Path, sha256: str) -> Path:
@@ -178,8 +162,6 @@ def verify(record: dict) -> None:
         if dir_sha256(folder) != record["model_sha256"]:
             raise RegistryError(f"{record['version']}: model folder {folder} does not match its registered sha256")
         return
-    from training.tracking import files_sha256
-
     path = Path(record["gguf"])
     if not path.is_file():
         raise RegistryError(f"{record['version']}: GGUF {path} is missing")
@@ -197,16 +179,16 @@ def move_champion(record: dict, action: str, reason: str | None, wait_s: float, 
     with connect() as conn:  # the database first: if it is down, the alias does not move
         _set_champion(c, record, hist)
         try:
-            dep_id = hotswap.announce(conn, record, action, reason)
+            dep_id = deployments.announce(conn, record, action, reason)
         except Exception:
             _set_champion(c, before, old_hist)
             raise
-        services = hotswap.listening_services(conn)
-        rows = hotswap.wait_for_applies(conn, dep_id, services, wait_s) if services and wait_s > 0 else []
+        services = deployments.listening_services(conn)
+        rows = deployments.wait_for_applies(conn, dep_id, services, wait_s) if services and wait_s > 0 else []
         failed = [r for r in rows if not r["ok"]]
         if failed:
             _set_champion(c, before, old_hist)
-            hotswap.announce(conn, before, "revert", f"{record['version']} rejected: {failed[0]['detail']}")
+            deployments.announce(conn, before, "revert", f"{record['version']} rejected: {failed[0]['detail']}")
             raise RegistryError(f"{record['version']} rejected by service {failed[0]['service']}: {failed[0]['detail']}; "
                                 f"champion stays {before['version']}")  # fmt: skip
     if record.get("registry_version"):

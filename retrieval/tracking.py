@@ -3,12 +3,10 @@ facts every run records (dataset hash, git commit)."""
 
 from __future__ import annotations
 
-import hashlib
 import os
 import subprocess
-from pathlib import Path
 
-from retrieval.db import pai_home
+from .db import pai_home
 
 EXPERIMENT = "pai-selector"
 
@@ -30,15 +28,6 @@ def use_mlflow():
         mlflow.create_experiment(EXPERIMENT, artifact_location=location)
     mlflow.set_experiment(EXPERIMENT)
     return mlflow
-
-
-def files_sha256(*paths: Path) -> str:
-    h = hashlib.sha256()
-    for p in paths:
-        with open(p, "rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                h.update(block)
-    return h.hexdigest()
 
 
 def git_commit() -> str | None:

@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -33,6 +35,7 @@ def scifact_slice(src: Path, dst: Path, n_train: int = 30, n_test: int = 10, oth
     (dst / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in queries if q["_id"] in keep_queries))
 
 
+@pytest.mark.slow
 def test_pai_cycle_in_a_fresh_clone(db_url, benchmark_dir, tmp_path):
     clone = tmp_path / "p"
     subprocess.run(["git", "clone", "-q", str(REPO), str(clone)], check=True)
@@ -52,7 +55,7 @@ def test_pai_cycle_in_a_fresh_clone(db_url, benchmark_dir, tmp_path):
     # PATH without the venv, as the README's `.venv/bin/pai cycle` runs: dvc's stages must still find its python
     path = os.pathsep.join(d for d in os.environ["PATH"].split(os.pathsep) if Path(d) != venv_bin)
     env = os.environ | {"PAI_HOME": str(home), "DATABASE_URL": db_url, "PYTHONPATH": str(clone), "PATH": path}
-    run = subprocess.run([sys.executable, "-m", "serving.cli", "cycle", "--benchmark-dir", str(bench), "--json"],
+    run = subprocess.run([sys.executable, "-m", "cli.main", "cycle", "--benchmark-dir", str(bench), "--json"],
                          cwd=clone, env=env, capture_output=True, text=True, timeout=1200)  # fmt: skip
     assert run.returncode == 0, run.stderr[-3000:]
     result = json.loads(run.stdout)

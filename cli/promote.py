@@ -1,5 +1,5 @@
-"""`pai promote`, `pai rollback`, `pai status`: moves of the `champion` alias (eval/registry.py)
-announced to running services (serving/hotswap.py). Each says what changed, or one line why not."""
+"""`pai promote`, `pai rollback`, `pai status`: moves of the `champion` alias (eval/promotion.py)
+announced to running services (the deployment log, retrieval/deployments.py). Each says what changed, or one line why not."""
 
 from __future__ import annotations
 
@@ -9,10 +9,16 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from retrieval.db import DatabaseError
-from serving.terminal import _fail, console
+from eval.promotion import RegistryError, champion, client, history, record_of
+from eval.promotion import promote as do_promote
+from eval.promotion import rollback as do_rollback
+from retrieval import deployments
+from retrieval.db import DatabaseError, connect
+
+from .terminal import _fail, console
 
 WaitOpt = Annotated[float, typer.Option(help="seconds to wait for running services' canaries (0: don't wait)")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="print the result as JSON")]
 
 
 def register(app: typer.Typer) -> None:
@@ -21,7 +27,11 @@ def register(app: typer.Typer) -> None:
     app.command()(status)
 
 
-def _report(moved, what: str) -> None:
+def _report(moved, what: str, as_json: bool) -> None:
+    if as_json:
+        print(json.dumps({"version": moved.version, "deployment_id": moved.deployment_id, "services": moved.services,
+                          "swap_ms": moved.swap_ms, "applies": moved.applies}, indent=2, default=str))  # fmt: skip
+        return
     if moved.services == 0:
         console.print(f"{what} {moved.version} (deployment {moved.deployment_id}); no service is running: it loads it at start")
         return
@@ -34,34 +44,25 @@ def promote(
     version: Annotated[str, typer.Argument(help="registry version (3 or pai-selector:3), challenger, or similarity")],
     reason: Annotated[str, typer.Option(help="why, recorded with the deployment")] = "manual promote",
     wait: WaitOpt = 60.0,
+    as_json: JsonOpt = False,
 ) -> None:
     """Make VERSION the champion and hot-swap it into running services (moved back if their canary fails)."""
-    from eval.registry import RegistryError
-    from eval.registry import promote as do_promote
-
     try:
-        _report(do_promote(version, reason, wait), "promoted")
+        _report(do_promote(version, reason, wait), "promoted", as_json)
     except (RegistryError, DatabaseError) as e:
         _fail(str(e))
 
 
-def rollback(wait: WaitOpt = 60.0) -> None:
+def rollback(wait: WaitOpt = 60.0, as_json: JsonOpt = False) -> None:
     """Move the champion back to the previous one (the similarity order before the first)."""
-    from eval.registry import RegistryError
-    from eval.registry import rollback as do_rollback
-
     try:
-        _report(do_rollback(wait), "rolled back to")
+        _report(do_rollback(wait), "rolled back to", as_json)
     except (RegistryError, DatabaseError) as e:
         _fail(str(e))
 
 
-def status(as_json: Annotated[bool, typer.Option("--json", help="print as JSON")] = False) -> None:
+def status(as_json: JsonOpt = False) -> None:
     """Registry aliases, the latest deployments and what each service did about them."""
-    from eval.registry import RegistryError, champion, client, history, record_of
-    from retrieval.db import connect
-    from serving import hotswap
-
     try:
         champ = champion()
         try:
@@ -71,8 +72,8 @@ def status(as_json: Annotated[bool, typer.Option("--json", help="print as JSON")
         hist = history()
         client()  # registry reachable
         with connect() as conn:
-            deps = [(d, hotswap.applies(conn, d.id)) for d in hotswap.deployments(conn, 8)]
-            services = hotswap.listening_services(conn)
+            deps = [(d, deployments.applies(conn, d.id)) for d in deployments.deployments(conn, 8)]
+            services = deployments.listening_services(conn)
     except (RegistryError, DatabaseError) as e:
         _fail(str(e))
     out = {"champion": champ["version"] if champ else "similarity (none promoted)", "challenger": challenger, "champion_history": hist,

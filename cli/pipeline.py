@@ -1,49 +1,59 @@
-"""The `pai` commands that drive the pipeline and measure: simulate, cycle, eval, bench.
-Registered onto the one `pai` app by serving/cli.py; each command imports its stage lazily, so the
-service never loads eval or training."""
+"""The `pai` commands that drive the pipeline and measure: simulate, cycle, eval, bench, loop.
+Registered onto the one `pai` app by cli/main.py."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 from rich.table import Table
 
+from eval import bench_retrieval, promotion
+from eval.evaluate import EvaluateParams, evaluate, load_champion
+from eval.evaluate import print_table as print_eval_table
+from eval.retrieval_eval import load_scifact
 from retrieval.db import DatabaseError
-from retrieval.params import ParamsError, load_section
-from serving.terminal import ParamsOpt, _fail, console, progress_bar
+from retrieval.embed import get_embedder
+from retrieval.params import EmbedParams, ParamsError, SearchParams, load_section
+from serving.interface import SelectorLoadError
+from serving.selectors import build_selector, from_record
+
+from . import bench_serve, bench_swap
+from .cycle import print_cycle, run_cycle
+from .loop import print_loop, run_loop, write_outputs
+from .replay import run_replay
+from .terminal import ParamsOpt, _fail, console, progress_bar
 
 
 def register(app: typer.Typer, bench_app: typer.Typer) -> None:
     app.command()(simulate)
     app.command()(cycle)
     app.command("eval")(eval_command)
-    bench_app.command("retrieval")(bench_retrieval)
-    bench_app.command("serve")(bench_serve)
-    bench_app.command("swap")(bench_swap)
+    bench_app.command("retrieval")(bench_retrieval_command)
+    bench_app.command("serve")(bench_serve_command)
+    bench_app.command("swap")(bench_swap_command)
     loop_app = typer.Typer(no_args_is_help=True, help="Does the loop learn? Retrain over slices of the feedback log.")
     loop_app.command("report")(loop_report)
     app.add_typer(loop_app, name="loop")
 
 
 def simulate(
-    benchmark: Annotated[str, typer.Option(help="scifact or hotpotqa")] = "scifact",
+    dataset: Annotated[str, typer.Option(help="scifact or hotpotqa (under --benchmark-dir)")] = "scifact",
     split: Annotated[str, typer.Option(help="which queries to replay")] = "train",
     url: Annotated[Optional[str], typer.Option(help="a running service; default: start one in-process")] = None,
-    limit: Annotated[Optional[int], typer.Option(help="replay only the first N queries")] = None,
+    max_queries: Annotated[Optional[int], typer.Option(help="replay only the first N queries")] = None,
     corpus_limit: Annotated[Optional[int], typer.Option(help="ingest only the relevant documents + N others")] = None,
     benchmark_dir: Annotated[Path, typer.Option(help="the shared benchmark folder")] = Path("../shared/benchmark"),
     params: ParamsOpt = Path("params.yaml"),
     as_json: Annotated[bool, typer.Option("--json", help="print the summary as JSON")] = False,
 ) -> None:
     """Replay benchmark queries through /query and post qrels-based feedback: a realistic feedback log."""
-    from eval.replay import run_replay
-
     try:
         with progress_bar() as bar:
-            summary = run_replay(params, benchmark_dir, benchmark, split, bar, url=url, limit=limit, corpus_limit=corpus_limit)
+            summary = run_replay(params, benchmark_dir, dataset, split, bar, url=url, limit=max_queries, corpus_limit=corpus_limit)
     except (ParamsError, DatabaseError, FileNotFoundError, ValueError) as e:
         _fail(str(e))
     for err in summary.errors[:5]:
@@ -51,13 +61,13 @@ def simulate(
     if as_json:
         print(json.dumps(summary.as_dict(), indent=2))
     else:
-        t = Table(title=f"replay {benchmark} {split}", show_header=False)
+        t = Table(title=f"replay {dataset} {split}", show_header=False)
         for k, v in summary.as_dict().items():
             t.add_row(k, str(v))
         console.print(t)
 
 
-def bench_retrieval(
+def bench_retrieval_command(
     vectors: Annotated[int, typer.Option(help="table size (real MiniLM embeddings, topped up by mixtures)")] = 100_000,
     queries: Annotated[int, typer.Option(help="number of timed queries (real SciFact claims)")] = 200,
     ef_search: Annotated[Optional[list[int]], typer.Option("--ef-search", help="ef_search values to compare (default: params)")] = None,
@@ -66,19 +76,16 @@ def bench_retrieval(
     as_json: Annotated[bool, typer.Option("--json", help="print results as JSON")] = False,
 ) -> None:
     """pgvector HNSW: insert rate, build time, p50/p95 latency, recall@k vs exact; staging write+parse."""
-    from eval.bench_retrieval import print_table, run
-    from retrieval.params import EmbedParams, SearchParams, load_section
-
     try:
         sp = load_section(params, "search", SearchParams)
         ep = load_section(params, "embed", EmbedParams)
-        result = run(vectors, queries, ef_search or [sp.ef_search], sp, ep, benchmark_dir, progress_bar)
+        result = bench_retrieval.run(vectors, queries, ef_search or [sp.ef_search], sp, ep, benchmark_dir, progress_bar)
     except (ParamsError, DatabaseError, FileNotFoundError) as e:
         _fail(str(e))
     if as_json:
         print(json.dumps(result, indent=2))
     else:
-        print_table(result, console)
+        bench_retrieval.print_table(result, console)
 
 
 def cycle(
@@ -91,8 +98,6 @@ def cycle(
     """The main job on embedded defaults, one retrain cycle: ingest the SciFact corpus, replay its
     train queries into the feedback log when the log is empty, `dvc repro`, and measure retrieval on
     the test queries (vector vs hybrid)."""
-    from eval.cycle import print_cycle, run_cycle
-
     try:
         with progress_bar() as bar:
             result = run_cycle(params, benchmark_dir, split, bar, replay=replay)
@@ -113,12 +118,7 @@ def eval_command(
     as_json: Annotated[bool, typer.Option("--json", help="print results as one JSON object")] = False,
 ) -> None:
     """Evaluate selectors on a benchmark file: one table, all systems side by side."""
-    from dataclasses import replace
 
-    from eval.evaluate import EvaluateParams, evaluate, load_champion, print_table
-    from eval.registry import RegistryError, record_of
-    from retrieval.embed import get_embedder
-    from serving.selectors import SelectorLoadError, build_selector, from_record
 
     if not benchmark.exists():
         _fail(f"{benchmark}: no such benchmark file")
@@ -126,7 +126,7 @@ def eval_command(
         p = replace(load_section(params, "evaluate", EvaluateParams), benchmarks=str(benchmark), feedback="", max_queries=max_queries)
         known = ("all", "similarity", "bm25", "hybrid", "selector", "champion")
         if selector not in known:  # a registry version, evaluated as served, as the 'selector' system
-            sel, selector = from_record(record_of(selector)), "selector"
+            sel, selector = from_record(promotion.record_of(selector)), "selector"
         elif selector in ("all", "selector") and ((model / "selector.json").exists() or (model / "train_config.json").exists()):
             sel = build_selector(str(model))
         else:
@@ -138,7 +138,7 @@ def eval_command(
             _fail("no champion in the registry (pai promote VERSION)")
         with progress_bar() as bar:
             result, _ = evaluate(p, get_embedder(), sel, lambda name, n: (lambda t=bar.add_task(name, total=n): bar.advance(t)), champ)
-    except (ParamsError, json.JSONDecodeError, KeyError, RegistryError, SelectorLoadError) as e:
+    except (ParamsError, json.JSONDecodeError, KeyError, promotion.RegistryError, SelectorLoadError) as e:
         _fail(f"{benchmark}: {e}")
     if selector != "all":
         for r in result.values():
@@ -147,10 +147,10 @@ def eval_command(
     if as_json:
         print(json.dumps(result, indent=2))
     else:
-        print_table(result, console)
+        print_eval_table(result, console)
 
 
-def bench_serve(
+def bench_serve_command(
     clients: Annotated[Optional[list[int]], typer.Option("--clients", help="concurrent clients (repeat to compare)")] = None,
     duration: Annotated[float, typer.Option(help="seconds of load per client count")] = 30.0,
     notes: Annotated[int, typer.Option(help="webhook notes for ingest-to-searchable latency")] = 50,
@@ -159,21 +159,18 @@ def bench_serve(
     as_json: Annotated[bool, typer.Option("--json", help="print results as JSON")] = False,
 ) -> None:
     """/query latency and throughput under concurrent clients; webhook ingest-to-searchable latency."""
-    from eval.bench_serve import print_table, run
-    from eval.retrieval_eval import load_scifact
-
     try:
         queries = [q for _, q, _ in load_scifact(benchmark_dir, "test")]
-        result = run(params, queries, clients or [1, 4, 20], duration, notes)
+        result = bench_serve.run(params, queries, clients or [1, 4, 20], duration, notes)
     except (FileNotFoundError, RuntimeError) as e:
         _fail(str(e))
     if as_json:
         print(json.dumps(result, indent=2))
     else:
-        print_table(result, console)
+        bench_serve.print_table(result, console)
 
 
-def bench_swap(
+def bench_swap_command(
     clients: Annotated[int, typer.Option(help="concurrent clients")] = 20,
     duration: Annotated[float, typer.Option(help="seconds of load")] = 30.0,
     swaps: Annotated[int, typer.Option(help="promote/rollback moves during the load")] = 10,
@@ -184,17 +181,13 @@ def bench_swap(
     as_json: Annotated[bool, typer.Option("--json", help="print results as JSON")] = False,
 ) -> None:
     """Hot-swaps under load: failed requests, stale versions after a swap, announce -> serving latency."""
-    from eval import registry
-    from eval.bench_swap import run
-    from eval.retrieval_eval import load_scifact
-
     try:
         if not versions:
-            known = sorted(int(m.version) for m in registry.client().search_model_versions(f"name='{registry.MODEL}'"))
+            known = sorted(int(m.version) for m in promotion.client().search_model_versions(f"name='{promotion.MODEL}'"))
             versions = [str(v) for v in known[-2:]] if len(known) >= 2 else [*map(str, known), "similarity"]
         queries = [q for _, q, _ in load_scifact(benchmark_dir, "test")]
-        r = run(params, queries, versions, clients, duration, swaps, log=lambda s: console.print(s))
-    except (registry.RegistryError, DatabaseError, ValueError, RuntimeError) as e:
+        r = bench_swap.run(params, queries, versions, clients, duration, swaps, log=lambda s: console.print(s))
+    except (promotion.RegistryError, DatabaseError, ValueError, RuntimeError) as e:
         _fail(str(e))
     if as_json:
         print(json.dumps(r, indent=2))
@@ -210,21 +203,19 @@ def bench_swap(
 def loop_report(
     slices: Annotated[int, typer.Option(help="chronological slices of the SciFact feedback (one retrain each)")] = 3,
     max_queries: Annotated[int, typer.Option(help="held-out queries per benchmark (0 = all)")] = 100,
-    out: Annotated[Path, typer.Option(help="folder for loop.json and loop_recall.csv")] = Path("metrics"),
+    out_dir: Annotated[Path, typer.Option(help="folder for loop.json and loop_recall.csv")] = Path("metrics"),
     max_train_pairs: Annotated[int | None, typer.Option(help="train pairs per cycle (0 = all; default: params train_ce.max_train_pairs)")] = None,
     params: ParamsOpt = Path("params.yaml"),
     as_json: Annotated[bool, typer.Option("--json", help="print results as JSON")] = False,
 ) -> None:
     """Retrain the cross-encoder after each slice of the feedback; held-out Recall@5 with 95% CIs per cycle."""
-    from eval.loop import print_loop, run_loop, write_outputs
-
     if slices < 1:
         _fail("--slices must be >= 1")
     try:
         result = run_loop(params, slices, max_queries, log=lambda s: console.print(s, soft_wrap=True), max_train_pairs=max_train_pairs)
     except (ParamsError, FileNotFoundError, ValueError) as e:
         _fail(str(e))
-    write_outputs(result, out)
+    write_outputs(result, out_dir)
     if as_json:
         print(json.dumps(result, indent=2))
     else:

@@ -5,18 +5,33 @@ from __future__ import annotations
 import json
 import os
 import sys
+import threading
+from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
+import uvicorn
 from rich.table import Table
 
-from retrieval.db import DatabaseError
-from retrieval.params import ParamsError, load_section
-from serving.cli_pipeline import register
-from serving.cli_deploy import register as register_deploy
-from serving.cli_jobs import register as register_jobs
-from serving.terminal import ParamsOpt, _fail, console, progress_bar
+from retrieval import staging
+from retrieval.db import DatabaseError, connect, pai_home
+from retrieval.embed import get_embedder
+from retrieval.ingest import ingest_paths
+from retrieval.params import EmbedParams, IngestParams, ParamsError, SearchParams, StagingParams, load_section
+from retrieval.search import search
+from serving.app import create_app
+from serving.interface import SelectorLoadError
+from serving.live import install_hook, process_inbox_file
+from serving.live import watch as watch_inbox
+from serving.selectors import build_selector
+from serving.server import build_service
+
+from .jobs import register as register_jobs
+from .measure import register as register_measure
+from .pipeline import register
+from .promote import register as register_deploy
+from .terminal import ParamsOpt, _fail, console, progress_bar
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="pai-brain: retrieval, selection and retraining.")
 bench_app = typer.Typer(no_args_is_help=True, help="Benchmarks (figures for the README and issue notes).")
@@ -29,11 +44,6 @@ def ingest(
     as_json: Annotated[bool, typer.Option("--json", help="print the report as JSON")] = False,
 ) -> None:
     """Chunk, scrub, embed and store files; unchanged files write nothing, deleted ones are removed."""
-    from retrieval.db import connect
-    from retrieval.embed import get_embedder
-    from retrieval.ingest import ingest_paths
-    from retrieval.params import EmbedParams, IngestParams, SearchParams
-
     try:
         ip = load_section(params, "ingest", IngestParams)
         sp = load_section(params, "search", SearchParams)
@@ -66,13 +76,7 @@ def query(
     no_staging: Annotated[bool, typer.Option("--no-staging", help="do not write staging files")] = False,
 ) -> None:
     """Search: top-k candidates, the budgeted context, and a staging file per query."""
-    from dataclasses import asdict
 
-    from retrieval import staging
-    from retrieval.db import connect
-    from retrieval.embed import get_embedder
-    from retrieval.params import EmbedParams, SearchParams, StagingParams
-    from retrieval.search import search
 
     texts = [t for t in texts if t.strip()]
     if not texts:
@@ -130,11 +134,7 @@ def serve(
     params: ParamsOpt = Path("params.yaml"),
 ) -> None:
     """Run the retrieval service (HTTP API; OpenAPI docs at /docs)."""
-    import uvicorn
 
-    from serving.app import create_app
-    from serving.selectors import SelectorLoadError, build_selector
-    from serving.server import build_service
 
     try:
         pinned = None if selector == "champion" else build_selector(selector)
@@ -160,13 +160,7 @@ def watch(
     params: ParamsOpt = Path("params.yaml"),
 ) -> None:
     """Ingest every file dropped into INBOX (Ctrl-C to stop)."""
-    import threading
 
-    from retrieval.db import connect
-    from retrieval.embed import get_embedder
-    from retrieval.params import EmbedParams, IngestParams, SearchParams
-    from serving.live import process_inbox_file
-    from serving.live import watch as watch_inbox
 
     if not inbox.is_dir():
         _fail(f"{inbox}: not a folder")
@@ -201,9 +195,6 @@ def hooks_install(
     params: ParamsOpt = Path("params.yaml"),
 ) -> None:
     """Add a post-commit hook that re-ingests the files each commit touches."""
-    from retrieval.db import pai_home
-    from serving.live import install_hook
-
     try:
         hook = install_hook(repo, params, pai_home())
     except ValueError as e:
@@ -212,6 +203,7 @@ def hooks_install(
 
 
 register(app, bench_app)
+register_measure(app, bench_app)
 register_deploy(app)
 register_jobs(app)
 

@@ -1,6 +1,6 @@
 import numpy as np
 
-from eval.metrics import contains_answer, paired_bootstrap, per_query
+from retrieval.metrics import contains_answer, paired_bootstrap, per_query
 
 
 def test_per_query_literals():

@@ -5,8 +5,8 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from eval.replay import ReplayQuery, feedback_for, load_queries
-from serving.cli import app
+from cli.main import app
+from cli.replay import ReplayQuery, feedback_for, load_queries
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -32,7 +32,7 @@ def test_load_queries_counts(benchmark_dir):
 def test_simulate_fills_the_feedback_log(db_url, benchmark_dir, monkeypatch, tmp_path, conn):
     monkeypatch.setenv("DATABASE_URL", db_url)
     monkeypatch.chdir(tmp_path)
-    r = CliRunner().invoke(app, ["simulate", "--benchmark", "scifact", "--split", "train", "--limit", "8",
+    r = CliRunner().invoke(app, ["simulate", "--dataset", "scifact", "--split", "train", "--max-queries", "8",
                                  "--corpus-limit", "40", "--benchmark-dir", str(benchmark_dir),
                                  "--params", str(REPO / "params.yaml"), "--json"])  # fmt: skip
     assert r.exit_code == 0, r.output

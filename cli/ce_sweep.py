@@ -1,22 +1,25 @@
 """Which cross-encoder size to serve: `train_ce` trained once per (layers, max_length), each timed in
-every precision (`eval.bench_ce`) and scored with its fusion variants (`eval.fusion_ablation`), side by
+every precision (`eval.bench_ce`) and scored with its fusion variants (`cli.fusion_ablation`), side by
 side in one table. Every other setting is the params file's `train_ce`; each model is an MLflow run.
 
-    python -m eval.ce_sweep --config 3x128 --config 3x64 [--dtypes float32,auto] [--out models/ce_sweep]
+    pai sweep ce --config 3x128 --config 3x64 [--dtypes float32,auto] [--models-dir models/ce_sweep] [--out FILE]
 
 A folder already trained with the same layers, max_length and feedback is reused (`--retrain` to redo).
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 from dataclasses import replace
 from pathlib import Path
 
-from retrieval.params import load_section
+from rich.table import Table
 
-from .bench_ce import bench, hotpotqa_sets, scifact_sets
+from eval.bench_ce import bench, hotpotqa_sets, scifact_sets
+from retrieval.params import load_section
+from training.build import BuildParams
+from training.train_ce import CrossEncoderParams, train
+
 from .fusion_ablation import benchmark_sets
 from .fusion_ablation import run as ablation
 
@@ -28,7 +31,7 @@ def parse_config(text: str) -> tuple[int, int]:
     try:
         layers, max_length = (int(x) for x in text.lower().split("x"))
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected LAYERSxMAX_LENGTH, e.g. 3x64") from None
+        raise ValueError(f"{text!r}: expected LAYERSxMAX_LENGTH, e.g. 3x64") from None
     return layers, max_length
 
 
@@ -42,9 +45,6 @@ def trained(folder: Path, layers: int, max_length: int, feedback: str) -> bool:
 
 def sweep(configs: list[tuple[int, int]], out: Path, dtypes: list[str], benchmark: Path, queries: int, max_queries: int,
           params: str = "params.yaml", retrain: bool = False, log=print) -> list[dict]:  # fmt: skip
-    from training.build import BuildParams
-    from training.train_ce import CrossEncoderParams, train
-
     base = load_section(params, "train_ce", CrossEncoderParams)
     val_fraction = load_section(params, "build", BuildParams).val_fraction
     sets = {"hotpotqa": hotpotqa_sets(benchmark / "hotpotqa" / "test.jsonl", queries), "scifact": scifact_sets(benchmark / "scifact", queries)}
@@ -66,8 +66,6 @@ def sweep(configs: list[tuple[int, int]], out: Path, dtypes: list[str], benchmar
 
 def table(rows: list[dict]):
     """Rich table: per config and precision, p50 per dataset, then per benchmark Recall@5 fused / model alone / prior + BM25 alone."""
-    from rich.table import Table
-
     benches = list(rows[0]["recall"])
     t = Table(title="cross-encoder sweep: p50 ms of one answer over 20 candidates; Recall@5 fused / model alone / without the model")
     for col in ("config", "dtype", *(f"p50 {d}" for d in rows[0]["latency"]), *benches):
@@ -76,28 +74,3 @@ def table(rows: list[dict]):
         t.add_row(r["config"], r["dtype"], *(f"{v['p50_ms']:.1f}" for v in r["latency"].values()),
                   *(" / ".join(f"{r['recall'][b][v]:.3f}" for v in (FUSED, "model alone", NO_MODEL)) for b in benches))  # fmt: skip
     return t
-
-
-def main() -> None:
-    from rich.console import Console
-
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--config", type=parse_config, action="append", required=True, help="LAYERSxMAX_LENGTH; repeat")
-    ap.add_argument("--dtypes", default="auto", help="comma-separated precisions (float32, bfloat16, auto)")
-    ap.add_argument("--out", type=Path, default=Path("models/ce_sweep"), help="one train_ce folder per config under here")
-    ap.add_argument("--benchmark", type=Path, default=Path("../shared/benchmark"))
-    ap.add_argument("--queries", type=int, default=30, help="candidate sets per dataset for the latency")
-    ap.add_argument("--max-queries", type=int, default=100, help="queries per benchmark for the recall")
-    ap.add_argument("--retrain", action="store_true", help="train even where a matching folder exists")
-    ap.add_argument("--json", type=Path, default=None, help="also write the rows here")
-    a = ap.parse_args()
-    console = Console(stderr=True)
-    rows = sweep(a.config, a.out, a.dtypes.split(","), a.benchmark, a.queries, a.max_queries, retrain=a.retrain, log=console.print)
-    t = table(rows)
-    Console().print(t)
-    if a.json:
-        a.json.write_text(json.dumps(rows, indent=2) + "\n")
-
-
-if __name__ == "__main__":
-    main()

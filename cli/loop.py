@@ -14,16 +14,23 @@ from __future__ import annotations
 
 import json
 import tempfile
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
+from rich.table import Table
 
+from eval.evaluate import BASELINES, EvaluateParams, bench_name, feedback_items, load_items, run_systems
+from retrieval.embed import get_embedder
+from retrieval.files import write_atomic
+from retrieval.metrics import mean_ci, paired_bootstrap, per_query
 from retrieval.params import load_section
-
-from .evaluate import BASELINES, EvaluateParams, bench_name, feedback_items, load_items, run_systems
-from .metrics import paired_bootstrap, per_query
+from retrieval.tracking import use_mlflow
+from serving.cross_encoder import CrossEncoderSelector
+from training.build import BuildParams
+from training.train_ce import CrossEncoderParams
+from training.train_ce import train as train_ce
 
 
 def scifact_records(feedback_file: Path) -> list[dict]:
@@ -36,21 +43,9 @@ def scifact_records(feedback_file: Path) -> list[dict]:
     return sorted(out, key=lambda r: r["query_id"])
 
 
-def mean_ci(values: np.ndarray, seed: int = 0, n: int = 2000) -> tuple[float, float, float]:
-    rng = np.random.default_rng(seed)
-    means = values[rng.integers(0, len(values), (n, len(values)))].mean(axis=1)
-    return float(values.mean()), float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
-
-
 def run_loop(params: Path, slices: int, max_queries: int, log: Callable[[str], None] = print, max_train_pairs: int | None = None) -> dict:
     """`max_train_pairs` None = params' cap. A fixed cap below a slice's pairs trains every cycle on as many
     pairs, so the report measures fresher data rather than more of it: 0 (all) measures the loop."""
-    from retrieval.embed import get_embedder
-    from serving.cross_encoder import CrossEncoderSelector
-    from training.build import BuildParams
-    from training.train_ce import CrossEncoderParams
-    from training.train_ce import train as train_ce
-
     ep = replace(load_section(params, "evaluate", EvaluateParams), max_queries=max_queries)
     ce = load_section(params, "train_ce", CrossEncoderParams)
     if max_train_pairs is not None:
@@ -99,9 +94,6 @@ def run_loop(params: Path, slices: int, max_queries: int, log: Callable[[str], N
 
 
 def write_outputs(result: dict, out_dir: Path) -> None:
-    from training.pull import write_atomic
-    from training.tracking import use_mlflow
-
     out_dir.mkdir(parents=True, exist_ok=True)
     write_atomic(out_dir / "loop.json", json.dumps(result, indent=2) + "\n")
     write_atomic(out_dir / "loop_recall.csv", "cycle,benchmark,system,recall,ci95_low,ci95_high\n" + "".join(
@@ -115,8 +107,6 @@ def write_outputs(result: dict, out_dir: Path) -> None:
 
 
 def print_loop(result: dict, console) -> None:
-    from rich.table import Table
-
     t = Table(title=f"learning loop: held-out Recall@5 [95% CI] after each of {result['slices']} slices")
     for col in ("cycle", "queries seen", "benchmark", "system", "recall@5", "95% CI", "vs previous cycle"):
         t.add_column(col, justify="right" if col not in ("benchmark", "system") else "left")

@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from eval.bench_serve import run
+from cli.bench_serve import run
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import httpx
 import numpy as np
+from rich.table import Table
 
 from retrieval.db import connect
 from serving.server import free_port
@@ -27,7 +28,7 @@ NOTE_PREFIX = "bench-note-"
 
 def start_service(params: Path, port: int, staging_dir: Path, extra: list[str] = ()) -> subprocess.Popen:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "serving.cli", "serve", "--port", str(port), "--params", str(params),
+        [sys.executable, "-m", "cli.main", "serve", "--port", str(port), "--params", str(params),
          "--staging-dir", str(staging_dir), *extra],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=os.environ.copy(),
     )  # fmt: skip
@@ -132,8 +133,6 @@ def run(params: Path, queries: list[str], clients: list[int], seconds: float, no
 
 
 def print_table(result: dict, console) -> None:
-    from rich.table import Table
-
     t = Table(title=f"/query under load ({result['chunks']:,} chunks, similarity selector in the background)")
     for col in ("clients", "seconds", "requests", "errors", "req/s", "p50 ms", "p95 ms", "p99 ms"):
         t.add_column(col, justify="right")

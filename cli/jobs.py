@@ -1,19 +1,21 @@
 """`pai job run STAGE`: one DVC stage in the train container (containers/compose.yaml), with the
 repository, data/, the model cache and the MLflow URI mounted, its logs streamed here. Registered
-onto the one `pai` app by serving/cli.py."""
+onto the one `pai` app by cli/main.py."""
 
 from __future__ import annotations
 
+import json
 import shlex
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
 import yaml
 
-from serving.terminal import _fail, console
+from .terminal import _fail, console
 
 COMPOSE_FILE = Path("containers/compose.yaml")
 PROFILE = "train"  # the compose profile holding the job services
@@ -43,6 +45,7 @@ def run(
     gpu: Annotated[bool, typer.Option("--gpu/--no-gpu", help="reserve the GPU (service train) or not (train-cpu)")] = True,
     compose_file: Annotated[Path, typer.Option(help="the compose file with the job services")] = COMPOSE_FILE,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="print the docker command, run nothing")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="print {stage, command, returncode} as JSON on stdout (the stage's logs go to stderr)")] = False,
 ) -> None:
     """Run one pipeline stage in the train container and stream its logs; exits with its status."""
     if not Path("dvc.yaml").is_file():
@@ -54,10 +57,14 @@ def run(
         _fail(f"{compose_file}: no such compose file")
     cmd = job_command(stage, gpu, compose_file)
     if dry_run:
-        print(shlex.join(cmd))
+        print(json.dumps({"stage": stage, "command": cmd, "returncode": None}) if as_json else shlex.join(cmd))
         return
     if shutil.which("docker") is None:
         _fail("docker not found on PATH: install Docker Engine with the Compose plugin (and the NVIDIA "
               "Container Toolkit for --gpu); README 'Run on your GPU box'")  # fmt: skip
     console.print(f"running: {shlex.join(cmd)}", soft_wrap=True)
-    raise typer.Exit(subprocess.run(cmd, check=False).returncode)  # stdio inherited: the stage's logs stream as they come
+    # stdio inherited: the stage's logs stream as they come (to stderr with --json, so stdout stays one JSON object)
+    code = subprocess.run(cmd, check=False, stdout=sys.stderr if as_json else None).returncode
+    if as_json:
+        print(json.dumps({"stage": stage, "command": cmd, "returncode": code}))
+    raise typer.Exit(code)

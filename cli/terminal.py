@@ -1,8 +1,11 @@
 """What the `pai` commands print with: one stderr console (stdout stays clean for --json), one-line
-errors, progress bars."""
+errors, progress bars. Piped to a log (`pai cycle > cycle.log 2>&1`, as CI and cron run it), the
+console is wide and never wraps or cuts a line: every figure of a summary line reaches the log, and
+tables keep their columns."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -10,7 +13,15 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-console = Console(stderr=True)  # progress and tables on stderr; --json output alone on stdout
+LOG_WIDTH = 240  # columns when stderr is not a terminal: wide enough for every table, no "…" cuts
+
+
+def make_console() -> Console:
+    """A stderr console: the terminal's width on a terminal; piped, LOG_WIDTH with lines never wrapped."""
+    return Console(stderr=True) if sys.stderr.isatty() else Console(stderr=True, width=LOG_WIDTH, soft_wrap=True)
+
+
+console = make_console()  # progress and tables on stderr; --json output alone on stdout
 ParamsOpt = Annotated[Path, typer.Option("--params", help="params.yaml to read")]
 
 

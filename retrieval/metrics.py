@@ -1,0 +1,64 @@
+"""Metrics are pure: (relevant, selected) -> numbers, shared by training and evaluation. The per-query
+table comes from ranx; Recall@k, nDCG@k and MRR of one ranking, the bootstrap intervals and answer
+containment are ours (a few lines each)."""
+
+from __future__ import annotations
+
+import math
+import re
+import warnings
+
+import numpy as np
+
+METRICS = ("recall@5", "precision@5", "ndcg@5", "mrr")
+
+
+def per_query(relevant: dict[str, set[str]], selected: dict[str, list[str]], metrics=METRICS) -> dict[str, np.ndarray]:
+    """Per-query metric arrays (in `relevant`'s order) for selections ranked best first."""
+    import ranx
+
+    qids = list(relevant)
+    qrels = ranx.Qrels({q: {d: 1 for d in relevant[q]} for q in qids})
+    # ranx wants scores: rank r of n gets n - r; a query with an empty selection gets a dummy miss
+    run = ranx.Run({q: ({d: float(len(selected[q]) - i) for i, d in enumerate(selected[q])} or {"__none__": 0.0}) for q in qids})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out = ranx.evaluate(qrels, run, list(metrics), return_mean=False, make_comparable=True)
+    return {m: np.asarray(out[m], dtype=float) for m in metrics}
+
+
+def recall_at_k(relevant: set, ranked: list, k: int) -> float:
+    """Share of the relevant items among the first k ranked (0 when nothing is relevant)."""
+    return len(relevant & set(ranked[:k])) / len(relevant) if relevant else 0.0
+
+
+def ndcg_at_k(relevant: set, ranked: list, k: int) -> float:
+    dcg = sum(1 / math.log2(i + 2) for i, d in enumerate(ranked[:k]) if d in relevant)
+    ideal = sum(1 / math.log2(i + 2) for i in range(min(k, len(relevant))))
+    return dcg / ideal if ideal else 0.0
+
+
+def mrr(relevant: set, ranked: list) -> float:
+    return next((1 / (i + 1) for i, d in enumerate(ranked) if d in relevant), 0.0)
+
+
+def mean_ci(values: np.ndarray, seed: int = 0, n: int = 2000) -> tuple[float, float, float]:
+    """Mean and its 95 % bootstrap interval (values resampled with replacement)."""
+    v = np.asarray(values, float)
+    if len(v) == 0:
+        return 0.0, 0.0, 0.0
+    rng = np.random.default_rng(seed)
+    means = v[rng.integers(0, len(v), (n, len(v)))].mean(axis=1)
+    return float(v.mean()), float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
+
+
+def paired_bootstrap(a: np.ndarray, b: np.ndarray, n: int = 2000, seed: int = 0) -> tuple[float, float, float]:
+    """Mean of a - b and its 95 % bootstrap interval (queries resampled with replacement)."""
+    return mean_ci(np.asarray(a, float) - np.asarray(b, float), seed=seed, n=n)
+
+
+def contains_answer(texts: list[str], answers: list[str]) -> bool:
+    """Whether the selected context holds a reference answer (yes/no answers cannot be checked)."""
+    norm = lambda s: re.sub(r"\s+", " ", s.lower()).strip()  # noqa: E731
+    context = norm(" ".join(texts))
+    return any(norm(a) and norm(a) not in ("yes", "no") and norm(a) in context for a in answers)

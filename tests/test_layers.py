@@ -1,0 +1,85 @@
+"""The import graph is the one DESIGN.md draws, read from every module's imports (ast, no import runs):
+the layers hold, our own imports sit at module top, no module cycles, and each DVC stage's `deps` cover
+every project module its `python -m` imports (so a code change re-runs the stage)."""
+
+import ast
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+BACKENDS = {"serving", "serving.selectors", "serving.cross_encoder", "serving.interface"}  # what training/eval may use
+ALLOWED = {"retrieval": set(), "serving": {"retrieval"}, "training": {"retrieval", "serving"}, "eval": {"retrieval", "serving"},
+           "cli": {"retrieval", "serving", "training", "eval"}}  # fmt: skip
+
+
+def modules() -> dict[str, Path]:
+    return {".".join(p.relative_to(REPO).with_suffix("").parts): p for pkg in ALLOWED for p in sorted((REPO / pkg).rglob("*.py"))}
+
+
+def imports(name: str, path: Path) -> list[tuple[str, ast.stmt, bool]]:
+    """(imported module of ours, the statement, whether it is at module top) for one module."""
+    tree, package, known = ast.parse(path.read_text(encoding="utf-8")), name.rsplit(".", 1)[0], modules()
+    top, out = set(map(id, tree.body)), []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + [node.module or ""]).strip(".") if node.level else node.module
+            targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in known else base for a in node.names]
+        else:
+            continue
+        out += [(t, node, id(node) in top) for t in dict.fromkeys(targets) if t.split(".")[0] in ALLOWED]
+    return out
+
+
+def test_layers_hold_and_our_imports_sit_at_module_top():
+    bad = []
+    for name, path in modules().items():
+        pkg = name.split(".")[0]
+        for target, node, at_top in imports(name, path):
+            other = target.split(".")[0]
+            where = f"{path.relative_to(REPO)}:{node.lineno} imports {target}"
+            if other != pkg and other not in ALLOWED[pkg]:
+                bad.append(f"{where}: {pkg} may not import {other}")
+            elif pkg in ("training", "eval") and other == "serving" and target not in BACKENDS:
+                bad.append(f"{where}: {pkg} may use serving's selector backends only")
+            if not at_top:
+                bad.append(f"{where}: inside a function (our imports sit at module top)")
+    assert not bad, "\n".join(bad)
+
+
+def test_no_module_imports_itself_back():
+    graph = {name: {t for t, _, _ in imports(name, path) if t in modules()} for name, path in modules().items()}
+    done, cycles = set(), []
+
+    def visit(name: str, trail: list[str]) -> None:  # depth first; an edge back into the trail is a cycle
+        for nxt in sorted(graph[name]):
+            if nxt in trail:
+                cycles.append(" -> ".join(trail[trail.index(nxt) :] + [nxt]))
+            elif nxt not in done:
+                visit(nxt, trail + [nxt])
+        done.add(name)
+
+    for name in sorted(graph):
+        if name not in done:
+            visit(name, [name])
+    assert not cycles, "\n".join(cycles)
+
+
+def test_dvc_stage_deps_cover_every_module_the_stage_imports():
+    known, missing = modules(), []
+    for stage, spec in yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"].items():
+        deps = [d if isinstance(d, str) else next(iter(d)) for d in spec.get("deps", [])]
+        deps = [d.rstrip("/") for d in deps if "$" not in d and not d.startswith("..")]
+        todo, seen = [spec["cmd"].split("python -m ")[1].split()[0]], set()
+        while todo:
+            name = todo.pop()
+            if name in seen or name not in known:
+                continue
+            seen.add(name)
+            todo += [t for t, _, _ in imports(name, known[name])]
+            rel = known[name].relative_to(REPO).as_posix()
+            if not rel.endswith("__init__.py") and not any(rel == d or rel.startswith(d + "/") for d in deps):
+                missing.append(f"{stage}: {rel}")
+    assert not missing, "dvc.yaml deps miss modules their stage imports:\n" + "\n".join(missing)
