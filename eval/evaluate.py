@@ -33,10 +33,10 @@ from retrieval.search import rrf
 from retrieval.selection import Pick, PromptCandidate, Selection, parse_selection, similarity_order
 from retrieval.tracking import use_mlflow
 from serving.interface import SelectorLoadError
-from serving.selectors import build_selector, from_record
+from serving.selectors import ChatSelector, build_selector, from_record
 
 from . import promotion
-from .promotion import RegistryError, ce_record
+from .promotion import RegistryError, ce_record, folder_record
 
 BASELINES = ("similarity", "bm25", "hybrid")
 
@@ -47,14 +47,17 @@ class EvaluateParams:
     feedback: str = "data/feedback"  # held-out feedback split (build's val split), when present
     model: str = "models/export"  # the LLM challenger: the export stage's folder (selector.json + GGUF), run as served
     cross_encoder: str = "models/cross_encoder"  # the cross-encoder challenger (train_ce's folder), when present
+    ranker: str = "models/ranker"  # the learned ranker challenger (train_ranker's folder), when present
     out: str = "metrics"  # eval.json (DVC metrics), recall_at_k.csv (DVC plot)
     k: int = 5
-    max_queries: int = 100  # per benchmark (the CPU selector generates ~1 s per query); 0 = all
+    max_queries: int = 0  # per benchmark, for the baselines and the fast selectors (ranker, cross-encoder); 0 = all
+    llm_max_queries: int = 100  # the first this many of them for the LLM selector (~1 s per query on CPU); 0 = all
     val_fraction: float = 0.15  # must match build.val_fraction to find the held-out queries
     seed: int = 0
 
     def problems(self) -> list[str]:
-        return [] if self.k >= 1 and self.max_queries >= 0 else ["evaluate: need k >= 1 and max_queries >= 0"]
+        ok = self.k >= 1 and self.max_queries >= 0 and self.llm_max_queries >= 0
+        return [] if ok else ["evaluate: need k >= 1, max_queries >= 0 and llm_max_queries >= 0"]
 
 
 def bench_name(path: str) -> str:
@@ -121,13 +124,14 @@ def selector_pick(selector, item: dict, sim_order: list[str], k: int) -> Pick:
 
 
 def run_systems(items: list[dict], embedder: Embedder, k: int, selector=None, progress: Callable[[], None] = lambda: None,
-                champion=None, others: dict | None = None) -> dict[str, dict]:  # fmt: skip
-    """Every system's picks per query; `selector` and `others` (name -> selector) are challengers."""
+                champion=None, others: dict | None = None, llm_max_queries: int = 0) -> dict[str, dict]:  # fmt: skip
+    """Every system's picks per query; `selector` and `others` (name -> selector) are challengers. An LLM
+    (a `ChatSelector`, ~1 s a query on CPU) answers the first `llm_max_queries` queries only (0 = all)."""
     models = {name: sel for name, sel in (("selector", selector), *(others or {}).items(), ("champion", champion)) if sel is not None}
     if isinstance(champion, str):  # the champion is one of the challengers: same picks, not run twice
         del models["champion"]
     picks: dict[str, dict[str, Pick]] = {s: {} for s in (*BASELINES, *models)}
-    for item in items:
+    for n, item in enumerate(items):
         q = item["qid"]
         t0 = time.perf_counter()
         sim = similarity_ranking(embedder, item)
@@ -137,8 +141,9 @@ def run_systems(items: list[dict], embedder: Embedder, k: int, selector=None, pr
         picks["bm25"][q] = Pick(tuple(bm[:k]), seconds=time.perf_counter() - t0)
         picks["hybrid"][q] = Pick(tuple(rrf([sim, bm], 60)[:k]))
         for name, sel in models.items():
-            picks[name][q] = selector_pick(sel, item, sim, k)
-        if isinstance(champion, str):
+            if not isinstance(sel, ChatSelector) or not llm_max_queries or n < llm_max_queries:
+                picks[name][q] = selector_pick(sel, item, sim, k)
+        if isinstance(champion, str) and q in picks[champion]:
             picks.setdefault("champion", {})[q] = picks[champion][q]
         progress()
     return picks
@@ -150,18 +155,19 @@ def score(items: list[dict], picks: dict[str, dict[str, Pick]], seed: int) -> di
     all_tokens = float(np.mean([sum(approx_tokens(c["text"]) for c in it["candidates"]) for it in items]))
     table, per = {}, {}
     for system, by_q in picks.items():
-        m = per_query(relevant, {q: by_q[q].ids for q in relevant})
-        per[system] = m
+        qs = [q for q in relevant if q in by_q]  # the LLM selector may run on the first queries only
+        m = per_query({q: relevant[q] for q in qs}, {q: by_q[q].ids for q in qs})
+        per[system] = dict(zip(qs, m["recall@5"]))
         row = {name: round(float(v.mean()), 4) for name, v in m.items()}
         statuses = [p.status for p in by_q.values()]
         secs = [p.seconds * 1000 for p in by_q.values()]
-        with_answers = [it for it in items if it.get("answers")]
+        with_answers = [it for it in items if it.get("answers") and it["qid"] in by_q]
         row.update({
-            "queries": len(items),
+            "queries": len(qs),
             "json_valid": round(sum(s != "fallback" for s in statuses) / len(statuses), 4),
             "fallback": round(statuses.count("fallback") / len(statuses), 4),
             "latency_p50_ms": round(float(np.percentile(secs, 50)), 2), "latency_p95_ms": round(float(np.percentile(secs, 95)), 2),
-            "context_tokens": round(float(np.mean([sum(approx_tokens(texts[q][d]) for d in by_q[q].ids) for q in relevant])), 1),
+            "context_tokens": round(float(np.mean([sum(approx_tokens(texts[q][d]) for d in by_q[q].ids) for q in qs])), 1),
             "all_candidates_tokens": round(all_tokens, 1),
             "answer_in_context": round(float(np.mean([contains_answer([texts[it["qid"]][d] for d in by_q[it["qid"]].ids],
                                                                       it["answers"]) for it in with_answers])), 4) if with_answers else None,
@@ -171,7 +177,9 @@ def score(items: list[dict], picks: dict[str, dict[str, Pick]], seed: int) -> di
     for system in per:
         for base in (*BASELINES, *(["champion"] if "champion" in per else [])):
             if system != base and not (system in BASELINES and base == "champion"):
-                d, lo, hi = paired_bootstrap(per[system]["recall@5"], per[base]["recall@5"], seed=seed)
+                common = [q for q in per[system] if q in per[base]]  # paired on the queries both ran
+                a, b = (np.array([per[x][q] for q in common]) for x in (system, base))
+                d, lo, hi = paired_bootstrap(a, b, seed=seed)
                 versus[f"{system}_vs_{base}"] = {"recall@5_diff": round(d, 4), "ci95_low": round(lo, 4), "ci95_high": round(hi, 4)}
     return {"systems": table, "paired_bootstrap": versus}
 
@@ -180,7 +188,7 @@ def recall_curve(items: list[dict], picks: dict[str, dict[str, Pick]], benchmark
     rows = []
     for system, by_q in picks.items():
         for kk in range(1, k + 1):
-            r = np.mean([recall_at_k(set(it["relevant_ids"]), by_q[it["qid"]].ids, kk) for it in items])
+            r = np.mean([recall_at_k(set(it["relevant_ids"]), by_q[it["qid"]].ids, kk) for it in items if it["qid"] in by_q])
             rows.append({"benchmark": benchmark, "system": system, "k": kk, "recall": round(float(r), 4)})
     return rows
 
@@ -195,7 +203,7 @@ def evaluate(p: EvaluateParams, embedder: Embedder, selector, progress_factory=N
         if not items:
             continue
         advance = progress_factory(name, len(items)) if progress_factory else (lambda: None)
-        picks = run_systems(items, embedder, p.k, selector, advance, champion, others)
+        picks = run_systems(items, embedder, p.k, selector, advance, champion, others, p.llm_max_queries)
         result[name] = score(items, picks, p.seed)
         curve += recall_curve(items, picks, name, p.k)
     return result, curve
@@ -210,6 +218,9 @@ def main() -> None:
     if (Path(p.cross_encoder) / "ce_config.json").exists():
         challengers["cross_encoder"] = ce_record(Path(p.cross_encoder))  # hashes the model folder: once
         others["cross_encoder"] = from_record(challengers["cross_encoder"])
+    if (Path(p.ranker) / "ranker_config.json").exists():
+        challengers["ranker"] = folder_record("ranker", Path(p.ranker))
+        others["ranker"] = from_record(challengers["ranker"])
     champion = load_champion(challengers, console)
     console.print(f"evaluate: challengers {', '.join(s.version for s in [selector, *others.values()] if s) or 'none'}; "
                   f"champion {champion if isinstance(champion, str) else getattr(champion, 'version', 'none')}")  # fmt: skip
@@ -265,7 +276,7 @@ def print_table(result: dict, console) -> None:
             t.add_row(system, *[str(row[c]) for c in cols])
         console.print(t)
         for name, v in r["paired_bootstrap"].items():
-            if name.startswith(("selector", "champion", "cross_encoder")):
+            if name.startswith(("selector", "champion", "cross_encoder", "ranker")):
                 console.print(f"  {name}: recall@5 {v['recall@5_diff']:+.4f} [{v['ci95_low']:+.4f}, {v['ci95_high']:+.4f}]")
 
 

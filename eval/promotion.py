@@ -78,22 +78,32 @@ def store_dir(folder: Path, sha256: str) -> Path:
     return dest
 
 
+FOLDER_KINDS = {"cross_encoder": ("ce_config.json", "ce"), "ranker": ("ranker_config.json", "ranker")}  # kind: (config file, version prefix)
+
+
+def folder_record(kind: str, model_dir: Path) -> dict:
+    """The version record of a trained model folder: a cross-encoder (train_ce) or a ranker (train_ranker)."""
+    config, prefix = FOLDER_KINDS[kind]
+    cfg = json.loads((model_dir / config).read_text())
+    sha = dir_sha256(model_dir)
+    return {"kind": kind, "version": f"{prefix}:{sha[:12]}", "model_dir": str(model_dir.resolve()), "model_sha256": sha,
+            "base_model": str(cfg.get("base_model", cfg.get("base_model_name", "all-MiniLM-L6-v2"))),
+            "dataset_sha256": cfg.get("dataset_sha256"), "train_run_id": cfg.get("mlflow_run_id"),
+            "prompt_version": cfg.get("input_format", kind)}  # fmt: skip
+
+
 def ce_record(model_dir: Path) -> dict:
     """The version record of a trained cross-encoder folder (train_ce's output)."""
-    cfg = json.loads((model_dir / "ce_config.json").read_text())
-    sha = dir_sha256(model_dir)
-    return {"kind": "cross_encoder", "version": f"ce:{sha[:12]}", "model_dir": str(model_dir.resolve()), "model_sha256": sha,
-            "base_model": str(cfg.get("base_model", "all-MiniLM-L6-v2")), "dataset_sha256": cfg.get("dataset_sha256"),
-            "train_run_id": cfg.get("mlflow_run_id"), "prompt_version": "cross-encoder"}  # fmt: skip
+    return folder_record("cross_encoder", model_dir)
 
 
 def register(record: dict, metrics: dict[str, float]) -> dict:
     """A new model version for an exported selector (a GGUF LLM or a cross-encoder folder); returns
     its record with the registry version (and, for an LLM, the Ollama tag)."""
     c = client()
-    if record["kind"] == "cross_encoder":
+    if record["kind"] in FOLDER_KINDS:
         record = {**record, "model_dir": str(store_dir(Path(record["model_dir"]), record["model_sha256"]))}
-        source, what = Path(record["model_dir"]).as_uri(), f"cross-encoder from {record['base_model']}"
+        source, what = Path(record["model_dir"]).as_uri(), f"{record['kind'].replace('_', '-')} from {record['base_model']}"
     else:
         record = {**record, "gguf": str(store_gguf(Path(record["gguf"]), record["gguf_sha256"]))}
         source, what = Path(record["gguf"]).parent.as_uri(), f"{record['base_model']} + LoRA, {record['quant']}, prompt {record['prompt_version']}"
@@ -155,7 +165,7 @@ def verify(record: dict) -> None:
         verify(record["fast"])
         verify(record["slow"])
         return
-    if record.get("kind") == "cross_encoder":
+    if record.get("kind") in FOLDER_KINDS:
         folder = Path(record["model_dir"])
         if not folder.is_dir():
             raise RegistryError(f"{record['version']}: model folder {folder} is missing")

@@ -35,6 +35,7 @@ from retrieval.selection import (
 
 from .cross_encoder import CrossEncoderSelector
 from .interface import Selector, SelectorLoadError
+from .ranker import RankerSelector
 
 # Ollama's Go template for the Qwen2.5 chat format the selector is trained with (trl's qwen2_5.jinja,
 # a system + user turn, then the assistant turn): export writes it into the Modelfile, deploy creates the tag with it.
@@ -258,6 +259,10 @@ def from_record(record: dict, backend: str = "auto") -> Selector:
         if not Path(record.get("model_dir", "")).is_dir():
             raise SelectorLoadError(f"cross-encoder model not found: {record.get('model_dir')}")
         return CrossEncoderSelector(Path(record["model_dir"]), record["version"])
+    if record.get("kind") == "ranker":
+        if not Path(record.get("model_dir", "")).is_dir():
+            raise SelectorLoadError(f"ranker model not found: {record.get('model_dir')}")
+        return RankerSelector(Path(record["model_dir"]), record["version"])
     try:
         version, gguf, chunk_tokens = record["version"], Path(record["gguf"]), int(record["chunk_tokens"])
     except (KeyError, TypeError, ValueError) as e:
@@ -282,11 +287,13 @@ def build_selector(name: str) -> Selector:
         return SimilaritySelector()
     if path.is_dir() and (path / "train_config.json").exists():
         return TransformersSelector(path)
+    if path.is_dir() and (path / "ranker_config.json").exists():
+        return RankerSelector(path, f"ranker:{path.name}")
     if path.is_dir() and (path / "selector.json").exists():
         path = path / "selector.json"
     if path.suffix == ".json" and path.is_file():
         return from_record(json.loads(path.read_text()))
     if path.suffix == ".gguf" and path.is_file():
         return LlamaCppSelector(path, f"gguf:{path.stem}", chunk_tokens=200)
-    raise ValueError(f"unknown selector {name!r} (similarity, a trained model folder such as models/selector, "
+    raise ValueError(f"unknown selector {name!r} (similarity, a trained model folder such as models/selector or models/ranker, "
                      "an export folder such as models/export, or a .gguf file)")  # fmt: skip

@@ -1,55 +1,70 @@
-"""The promotion gate on literal evaluate results: beat the reference with the CI above 0, keep answer
-quality and JSON validity; the reference is the champion when there is one, else the best baseline."""
+"""The promotion gate on literal evaluate results. In domain: beat the best baseline by the margin with
+the CI above 0, and never trail the champion; out of domain: trail the best baseline by at most the
+tolerance; answer quality and JSON validity kept everywhere."""
 
 from eval.deploy import DeployParams, gate
+
+P = DeployParams(in_domain="a", out_of_domain="", margin=0.03)
 
 
 def row(recall, answer=0.8, valid=1.0):
     return {"recall@5": recall, "answer_in_context": answer, "json_valid": valid}
 
 
-def result(selector, ci, champion=None, **baselines):
+def result(selector, ci, champion=None, champion_diff=None, **baselines):
     systems = {"similarity": row(0.6), "bm25": row(0.7), "hybrid": row(0.72), **baselines, "selector": selector}
-    ref = "champion" if champion else max(("similarity", "bm25", "hybrid"), key=lambda b: systems[b]["recall@5"])
+    ref = max(("similarity", "bm25", "hybrid"), key=lambda b: systems[b]["recall@5"])
+    diff = round(selector["recall@5"] - systems[ref]["recall@5"], 4)
+    versus = {f"selector_vs_{ref}": {"recall@5_diff": diff, "ci95_low": ci[0], "ci95_high": ci[1]}}
     if champion:
         systems["champion"] = champion
-    diff = round(selector["recall@5"] - systems[ref]["recall@5"], 4)
-    return {"systems": systems, "paired_bootstrap": {f"selector_vs_{ref}": {"recall@5_diff": diff, "ci95_low": ci[0], "ci95_high": ci[1]}}}
+        versus["selector_vs_champion"] = {"recall@5_diff": champion_diff, "ci95_low": champion_diff - 0.05, "ci95_high": champion_diff + 0.05}
+    return {"systems": systems, "paired_bootstrap": versus}
 
 
-def test_first_time_the_best_baseline_is_the_bar():
-    d = gate({"hotpotqa/test": result(row(0.80), (0.03, 0.13))}, DeployParams())
-    assert d.passed and d.reasons == [] and d.details["hotpotqa/test"]["reference"] == "hybrid"
-    d = gate({"hotpotqa/test": result(row(0.80), (-0.01, 0.13))}, DeployParams())  # better on average, CI spans 0
+def test_in_domain_the_best_baseline_plus_the_margin_is_the_bar():
+    d = gate({"a": result(row(0.80), (0.03, 0.13))}, P)
+    assert d.passed and d.reasons == [] and d.details["a"]["reference"] == "hybrid" and d.details["a"]["domain"] == "in"
+    d = gate({"a": result(row(0.80), (-0.01, 0.13))}, P)  # better on average, CI spans 0
     assert not d.passed and "CI above 0" in d.reasons[0]
-    d = gate({"hotpotqa/test": result(row(0.80), (0.03, 0.13))}, DeployParams(margin=0.1))  # +0.08 < margin 0.1
-    assert not d.passed and "margin 0.1" in d.reasons[0]
+    d = gate({"a": result(row(0.74), (0.01, 0.03))}, P)  # +0.02 with the CI above 0, short of the 0.03 margin
+    assert not d.passed and "margin 0.03" in d.reasons[0]
 
 
-def test_with_a_champion_it_is_the_bar_and_regressions_block():
+def test_out_of_domain_it_may_trail_by_the_tolerance_only():
+    ood = DeployParams(in_domain="a", out_of_domain="o", margin=0.03, ood_tolerance=0.02)
+    good = result(row(0.80), (0.03, 0.13))
+    assert gate({"a": good, "o": result(row(0.71), (-0.04, 0.02))}, ood).passed  # -0.01: within 0.02, CI irrelevant
+    d = gate({"a": good, "o": result(row(0.69), (-0.06, 0.0))}, ood)  # -0.03
+    assert not d.passed and d.reasons[0].startswith("o (out of domain): recall@5 -0.0300 vs hybrid loses more than 0.02")
+    assert d.details["o"]["domain"] == "out"
+
+
+def test_a_champion_must_not_be_trailed_and_quality_must_hold():
     champ = row(0.85)
-    assert not gate({"b": result(row(0.80), (-0.1, 0.0), champion=champ)}, DeployParams()).passed
-    assert gate({"b": result(row(0.90), (0.01, 0.09), champion=champ)}, DeployParams()).passed
-    d = gate({"b": result(row(0.90, answer=0.70), (0.01, 0.09), champion=champ)}, DeployParams())
-    assert not d.passed and "answer in context 0.7000 < champion's 0.8000" in d.reasons[0]
-    d = gate({"b": result(row(0.90, valid=0.95), (0.01, 0.09), champion=champ)}, DeployParams())
+    d = gate({"a": result(row(0.80), (0.03, 0.13), champion=champ, champion_diff=-0.05)}, P)
+    assert not d.passed and "vs the champion" in d.reasons[0]
+    assert gate({"a": result(row(0.90), (0.1, 0.2), champion=champ, champion_diff=0.05)}, P).passed
+    d = gate({"a": result(row(0.90, answer=0.70), (0.1, 0.2))}, P)
+    assert not d.passed and "answer in context 0.7000 < hybrid's 0.8000" in d.reasons[0]
+    d = gate({"a": result(row(0.90, valid=0.95), (0.1, 0.2))}, P)
     assert not d.passed and "JSON-valid" in d.reasons[0]
-    assert gate({"b": result(row(0.90, valid=0.99), (0.01, 0.09), champion=champ)}, DeployParams()).passed  # within tolerance
+    assert gate({"a": result(row(0.90, valid=0.99), (0.1, 0.2))}, P).passed  # within tolerance
 
 
 def test_every_gated_benchmark_must_pass_and_missing_results_fail():
     good, bad = result(row(0.80), (0.03, 0.13)), result(row(0.70), (-0.05, 0.01))
-    d = gate({"a": good, "b": bad}, DeployParams())
+    d = gate({"a": good, "b": bad}, DeployParams(in_domain="a,b", out_of_domain=""))
     assert not d.passed and len(d.reasons) == 1 and d.reasons[0].startswith("b:")
-    assert gate({"a": good, "b": bad}, DeployParams(benchmarks="a")).passed
-    assert not gate({"a": good}, DeployParams(benchmarks="a,c")).passed
-    assert gate({}, DeployParams()).reasons == ["no benchmark results to gate on"]
+    assert gate({"a": good, "b": bad}, P).passed  # b is not gated
+    assert gate({"a": good}, DeployParams(in_domain="a,c", out_of_domain="")).reasons == ["c: no selector result"]
+    assert DeployParams(in_domain="").problems()  # a gate needs an in-domain split
 
 
 def test_each_challenger_is_gated_by_its_own_system_name():
     r = result(row(0.70), (-0.05, 0.01))
-    r["systems"]["cross_encoder"] = row(0.85)
-    r["paired_bootstrap"]["cross_encoder_vs_hybrid"] = {"recall@5_diff": 0.13, "ci95_low": 0.08, "ci95_high": 0.18}
-    assert not gate({"b": r}, DeployParams()).passed
-    d = gate({"b": r}, DeployParams(), "cross_encoder")
-    assert d.passed and d.details["b"]["recall@5"] == 0.85
+    r["systems"]["ranker"] = row(0.85)
+    r["paired_bootstrap"]["ranker_vs_hybrid"] = {"recall@5_diff": 0.13, "ci95_low": 0.08, "ci95_high": 0.18}
+    assert not gate({"a": r}, P).passed
+    d = gate({"a": r}, P, "ranker")
+    assert d.passed and d.details["a"]["recall@5"] == 0.85

@@ -1,0 +1,219 @@
+"""Stage `train_ranker`: a selector that learns from the feedback log without relearning relevance.
+
+It starts from what the first stage already knows (MiniLM's cosine, BM25, the retrieval order) and
+adds what the feedback teaches, so its first ranking is the baseline's and training can only move it:
+1. embed: every query and shown candidate of the feedback log with the base model (all-MiniLM-L6-v2,
+   the vectors the store holds), once.
+2. adapter: a 384x384 query-side map (q' = q + q W, W = 0 at the start) fitted on the *train* queries
+   by a listwise softmax over each query's candidates (the used ones up), with an L2 pull of W toward 0
+   (the base model): the domain's way of asking, without re-embedding a passage.
+3. fusion: the weights of `retrieval.ranking_features` (similarity, adapted, BM25, retrieval prior),
+   fitted the same listwise way on *calibration* queries that the adapter never saw.
+4. select: val Recall@k of the retrieval order, the similarity order, the adapter alone and the fused
+   ranker, side by side; the fused ranker is what the selector serves.
+5. write: `adapter.npy`, `ranker_config.json` (input format, base model, weights, val figures, dataset
+   hash, MLflow run id) and `metrics.json` (DVC metrics).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+from rich.console import Console
+from rich.progress import Progress
+
+from retrieval.embed import get_embedder
+from retrieval.feedback import FEEDBACK_FILE
+from retrieval.files import write_atomic
+from retrieval.metrics import recall_at_k
+from retrieval.params import load_section
+from retrieval.ranking_features import FEATURES, RANKER_FORMAT, features, ranker_scores
+from retrieval.tracking import git_commit, use_mlflow
+
+from .build import BuildParams
+from .ce_data import rankings
+
+ADAPTER_FILE, CONFIG_FILE, METRICS_FILE = "adapter.npy", "ranker_config.json", "metrics.json"
+
+
+@dataclass(frozen=True)
+class RankerParams:
+    feedback: str = "data/feedback"  # the pull stage's folder (feedback.jsonl)
+    out: str = "models/ranker"  # adapter.npy, ranker_config.json, metrics.json
+    adapter_l2: float = 0.1  # pull of the adapter toward the base model (W = 0): higher keeps more of the general case
+    adapter_steps: int = 200  # full-batch Adam steps over the train queries
+    adapter_lr: float = 0.01
+    temperature: float = 0.05  # softmax temperature over cosines (MiniLM's cosines span ~0.2)
+    fusion_l2: float = 0.01  # L2 on the fusion weights
+    calibration_fraction: float = 0.15  # train queries held out of the adapter; the fusion is fitted on them
+    k: int = 5  # Recall@k of the val ranking (the selector picks k)
+    seed: int = 13
+
+    def problems(self) -> list[str]:
+        out = []
+        if self.adapter_l2 < 0 or self.fusion_l2 < 0 or self.adapter_lr <= 0 or self.temperature <= 0:
+            out.append("train_ranker: need adapter_l2, fusion_l2 >= 0 and adapter_lr, temperature > 0")
+        if self.adapter_steps < 0 or self.k < 1 or not 0 < self.calibration_fraction < 1:
+            out.append("train_ranker: need adapter_steps >= 0, k >= 1, 0 < calibration_fraction < 1")
+        return out
+
+
+def embed_groups(groups_by_split: dict[str, list[dict]], progress=None) -> None:
+    """Adds `q` (query vector) and `P` (candidate vectors) to every group, each distinct text embedded once."""
+    embedder = get_embedder()
+    texts = list(dict.fromkeys(t for gs in groups_by_split.values() for g in gs for t in [g["query"], *g["texts"]]))
+    vecs = {}
+    for i in range(0, len(texts), 256):
+        batch = texts[i : i + 256]
+        vecs.update(zip(batch, embedder.encode(batch)))
+        if progress:
+            progress(min(i + 256, len(texts)), len(texts))
+    for gs in groups_by_split.values():
+        for g in gs:
+            g["q"], g["P"] = vecs[g["query"]], np.stack([vecs[t] for t in g["texts"]])
+
+
+def _padded(groups: list[dict]):
+    import torch
+
+    n = max(len(g["texts"]) for g in groups)
+    mask = torch.zeros(len(groups), n, dtype=torch.bool)
+    target = torch.zeros(len(groups), n)
+    for i, g in enumerate(groups):
+        mask[i, : len(g["texts"])] = True
+        target[i, g["used"]] = 1.0 / len(g["used"])
+    return n, mask, target
+
+
+def _listwise_loss(scores, mask, target):
+    import torch
+
+    z = scores.masked_fill(~mask, float("-inf"))
+    return -(torch.log_softmax(z, dim=1).masked_fill(~mask, 0.0) * target).sum(1).mean()
+
+
+def fit_adapter(groups: list[dict], p: RankerParams) -> np.ndarray:
+    """W of the query adapter: a listwise softmax over each train query's candidates, W pulled toward 0."""
+    import torch
+
+    torch.manual_seed(p.seed)
+    d = groups[0]["q"].shape[0]
+    n, mask, target = _padded(groups)
+    q = torch.tensor(np.stack([g["q"] for g in groups]))
+    cands = torch.zeros(len(groups), n, d)
+    for i, g in enumerate(groups):
+        cands[i, : len(g["texts"])] = torch.tensor(g["P"])
+    w = torch.zeros(d, d, requires_grad=True)
+    opt = torch.optim.Adam([w], lr=p.adapter_lr)
+    for _ in range(p.adapter_steps):
+        opt.zero_grad()
+        qa = q + q @ w
+        qa = qa / qa.norm(dim=1, keepdim=True)
+        loss = _listwise_loss(torch.einsum("bd,bnd->bn", qa, cands) / p.temperature, mask, target) + p.adapter_l2 * (w**2).sum()
+        loss.backward()
+        opt.step()
+    return w.detach().numpy().astype(np.float32)
+
+
+def fit_weights(feats: list[dict[str, np.ndarray]], groups: list[dict], l2: float) -> dict[str, float]:
+    """The fusion weights of `ranker_scores`, fitted listwise on (calibration) queries."""
+    import torch
+
+    n, mask, target = _padded(groups)
+    x = torch.zeros(len(groups), n, len(FEATURES))
+    for i, f in enumerate(feats):
+        for j, name in enumerate(FEATURES):
+            x[i, : len(f[name]), j] = torch.tensor(f[name], dtype=torch.float32)
+    w = torch.zeros(len(FEATURES), requires_grad=True)
+    opt = torch.optim.LBFGS([w], max_iter=300, line_search_fn="strong_wolfe")
+
+    def closure():
+        opt.zero_grad()
+        loss = _listwise_loss(x @ w, mask, target) + l2 * (w**2).sum()
+        loss.backward()
+        return loss
+
+    opt.step(closure)
+    return {name: round(float(v), 6) for name, v in zip(FEATURES, w.detach())}
+
+
+def mean_recall(groups: list[dict], scores: list[np.ndarray], k: int) -> float:
+    ranked = [sorted(range(len(s)), key=lambda i: (-s[i], i)) for s in scores]
+    return float(np.mean([recall_at_k(set(g["used"]), r, k) for g, r in zip(groups, ranked)])) if groups else 0.0
+
+
+def train(p: RankerParams, val_fraction: float, progress=None) -> tuple[np.ndarray, dict, dict]:
+    """(adapter W, config record, metrics) from the feedback log."""
+    t0 = time.perf_counter()
+    raw = (Path(p.feedback) / FEEDBACK_FILE).read_bytes()  # hashed as read: the pull stage may rewrite the file
+    records = [json.loads(line) for line in raw.decode("utf-8").splitlines() if line.strip()]
+    groups = {s: rankings(records, s, val_fraction, p.calibration_fraction) for s in ("train", "calibration", "val")}
+    if not groups["train"] or not groups["calibration"] or not groups["val"]:
+        raise SystemExit(f"train_ranker: too little feedback ({ {s: len(g) for s, g in groups.items()} } queries with a used candidate)")
+
+    # 1. embed  2. adapter on train  3. fusion weights on calibration
+    embed_groups(groups, progress)
+    w = fit_adapter(groups["train"], p)
+    feats = {s: [features(g["query"], g["q"], g["P"], g["texts"], w) for g in gs] for s, gs in groups.items()}
+    weights = fit_weights(feats["calibration"], groups["calibration"], p.fusion_l2)
+
+    # 4. val, side by side
+    val, fv = groups["val"], feats["val"]
+    k = p.k
+    metrics = {
+        **{f"{s}_queries": len(g) for s, g in groups.items()},
+        f"val_recall@{k}": round(mean_recall(val, [ranker_scores(f, weights) for f in fv], k), 4),
+        f"val_recall@{k}_retrieval_order": round(mean_recall(val, [f["prior"] for f in fv], k), 4),
+        f"val_recall@{k}_similarity": round(mean_recall(val, [f["similarity"] for f in fv], k), 4),
+        f"val_recall@{k}_adapter_only": round(mean_recall(val, [f["adapted"] for f in fv], k), 4),
+        f"val_recall@{k}_bm25": round(mean_recall(val, [f["bm25"] for f in fv], k), 4),
+        "adapter_norm": round(float(np.linalg.norm(w)), 4), **{f"weight_{n}": v for n, v in weights.items()},
+        "seconds": round(time.perf_counter() - t0, 1),
+    }  # fmt: skip
+    record = {
+        "input_format": RANKER_FORMAT, "base_model_name": "sentence-transformers/all-MiniLM-L6-v2", "val_fraction": val_fraction,
+        **asdict(p), "weights": weights, "dataset_sha256": hashlib.sha256(raw).hexdigest(), "git_commit": git_commit(),
+    }  # fmt: skip
+    return w, record, metrics
+
+
+def log_run(record: dict, metrics: dict, adapter_path: Path) -> str:
+    mlflow = use_mlflow()
+    with mlflow.start_run(run_name="train_ranker") as run:
+        mlflow.set_tags({"stage": "train_ranker", "input_format": record["input_format"]})
+        mlflow.log_params({k: v for k, v in record.items() if v is not None and k != "weights"})
+        mlflow.log_metrics({k.replace("@", "_at_"): v for k, v in metrics.items() if isinstance(v, (int, float))})
+        mlflow.log_artifact(str(adapter_path))
+        return run.info.run_id
+
+
+def main(params: str = "params.yaml") -> None:
+    p = load_section(params, "train_ranker", RankerParams)
+    val_fraction = load_section(params, "build", BuildParams).val_fraction  # the build stage's split, exactly
+    console = Console(stderr=True)
+    with Progress(console=console, transient=True) as bar:
+        task = bar.add_task("train_ranker: embed feedback", total=None)
+        w, record, m = train(p, val_fraction, lambda done, total: bar.update(task, completed=done, total=total))
+    out = Path(p.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / CONFIG_FILE).unlink(missing_ok=True)  # the config last: a folder without one is refused by serving
+    np.save(out / ADAPTER_FILE, w)
+    record["mlflow_run_id"] = log_run(record, m, out / ADAPTER_FILE)
+    write_atomic(out / METRICS_FILE, json.dumps(m, indent=2) + "\n")
+    write_atomic(out / CONFIG_FILE, json.dumps(record, indent=2) + "\n")
+    k = p.k
+    console.print(f"train_ranker: adapter on {m['train_queries']} queries, fusion on {m['calibration_queries']}; val Recall@{k} "
+                  f"{m[f'val_recall@{k}']:.4f} (retrieval order {m[f'val_recall@{k}_retrieval_order']:.4f}, similarity "
+                  f"{m[f'val_recall@{k}_similarity']:.4f}, adapter alone {m[f'val_recall@{k}_adapter_only']:.4f}, bm25 "
+                  f"{m[f'val_recall@{k}_bm25']:.4f}) on {m['val_queries']} queries; weights {record['weights']}; {m['seconds']} s",
+                  soft_wrap=True)  # fmt: skip
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:2])
