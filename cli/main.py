@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 import threading
 from dataclasses import asdict
@@ -58,13 +59,15 @@ def ingest(
         console.print(f"[yellow]skipped:[/yellow] {err}", soft_wrap=True)
     if as_json:
         print(json.dumps(report.as_dict(), indent=2))
-        return
-    t = Table(title="ingest", show_header=False)
-    for k, v in report.as_dict().items():
-        if k != "errors":
-            t.add_row(k, str(v))
-    t.add_row("errors", str(len(report.errors)))
-    console.print(t)
+    else:
+        t = Table(title="ingest", show_header=False)
+        for k, v in report.as_dict().items():
+            if k != "errors":
+                t.add_row(k, str(v))
+        t.add_row("errors", str(len(report.errors)))
+        console.print(t)
+    if report.errors and report.documents == 0 and report.documents_deleted == 0:
+        _fail(f"nothing ingested: every input failed ({len(report.errors)} error(s) above)")
 
 
 @app.command()
@@ -141,12 +144,16 @@ def serve(
         service = build_service(params, pinned, inline=inline, staging_dir=staging_dir, timeout_s=timeout, host=host)
     except (ParamsError, DatabaseError, ValueError, SelectorLoadError) as e:
         _fail(str(e))
-    if host not in ("127.0.0.1", "localhost", "::1"):
-        token = "admin routes need PAI_ADMIN_TOKEN" if os.environ.get("PAI_ADMIN_TOKEN") else "admin routes are off (set PAI_ADMIN_TOKEN)"
-        console.print(f"[yellow]warning:[/yellow] listening on {host}, beyond loopback; {token}")
+    if host not in ("127.0.0.1", "localhost", "::1"):  # build_service refused it without a token
+        admin = "admin routes need PAI_ADMIN_TOKEN" if os.environ.get("PAI_ADMIN_TOKEN") else "admin routes are off (set PAI_ADMIN_TOKEN)"
+        console.print(f"[yellow]warning:[/yellow] listening on {host}, beyond loopback; writes need the bearer token; {admin}")
     follows = "follows the champion" if service.swapper else service.picker.selector.version
     console.print(f"pai serve: http://{host}:{port}  (docs: /docs, selector: {follows}, "
                   f"{'inline' if inline else 'background'} selection)")  # fmt: skip
+    # uvicorn shuts down gracefully on SIGTERM (docker stop, systemd) as on SIGINT, then raises the
+    # signal again; by default SIGTERM would kill the process there, before atexit stops the embedded
+    # Postgres and drops our pid from its handle list. Exit like Ctrl-C does instead.
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     uvicorn.run(create_app(service), host=host, port=port, log_level="info")
 
 

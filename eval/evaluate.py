@@ -199,12 +199,16 @@ def evaluate(p: EvaluateParams, embedder: Embedder, selector, progress_factory=N
     if held_out:
         benches["feedback/val"] = held_out
     result, curve = {}, []
-    for name, items in benches.items():
+    for name, all_items in benches.items():
+        # a query with no relevant candidate (MS MARCO has unanswerable ones) has no recall: skipped, counted
+        items = [it for it in all_items if it.get("relevant_ids")]
         if not items:
             continue
         advance = progress_factory(name, len(items)) if progress_factory else (lambda: None)
         picks = run_systems(items, embedder, p.k, selector, advance, champion, others, p.llm_max_queries)
         result[name] = score(items, picks, p.seed)
+        if len(items) < len(all_items):
+            result[name]["skipped_no_relevant"] = len(all_items) - len(items)
         curve += recall_curve(items, picks, name, p.k)
     return result, curve
 
@@ -275,6 +279,8 @@ def print_table(result: dict, console) -> None:
         for system, row in r["systems"].items():
             t.add_row(system, *[str(row[c]) for c in cols])
         console.print(t)
+        if r.get("skipped_no_relevant"):
+            console.print(f"  skipped {r['skipped_no_relevant']} queries with no relevant candidate")
         for name, v in r["paired_bootstrap"].items():
             if name.startswith(("selector", "champion", "cross_encoder", "ranker")):
                 console.print(f"  {name}: recall@5 {v['recall@5_diff']:+.4f} [{v['ci95_low']:+.4f}, {v['ci95_high']:+.4f}]")

@@ -18,6 +18,10 @@ CODE_SUFFIXES = {
 }  # fmt: skip
 TEXT_SUFFIXES = {".txt", ".text", ".log", ""}
 
+ATOMIC_LIMIT = 8  # a fenced code block is kept whole up to this many times chunk_tokens
+LINE_LIMIT = 2  # a single line longer than this many times chunk_tokens is cut into pieces
+MAX_HEADING_CHARS = 500  # a heading (or title) longer than this is cut: it is repeated on every chunk
+
 _ATX = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)[ \t]*#*[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 
@@ -171,15 +175,20 @@ def _markdown_blocks(body: list[str], first_line: int) -> list[_Block]:
 
 
 def _pack(blocks: list[_Block], max_tokens: int) -> list[_Block]:
-    """Greedily merge consecutive blocks up to max_tokens; split an oversized non-atomic block by lines."""
+    """Greedily merge consecutive blocks up to max_tokens; split an oversized non-atomic block by
+    lines (a fenced block only past ATOMIC_LIMIT times the size), and an over-long line into pieces."""
     pieces: list[_Block] = []
     for b in blocks:
-        if approx_tokens("\n".join(b.lines)) > max_tokens and not b.atomic and len(b.lines) > 1:
+        size = approx_tokens("\n".join(b.lines))
+        if size > max_tokens and len(b.lines) > 1 and (not b.atomic or size > ATOMIC_LIMIT * max_tokens):
             pieces.extend(_split_lines(b, max_tokens))
         else:
             pieces.append(b)
     out: list[_Block] = []
     for p in pieces:
+        if len(p.lines) == 1 and approx_tokens(p.lines[0]) > LINE_LIMIT * max_tokens:
+            out.extend(_split_line(p, max_tokens))  # one line of megabytes (minified, a log, a pasted blob)
+            continue
         if out:
             prev = out[-1]
             gap = p.start - prev.end - 1  # blank lines between them are kept, so line numbers hold
@@ -202,6 +211,16 @@ def _split_lines(block: _Block, max_tokens: int) -> list[_Block]:
     return out
 
 
+def _split_line(block: _Block, max_tokens: int) -> list[_Block]:
+    """Pieces of one over-long line, cut at whitespace where there is some; each keeps the line number."""
+    line, width, out = block.lines[0], max_tokens * 4, []
+    while line:
+        cut = len(line) if len(line) <= width else line.rfind(" ", width // 2, width) + 1 or width
+        out.append(_Block([line[:cut]], block.start, atomic=True))
+        line = line[cut:]
+    return out
+
+
 def _make_chunk(block: _Block, heading: str | None, parent: str | None, level: int) -> Chunk | None:
     lines = block.lines
     lo = next((i for i, ln in enumerate(lines) if ln.strip()), None)
@@ -209,4 +228,5 @@ def _make_chunk(block: _Block, heading: str | None, parent: str | None, level: i
         return None
     hi = max(i for i, ln in enumerate(lines) if ln.strip())
     text = "\n".join(lines[lo : hi + 1])
+    heading, parent = (h[:MAX_HEADING_CHARS] if h else h for h in (heading, parent))
     return Chunk(text, block.start + lo, block.start + hi, heading, parent, level)

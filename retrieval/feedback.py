@@ -10,6 +10,7 @@ from typing import TypedDict
 
 import psycopg
 
+from .scrub import scrub_text
 from .search import Candidate
 
 LEARNED_QA_MIN_SIMILARITY = 0.15  # pg_trgm similarity for a learned answer to count as related
@@ -101,7 +102,9 @@ def log_query(
     staging_path: str | None = None,
     threshold: float | None = None,
 ) -> int:
-    """Record a served query with its candidates (and the selector's pick, as candidate ranks)."""
+    """Record a served query with its candidates (and the selector's pick, as candidate ranks); the
+    text is scrubbed of secrets first, as everything stored is."""
+    text = scrub_text(text)
     pick = {r: i for i, r in enumerate(picked or [], start=1)}
     with conn.transaction():
         (qid,) = conn.execute(
@@ -148,13 +151,19 @@ def record_feedback(
 ) -> list[int]:
     """Mark which candidates were used (explicit chunk ids, else the `[n]` cited in `answer`); the
     others become ignored. A +1 rating promotes (query, answer) to learned Q&A; a correction
-    replaces the learned answer. Returns the used candidate ranks."""
-    if rating not in (None, -1, 1):
+    replaces the learned answer. Feedback is the query's state, not an event log: posting the same
+    again changes nothing, a new rating replaces the old one (a thumbs-up counts once per query).
+    Answers and corrections are scrubbed of secrets: learned answers are shown to other users.
+    Returns the used candidate ranks."""
+    if rating not in (None, -1, 1) or isinstance(rating, bool):
         raise FeedbackError(f"rating must be +1 or -1, not {rating!r}")
+    answer, correction = scrub_text(answer), scrub_text(correction)
     with conn.transaction():
-        row = conn.execute("SELECT text FROM queries WHERE id = %s FOR UPDATE", (query_id,)).fetchone()
+        row = conn.execute("SELECT text, rating FROM queries WHERE id = %s FOR UPDATE", (query_id,)).fetchone()
         if row is None:
             raise FeedbackError(f"unknown query id {query_id}")
+        # +1 when this query's rating becomes a thumbs-up, -1 when a thumbs-up is taken back
+        up = 0 if rating is None else int(rating == 1) - int(row[1] == 1)
         by_chunk = dict(conn.execute("SELECT chunk_id, rank FROM query_candidates WHERE query_id = %s", (query_id,)).fetchall())
         if used_chunk_ids is not None:
             unknown = [c for c in used_chunk_ids if c not in by_chunk]
@@ -178,9 +187,17 @@ def record_feedback(
                 """INSERT INTO learned_qa (question, answer, source_query_id) VALUES (%s, %s, %s)
                    ON CONFLICT (question) DO UPDATE SET
                      answer = CASE WHEN %s THEN EXCLUDED.answer ELSE learned_qa.answer END,
-                     quality_score = learned_qa.quality_score + CASE WHEN %s THEN 1 ELSE 0 END,
+                     quality_score = learned_qa.quality_score + %s,
                      updated_at = now()""",
-                (row[0], learned, query_id, correction is not None, rating == 1),
+                (row[0], learned, query_id, correction is not None, max(up, 0)),
+            )
+        elif up < 0:  # a thumbs-up taken back; the answer it alone planted goes (a correction stays)
+            conn.execute("UPDATE learned_qa SET quality_score = quality_score - 1, updated_at = now() WHERE question = %s",
+                         (row[0],))  # fmt: skip
+            conn.execute(
+                "DELETE FROM learned_qa l WHERE question = %s AND quality_score <= 0 AND NOT EXISTS"
+                " (SELECT 1 FROM queries q WHERE q.id = l.source_query_id AND q.correction IS NOT NULL)",
+                (row[0],),
             )
     return used or []
 

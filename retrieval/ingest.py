@@ -11,7 +11,7 @@ import hashlib
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -21,8 +21,8 @@ from . import store
 from .chunking import Chunk, chunk_document
 from .embed import Embedder
 from .params import IngestParams, SearchParams
-from .scrub import scrub
-from .sources import CORPUS_SUFFIXES, Document, InputError, discover, read_documents
+from .scrub import scrub, scrub_text
+from .sources import CORPUS_SUFFIXES, Document, InputError, discover, read_documents, resolved
 
 
 @dataclass
@@ -65,6 +65,13 @@ def document_hash(doc: Document, params: IngestParams) -> str:
     return hashlib.sha256(key.encode("utf-8")).hexdigest()
 
 
+def scrub_names(doc: Document) -> Document:
+    """Secrets out of a document's source and title too: they are shown as the chunk's source and
+    heading. (Its text is scrubbed with the chunking, once it is known to have changed.)"""
+    source, title = scrub_text(doc.source), scrub_text(doc.title)
+    return doc if (source, title) == (doc.source, doc.title) else replace(doc, source=source, title=title)
+
+
 def embedding_text(chunk: Chunk) -> str:
     """What is embedded: the heading path gives a chunk its context."""
     head = " / ".join(h for h in (chunk.parent_heading, chunk.heading) if h)
@@ -94,12 +101,12 @@ def ingest_paths(
         try:
             file_docs = []
             for d in read_documents(f, params.max_file_bytes):
-                (report.errors.append(str(d)) if isinstance(d, InputError) else file_docs.append(d))
+                (report.errors.append(str(d)) if isinstance(d, InputError) else file_docs.append(scrub_names(d)))
         except InputError as e:
             report.errors.append(str(e))
             continue
         docs += file_docs
-        abspath = str(f.resolve())
+        abspath = resolved(f)
         if f.suffix.lower() in CORPUS_SUFFIXES and len(report.errors) == n_errors:
             # records removed from a corpus file go too; not when some records failed to read
             now = {d.source for d in file_docs}
@@ -121,7 +128,7 @@ def ingest_documents(
     """Ingest documents that come from no file (the service's webhook notes)."""
     t0 = time.perf_counter()
     report = IngestReport()
-    _ingest_batches(conn, docs, params, search, embedder, report, None)
+    _ingest_batches(conn, [scrub_names(d) for d in docs], params, search, embedder, report, None)
     report.seconds = time.perf_counter() - t0
     return report
 
@@ -135,10 +142,10 @@ def _ingest_batches(conn, docs, params, search, embedder, report, progress) -> N
 
 def _gone_paths(conn, paths: list[Path], files: list[Path], missing: list[Path], report: IngestReport) -> list[str]:
     """Stored file paths that no longer exist: under a walked folder, or named and missing."""
-    here = {str(f.resolve()) for f in files}
-    gone = [q for p in paths if p.is_dir() for q in store.paths_under(conn, str(p.resolve())) if q not in here]
+    here = {resolved(f) for f in files}
+    gone = [q for p in paths if p.is_dir() for q in store.paths_under(conn, resolved(p)) if q not in here]
     for p in missing:
-        known = list(store.sources_for_paths(conn, [str(p.resolve())])) + store.paths_under(conn, str(p.resolve()))
+        known = list(store.sources_for_paths(conn, [resolved(p)])) + store.paths_under(conn, resolved(p))
         if known:
             gone += known
         else:
@@ -167,20 +174,42 @@ def _ingest_batch(
         old = store.chunk_hashes(conn, stored[d.source][0]) if d.source in stored else {}
         todo.append((d, h, chunks, old))
 
-    # 1. embed, in one call, every chunk this batch has not stored before
+    # 1. embed, in one call, every chunk this batch has not stored before (as last seen: another
+    #    writer may change that before step 2, which embeds whatever is still missing)
     fresh = {c.content_hash: c for _, _, chunks, old in todo for c in chunks if c.content_hash not in old}
     vectors = dict(zip(fresh, embedder.encode([embedding_text(c) for c in fresh.values()])))
 
-    # 2. per document: skip chunks that duplicate another document's, link near ones, write in one
-    #    transaction. Within a document only exact repeats are dropped: its chunks share a title, so
-    #    cosine says little there.
-    for d, h, chunks, old in todo:
-        doc_id = stored[d.source][0] if d.source in stored else None
+    # 2. per document, in one transaction holding the document's lock: skip chunks that duplicate
+    #    another document's, link near ones, write. Within a document only exact repeats are dropped:
+    #    its chunks share a title, so cosine says little there.
+    for d, h, chunks, _ in todo:
+        try:
+            _write_one(conn, d, h, chunks, vectors, params, search, embedder, report)
+        except (psycopg.DataError, psycopg.errors.ProgramLimitExceeded) as e:  # this document only: the rest goes on
+            report.errors.append(f"{d.source}: not stored ({_first_line(e)})")
+
+
+def _write_one(conn, d: Document, h: str, chunks: list[Chunk], vectors: dict, params: IngestParams,
+               search: SearchParams, embedder: Embedder, report: IngestReport) -> None:  # fmt: skip
+    """Concurrent writers of one source (two `pai ingest`, the watcher, the hook, the webhook) take
+    turns: state is read again under the lock, and dedup only ever compares with committed chunks
+    of other documents, so no writer can skip a chunk because of its own document's rows."""
+    with conn.transaction():
+        store.lock_source(conn, d.source)
+        current = store.document_hashes(conn, [d.source]).get(d.source)
+        if current and current[1] == h:  # another writer stored this very text meanwhile
+            report.documents_unchanged += 1
+            return
+        doc_id = current[0] if current else None
+        old = store.chunk_hashes(conn, doc_id) if doc_id else {}
         unique: dict[str, Chunk] = {}
         for c in chunks:
             unique.setdefault(c.content_hash, c)
         report.duplicates_skipped += len(chunks) - len(unique)
         new = [c for c in unique.values() if c.content_hash not in old]
+        missing = [c for c in new if c.content_hash not in vectors]
+        if missing:
+            vectors.update(zip((c.content_hash for c in missing), embedder.encode([embedding_text(c) for c in missing])))
         nearest = store.nearest(conn, np.array([vectors[c.content_hash] for c in new]), doc_id, search.ef_search)
         skipped, near = set(), {}
         for c, n in zip(new, nearest):
@@ -188,17 +217,21 @@ def _ingest_batch(
                 skipped.add(c.content_hash)
             elif n and n.score >= params.near_threshold:
                 near[c.content_hash] = n
-        report.duplicates_skipped += len(skipped)
         written = store.write_document(
             conn, source=d.source, path=d.path, content_hash=h,
             chunks=[c for c in unique.values() if c.content_hash not in skipped],
             new_embeddings=vectors, near=near,
         )  # fmt: skip
-        report.near_linked += len(near)
-        report.chunks_inserted += written.inserted
-        report.chunks_kept += written.kept
-        report.chunks_deleted += written.deleted
-        if doc_id is None:
-            report.documents_new += 1
-        else:
-            report.documents_updated += 1
+    report.duplicates_skipped += len(skipped)
+    report.near_linked += len(near)
+    report.chunks_inserted += written.inserted
+    report.chunks_kept += written.kept
+    report.chunks_deleted += written.deleted
+    if doc_id is None:
+        report.documents_new += 1
+    else:
+        report.documents_updated += 1
+
+
+def _first_line(e: Exception) -> str:
+    return (str(e).strip().splitlines() or [type(e).__name__])[0]

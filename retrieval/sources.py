@@ -31,20 +31,44 @@ class Document:
     title: str | None = None
 
 
+MAX_ID_CHARS = 300  # a corpus record's id becomes part of a unique (b-tree indexed) key
+
+
+def text_problem(text: str) -> str | None:
+    """Why Postgres cannot store `text` (NUL, a lone surrogate), or None."""
+    if "\x00" in text:
+        return "contains a NUL character"
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        return f"is not valid Unicode (lone surrogate at offset {e.start})"
+    return None
+
+
+def resolved(path: Path) -> str:
+    """The absolute path, symlinks resolved where they can be (a symlink loop stays as named)."""
+    try:
+        return str(path.resolve())
+    except (OSError, RuntimeError):  # RuntimeError: symlink loop (Python < 3.13)
+        return os.path.abspath(path)
+
+
 def read_documents(path: Path, max_bytes: int) -> Iterator[Document | InputError]:
     """The documents in one file. A JSONL corpus is streamed: one document per record, the size cap
     applies per record, and bad records come back as errors while the rest go on."""
-    abspath = str(path.resolve())
+    _check_file(path)
+    abspath = resolved(path)
     if path.suffix.lower() not in CORPUS_SUFFIXES:
         text = _read_text(path, max_bytes)
         yield Document(abspath, abspath, text, kind_for_suffix(path.suffix))
         return
-    _check_file(path)
     seen: set[str] = set()
+    n_records = 0
     with open(path, "rb") as f:
         for n, raw in enumerate(f, start=1):
             if not raw.strip():
                 continue
+            n_records += 1
             if len(raw) > max_bytes:
                 yield InputError(f"{path}:{n}: record of {len(raw):,} bytes is over the {max_bytes:,}-byte cap")
                 continue
@@ -65,6 +89,8 @@ def read_documents(path: Path, max_bytes: int) -> Iterator[Document | InputError
                 elif doc.source not in seen:
                     seen.add(doc.source)
                     yield doc
+    if n_records == 0:
+        yield InputError(f"{path}: empty file (no records)")
 
 
 def _record_document(record: object, abspath: str) -> Document | str:
@@ -72,11 +98,17 @@ def _record_document(record: object, abspath: str) -> Document | str:
         return "record is not a JSON object"
     rid = record.get("_id", record.get("id", record.get("doc_id")))
     text = record.get("text")
-    if rid is None or not isinstance(text, str):
+    if rid is None or not isinstance(text, str) or isinstance(rid, (dict, list)):
         return "record needs an id (_id or id) and a text string"
+    rid = str(rid)
+    if len(rid) > MAX_ID_CHARS:
+        return f"record id of {len(rid):,} characters is over {MAX_ID_CHARS}"
+    title = record.get("title") if isinstance(record.get("title"), str) else None
+    for name, value in (("id", rid), ("text", text), ("title", title or "")):
+        if why := text_problem(value):
+            return f"record {rid[:80]!r}: {name} {why}" if name != "id" else f"record id {why}"
     if not text.strip():
         return f"record {rid}: empty text"
-    title = record.get("title") if isinstance(record.get("title"), str) else None
     return Document(f"{abspath}#{rid}", abspath, text, "text", title or None)
 
 
@@ -99,6 +131,8 @@ def _read_text(path: Path, max_bytes: int) -> str:
         raise InputError(f"{path}: cannot read ({e.strerror})") from None
     if b"\x00" in raw[:8192]:
         raise InputError(f"{path}: binary file")
+    if (nul := raw.find(b"\x00")) >= 0:
+        raise InputError(f"{path}: NUL byte at offset {nul:,} (binary data in a text file?)")
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as e:

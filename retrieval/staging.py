@@ -14,6 +14,7 @@ from dataclasses import dataclass, fields
 from datetime import UTC, datetime
 from pathlib import Path
 
+from .scrub import scrub
 from .search import Candidate, SearchResult
 
 VERSION = "pai-staging/1"
@@ -39,7 +40,7 @@ def from_result(result: SearchResult, query_id: str | None = None, now: datetime
     now = now or datetime.now(UTC)
     return StagingFile(
         query_id=query_id or secrets.token_hex(6),
-        query=result.query,
+        query=scrub(result.query).text,  # the candidates were scrubbed at ingest
         created=now.isoformat(timespec="seconds"),
         threshold=result.threshold,
         candidates=tuple(result.above),

@@ -24,6 +24,14 @@ class WriteCounts:
     deleted: int
 
 
+_SOURCE_LOCKS = 0x7A1B  # first key of the per-source advisory locks (migrations use a one-key lock)
+
+
+def lock_source(conn: psycopg.Connection, source: str) -> None:
+    """Hold `source`'s lock until the transaction ends: its writers take turns, across processes."""
+    conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (_SOURCE_LOCKS, source))
+
+
 def document_hashes(conn: psycopg.Connection, sources: list[str]) -> dict[str, tuple[int, str]]:
     """source -> (document id, content hash) for the sources already stored."""
     rows = conn.execute(

@@ -8,38 +8,80 @@ pick is logged and cached for next time). `inline` waits for the selector, with 
 from __future__ import annotations
 
 import hmac
+import ipaddress
 import os
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 import psycopg
-from fastapi import Depends, FastAPI, Request
+from fastapi import Depends, FastAPI, HTTPException, Request
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pgvector.psycopg import register_vector
 from psycopg_pool import ConnectionPool
-from pydantic import BaseModel, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from retrieval import deployments, feedback, staging
 from retrieval.db import DatabaseError, connect
 from retrieval.embed import Embedder
-from retrieval.ingest import ingest_documents
+from retrieval.ingest import ingest_documents, scrub_names
 from retrieval.params import IngestParams, SearchParams, StagingParams
 from retrieval.search import Candidate, keyword_rankings, search_vector, take_budget
 from retrieval.selection import PROMPT_VERSION, Pick
-from retrieval.sources import Document
+from retrieval.sources import Document, text_problem
 
 from .hotswap import HotSwapper
 from .picker import Picker
 from .selectors import CascadeSelector
 
 MAX_BODY_BYTES = 2_000_000
-LOOPBACK = ("127.0.0.1", "localhost", "::1")
+MAX_ID = 2**63 - 1  # ids are bigint
+ADMIN_TOKEN, WRITE_TOKEN = "PAI_ADMIN_TOKEN", "PAI_WRITE_TOKEN"
+
+
+def is_loopback(host: str) -> bool:
+    try:
+        return host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def check_exposure(host: str) -> None:
+    """Beyond loopback every write needs a token: refuse to serve there without one."""
+    if not is_loopback(host) and not (os.environ.get(ADMIN_TOKEN) or os.environ.get(WRITE_TOKEN)):
+        raise ValueError(f"listening on {host}, beyond loopback, needs {WRITE_TOKEN} or {ADMIN_TOKEN} set: "
+                         "anyone who can reach it could otherwise ingest notes and post feedback")  # fmt: skip
+
+
+def _storable(value: str) -> str:
+    if why := text_problem(value):
+        raise ValueError(why)
+    return value
+
+
+def _not_blank(value: str) -> str:
+    if not value.strip():
+        raise ValueError("must not be blank")
+    return value
+
+
+Text = Annotated[str, AfterValidator(_storable)]  # what Postgres can store: no NUL, no lone surrogate
+Line = Annotated[str, AfterValidator(_storable), AfterValidator(_not_blank)]
+Id = Annotated[int, Field(ge=1, le=MAX_ID)]
+
+
+def _plus_minus_one(value: int) -> int:
+    if value not in (-1, 1):
+        raise ValueError("must be +1 or -1")
+    return value
+
+
+Rating = Annotated[int, Field(strict=True), AfterValidator(_plus_minus_one)]  # Literal[-1, 1] lets `true` through
 
 
 @dataclass
@@ -60,23 +102,53 @@ class Service:
 
 
 class QueryIn(BaseModel):
-    query: str = Field(min_length=1, max_length=4000)
+    model_config = ConfigDict(strict=True)  # `true` is not 1, "4" is not 4
+    query: Line = Field(min_length=1, max_length=4000)
     inline: bool | None = Field(None, description="wait for the selector (default: the server's --inline)")
 
 
 class FeedbackIn(BaseModel):
-    query_id: int
-    used_chunk_ids: list[int] | None = Field(None, description="chunks the consumer used; the other candidates were ignored")
-    answer: str | None = Field(None, max_length=50_000, description="final answer; [n] citations mark used candidates")
-    rating: Literal[-1, 1] | None = None
-    correction: str | None = Field(None, max_length=50_000)
+    model_config = ConfigDict(strict=True)
+    query_id: Id
+    used_chunk_ids: list[Id] | None = Field(None, max_length=1000, description="chunks the consumer used; the other candidates were ignored")
+    answer: Text | None = Field(None, max_length=50_000, description="final answer; [n] citations mark used candidates")
+    rating: Rating | None = None
+    correction: Text | None = Field(None, max_length=50_000)
 
 
 class IngestIn(BaseModel):
-    source: str = Field(min_length=1, max_length=500, description="a name for the note, unique per note")
-    text: str = Field(min_length=1, max_length=MAX_BODY_BYTES)
+    model_config = ConfigDict(strict=True)
+    source: Line = Field(min_length=1, max_length=500, description="a name for the note, unique per note")
+    text: Line = Field(min_length=1, max_length=MAX_BODY_BYTES)
     kind: Literal["markdown", "text", "code"] = "markdown"
-    title: str | None = None
+    title: Text | None = Field(None, max_length=500)
+
+
+class BodyLimit:
+    """413 for a body over `limit` bytes: by its Content-Length, or counted as it arrives (a chunked
+    body has none)."""
+
+    def __init__(self, app, limit: int):
+        self.app, self.limit = app, limit
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        size = dict(scope["headers"]).get(b"content-length", b"")
+        if size.isdigit() and int(size) > self.limit:
+            response = JSONResponse({"error": f"body of {int(size):,} bytes is over the {self.limit:,}-byte limit"}, 413)
+            return await response(scope, receive, send)
+        received = 0
+
+        async def counted():
+            nonlocal received
+            message = await receive()
+            received += len(message.get("body", b""))
+            if received > self.limit:  # FastAPI passes an HTTPException through its body parsing
+                raise HTTPException(413, f"body is over the {self.limit:,}-byte limit")
+            return message
+
+        await self.app(scope, counted, send)
 
 
 def create_app(service: Service) -> FastAPI:
@@ -98,13 +170,7 @@ def create_app(service: Service) -> FastAPI:
         service.pool.close()
 
     app = FastAPI(title="pai-brain retrieval service", version="0.1.0", lifespan=lifespan)
-
-    @app.middleware("http")
-    async def limit_body(request: Request, call_next):
-        size = request.headers.get("content-length")
-        if size and size.isdigit() and int(size) > MAX_BODY_BYTES:
-            return JSONResponse({"error": f"body of {int(size):,} bytes is over the {MAX_BODY_BYTES:,}-byte limit"}, 413)
-        return await call_next(request)
+    app.add_middleware(BodyLimit, limit=MAX_BODY_BYTES)
 
     @app.exception_handler(RequestValidationError)
     async def bad_request(request: Request, exc: RequestValidationError):
@@ -139,12 +205,22 @@ def create_app(service: Service) -> FastAPI:
         return {"status": "ok", "chunks": chunks, "selector": service.picker.selector.version, "prompt_version": PROMPT_VERSION}
 
     def require_admin(request: Request) -> None:
-        token = os.environ.get("PAI_ADMIN_TOKEN")
+        token = os.environ.get(ADMIN_TOKEN)
         if token:
-            if not hmac.compare_digest(request.headers.get("authorization", ""), f"Bearer {token}"):
+            if not _bearer_is(request, token):
                 raise StarletteHTTPException(401, "admin route: missing or wrong bearer token (PAI_ADMIN_TOKEN)")
-        elif service.host not in LOOPBACK:
+        elif not is_loopback(service.host):
             raise StarletteHTTPException(403, f"admin routes are off: the service listens on {service.host}; set PAI_ADMIN_TOKEN")
+
+    def require_writer(request: Request) -> None:
+        """Writes (ingest, feedback): open on loopback; beyond it, PAI_WRITE_TOKEN or PAI_ADMIN_TOKEN."""
+        if is_loopback(service.host):
+            return
+        tokens = [t for t in (os.environ.get(WRITE_TOKEN), os.environ.get(ADMIN_TOKEN)) if t]
+        if not tokens:  # check_exposure refuses to start so; the environment changed under us
+            raise StarletteHTTPException(403, f"writes are off: the service listens on {service.host}; set {WRITE_TOKEN}")
+        if not any(_bearer_is(request, t) for t in tokens):
+            raise StarletteHTTPException(401, f"write route: missing or wrong bearer token ({WRITE_TOKEN} or {ADMIN_TOKEN})")
 
     @app.get("/selector")
     def get_selector() -> dict:
@@ -178,7 +254,7 @@ def create_app(service: Service) -> FastAPI:
         # a plain JSONResponse skips FastAPI's jsonable_encoder walk over 20 candidates (~1-2 ms)
         return JSONResponse(run_query(service, body.query, service.inline if body.inline is None else body.inline))
 
-    @app.post("/feedback")
+    @app.post("/feedback", dependencies=[Depends(require_writer)])
     def post_feedback(body: FeedbackIn) -> dict:
         if body.used_chunk_ids is None and body.answer is None and body.rating is None and body.correction is None:
             return JSONResponse({"error": "empty feedback: give used_chunk_ids, answer, rating or correction"}, 422)
@@ -187,15 +263,14 @@ def create_app(service: Service) -> FastAPI:
                                             answer=body.answer, rating=body.rating, correction=body.correction)  # fmt: skip
         return {"query_id": body.query_id, "used_ranks": used}
 
-    @app.post("/ingest")
+    @app.post("/ingest", dependencies=[Depends(require_writer)])
     def ingest(body: IngestIn) -> dict:
-        if "\x00" in body.text:
-            return JSONResponse({"error": "text contains NUL bytes"}, 422)
-        source = f"webhook:{body.source}"
-        doc = Document(source, "webhook:", body.text.replace("\r\n", "\n"), body.kind, body.title)
+        doc = scrub_names(Document(f"webhook:{body.source}", "webhook:", body.text.replace("\r\n", "\n"), body.kind, body.title))
         with service.pool.connection() as conn:
             report = ingest_documents(conn, [doc], service.ingest, service.search, service.embedder)
-        return {"source": source, "chunks_inserted": report.chunks_inserted, "chunks_kept": report.chunks_kept,
+        if report.errors:
+            return JSONResponse({"error": report.errors[0]}, 422)
+        return {"source": doc.source, "chunks_inserted": report.chunks_inserted, "chunks_kept": report.chunks_kept,
                 "duplicates_skipped": report.duplicates_skipped, "redactions": dict(report.redactions),
                 "seconds": round(report.seconds, 4)}  # fmt: skip
 
@@ -244,6 +319,12 @@ def run_query(service: Service, text: str, inline: bool) -> dict:
         "below_threshold": result.below_threshold,
         "staging_file": str(path),
     }
+
+
+def _bearer_is(request: Request, token: str) -> bool:
+    """Compare as bytes: a header may hold any byte (latin-1 to Starlette), a str compare raises on non-ASCII."""
+    got = request.headers.get("authorization", "").encode("latin-1")
+    return hmac.compare_digest(got, f"Bearer {token}".encode())
 
 
 def _keyword_side(service: Service, text: str) -> list[list[int]]:

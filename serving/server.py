@@ -14,7 +14,7 @@ from retrieval.db import database_url
 from retrieval.embed import get_embedder
 from retrieval.params import EmbedParams, IngestParams, SearchParams, StagingParams, load_section
 
-from .app import Service, create_app
+from .app import Service, check_exposure, create_app
 from .hotswap import HotSwapper
 from .interface import Selector
 from .picker import Picker
@@ -24,7 +24,8 @@ from .selectors import SimilaritySelector
 def build_service(params: Path, selector: Selector | None = None, inline: bool = False,
                   staging_dir: Path | None = None, timeout_s: float = 30.0, host: str = "127.0.0.1") -> Service:  # fmt: skip
     """A service; with no `selector` it follows the announced champion (hot-swap), starting on the
-    similarity order until the first one is loaded."""
+    similarity order until the first one is loaded. Beyond loopback it needs a write token."""
+    check_exposure(host)
     sp = load_section(params, "search", SearchParams)
     st = load_section(params, "staging", StagingParams)
     if staging_dir is not None:

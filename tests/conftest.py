@@ -75,3 +75,32 @@ def embedder():
     from retrieval.embed import get_embedder
 
     return get_embedder(32)
+
+
+def _chunk_invariant_breaks(conn) -> list[tuple]:
+    """(source, n_chunks, chunk rows, full-text rows) of every document where the three differ."""
+    rows = conn.execute(
+        """SELECT d.source, d.n_chunks,
+                  (SELECT count(*) FROM chunks c WHERE c.document_id = d.id),
+                  (SELECT count(*) FROM chunks c JOIN chunk_terms t ON t.chunk_id = c.id WHERE c.document_id = d.id)
+           FROM documents d"""
+    ).fetchall()
+    return [r for r in rows if not r[1] == r[2] == r[3]]
+
+
+def _all_text(conn) -> str:
+    """Every row of every table of ours as text: what a leak check searches."""
+    tables = [t for (t,) in conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")]
+    return "\n".join(row[0] for t in tables for row in conn.execute(f"SELECT t::text FROM {t} t"))
+
+
+@pytest.fixture
+def invariant_breaks():
+    """f(conn) -> documents whose n_chunks, chunk rows and full-text rows differ (should be [])."""
+    return _chunk_invariant_breaks
+
+
+@pytest.fixture
+def all_text():
+    """f(conn) -> every stored row as text, for leak checks."""
+    return _all_text

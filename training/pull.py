@@ -64,7 +64,7 @@ def to_record(row: tuple, redactions: Counter) -> FeedbackRecord:
         "query_id": qid, "query": clean(text), "created_at": created.isoformat(), "updated_at": updated.isoformat(),
         "selector_version": version, "picked_by": picked_by, "prompt_version": prompt_version, "selection_status": status,
         "threshold": threshold, "rating": rating, "correction": clean(correction), "answer": clean(answer),
-        "candidates": [{k: (clean(c[k]) if k == "text" else c[k]) for k in CANDIDATE_KEYS} for c in cands],
+        "candidates": [{k: (clean(c[k]) if k in ("text", "source", "heading") else c[k]) for k in CANDIDATE_KEYS} for c in cands],
     }  # fmt: skip
 
 
