@@ -13,7 +13,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from eval import bench_ce
+from eval import bench_ce, scrub_bench
 from training import gpu_smoke
 
 from . import ce_sweep, fusion_ablation
@@ -26,6 +26,7 @@ OutOpt = Annotated[Optional[Path], typer.Option("--out", help="also write the re
 
 def register(app: typer.Typer, bench_app: typer.Typer) -> None:
     bench_app.command("ce")(bench_ce_command)
+    bench_app.command("scrub")(bench_scrub_command)
     sweep_app = typer.Typer(no_args_is_help=True, help="Train and measure several model sizes side by side.")
     sweep_app.command("ce")(sweep_ce_command)
     app.add_typer(sweep_app, name="sweep")
@@ -59,6 +60,20 @@ def bench_ce_command(
     except (OSError, ValueError) as e:
         _fail(str(e))
     _emit(rows, as_json, out, bench_ce.table(rows))
+
+
+def bench_scrub_command(
+    benchmark_dir: BenchDirOpt = Path("../shared/benchmark"),
+    repo: Annotated[Path, typer.Option(help="the repository whose .py files are the code sample")] = Path("."),
+    as_json: JsonOpt = False,
+    out: OutOpt = None,
+) -> None:
+    """False positives of the secret scrubber: tokens it changes in SciFact's abstracts, lines in this repository's code."""
+    try:
+        m = scrub_bench.measure(benchmark_dir / "scifact" / "corpus.jsonl", repo.resolve())
+    except (OSError, ValueError) as e:
+        _fail(str(e))
+    _emit(m, as_json, out, "\n".join(scrub_bench.summary(m)))
 
 
 def sweep_ce_command(

@@ -1,4 +1,4 @@
-"""False positives of the secret scrubber on real prose and code: `python -m eval.scrub_bench`.
+"""False positives of the secret scrubber on real prose and code: `pai bench scrub`.
 
 Prose: the SciFact corpus (5K biomedical abstracts: numbers, gene names, DOIs, accession ids);
 every whitespace token the scrubber changes is counted. Code: this repository's own .py files
@@ -7,7 +7,6 @@ every whitespace token the scrubber changes is counted. Code: this repository's 
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 
@@ -55,24 +54,12 @@ def measure(corpus: Path, repo: Path) -> dict:
     }  # fmt: skip
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--corpus", type=Path, default=Path("../shared/benchmark/scifact/corpus.jsonl"))
-    ap.add_argument("--repo", type=Path, default=Path("."))
-    ap.add_argument("--json", action="store_true")
-    args = ap.parse_args()
-    m = measure(args.corpus, args.repo.resolve())
-    if args.json:
-        print(json.dumps(m, indent=2))
-        return
+def summary(m: dict) -> list[str]:
+    """The measurement as lines: the rates, then examples of what changed."""
     p, c = m["prose"], m["code"]
-    print(f"prose: {p['documents_changed']} of {p['documents']:,} SciFact abstracts changed; "
-          f"{p['tokens_changed']} of {p['tokens']:,} tokens ({p['tokens_changed'] / p['tokens']:.4%})")  # fmt: skip
-    print(f"code:  {c['lines_changed']} of {c['lines']:,} lines in {c['files']} .py files changed "
-          f"({c['lines_changed'] / c['lines']:.4%})")  # fmt: skip
-    for e in p["examples"] + c["examples"]:
-        print("  " + e)
-
-
-if __name__ == "__main__":
-    main()
+    return [
+        f"prose: {p['documents_changed']} of {p['documents']:,} SciFact abstracts changed; "
+        f"{p['tokens_changed']} of {p['tokens']:,} tokens ({p['tokens_changed'] / max(p['tokens'], 1):.4%})",
+        f"code:  {c['lines_changed']} of {c['lines']:,} lines in {c['files']} .py files changed ({c['lines_changed'] / max(c['lines'], 1):.4%})",
+        *(f"  {e}" for e in p["examples"] + c["examples"]),
+    ]
