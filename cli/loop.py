@@ -1,9 +1,9 @@
 """`pai loop report`: does the loop learn? The SciFact train feedback in the log, taken in
 chronological slices (cycle i trains on slices 1..i, as if the replay had stopped there), retrains the
-cross-encoder after each slice and measures held-out Recall@5 with 95 % CIs on the evaluate
+learned ranker (`train_ranker`) after each slice and measures held-out Recall@5 with 95 % CIs on the evaluate
 benchmarks (HotpotQA test, SciFact test with our own retrieval's candidates, the feedback log's val
 split — the same queries for every cycle), beside the baselines. Each cycle is also compared with
-the one before by a paired bootstrap. Writes metrics/loop.json, metrics/loop_recall.csv (`dvc plots`)
+the one before, and the last with the first, by a paired bootstrap. Writes metrics/loop.json, metrics/loop_recall.csv (`dvc plots`)
 and an MLflow run with the curves (step = cycle).
 
 The LLM kind is not in the report yet: on CPU the tiny model cannot learn the task (its Recall@5 is 0
@@ -27,10 +27,10 @@ from retrieval.files import write_atomic
 from retrieval.metrics import mean_ci, paired_bootstrap, per_query
 from retrieval.params import load_section
 from retrieval.tracking import use_mlflow
-from serving.cross_encoder import CrossEncoderSelector
+from serving.ranker import RankerSelector
+from training import train_ranker
 from training.build import BuildParams
-from training.train_ce import CrossEncoderParams
-from training.train_ce import train as train_ce
+from training.train_ranker import RankerParams
 
 
 def scifact_records(feedback_file: Path) -> list[dict]:
@@ -43,15 +43,12 @@ def scifact_records(feedback_file: Path) -> list[dict]:
     return sorted(out, key=lambda r: r["query_id"])
 
 
-def run_loop(params: Path, slices: int, max_queries: int, log: Callable[[str], None] = print, max_train_pairs: int | None = None) -> dict:
-    """`max_train_pairs` None = params' cap. A fixed cap below a slice's pairs trains every cycle on as many
-    pairs, so the report measures fresher data rather than more of it: 0 (all) measures the loop."""
+def run_loop(params: Path, slices: int, max_queries: int, log: Callable[[str], None] = print) -> dict:
+    """`max_queries` per held-out benchmark, 0 = all."""
     ep = replace(load_section(params, "evaluate", EvaluateParams), max_queries=max_queries)
-    ce = load_section(params, "train_ce", CrossEncoderParams)
-    if max_train_pairs is not None:
-        ce = replace(ce, max_train_pairs=max_train_pairs)
+    rp = load_section(params, "train_ranker", RankerParams)
     val_fraction = load_section(params, "build", BuildParams).val_fraction
-    records = scifact_records(Path(ce.feedback) / "feedback.jsonl")
+    records = scifact_records(Path(rp.feedback) / "feedback.jsonl")
     if len(records) < slices:
         raise ValueError(f"{len(records)} SciFact queries in the feedback log: run `pai simulate --benchmark scifact` first")
     benches = {bench_name(b): load_items(Path(b), ep.max_queries) for b in ep.benchmarks.split(",") if b}
@@ -66,31 +63,36 @@ def run_loop(params: Path, slices: int, max_queries: int, log: Callable[[str], N
     log(f"loop: {len(records)} SciFact queries in {slices} slices; held out: "
         + ", ".join(f"{n} ({len(i)})" for n, i in benches.items()))  # fmt: skip
     base = {name: run_systems(items, embedder, 5) for name, items in benches.items()}
-    rows, previous = [], {}
+    rows, previous, first = [], {}, {}
     with tempfile.TemporaryDirectory() as tmp:
         for cycle in range(1, slices + 1):
             seen = records[: len(records) * cycle // slices]
             folder = Path(tmp) / f"cycle{cycle}"
             folder.mkdir()
             (folder / "feedback.jsonl").write_text("".join(json.dumps(r) + "\n" for r in seen))
-            m = train_ce(replace(ce, feedback=str(folder), out=str(folder / "ce")), val_fraction)
-            selector = CrossEncoderSelector(folder / "ce", f"ce:cycle{cycle}")
-            log(f"loop: cycle {cycle}: trained on {len(seen)} queries ({m['train_pairs_used']} pairs, {m['train_seconds']} s)")
+            w, record, m = train_ranker.train(replace(rp, feedback=str(folder)), val_fraction)
+            train_ranker.write(folder / "ranker", w, record, m)
+            selector = RankerSelector(folder / "ranker", f"ranker:cycle{cycle}")
+            log(f"loop: cycle {cycle}: trained on {len(seen)} queries ({m['train_queries']} train, {m['seconds']} s)")
             for name, items in benches.items():
-                picks = run_systems(items, embedder, 5, others={"cross_encoder": selector})
-                values = {s: recalls(name, base[name][s]) for s in BASELINES} | {"cross_encoder": recalls(name, picks["cross_encoder"])}
+                picks = run_systems(items, embedder, 5, others={"ranker": selector})
+                values = {s: recalls(name, base[name][s]) for s in BASELINES} | {"ranker": recalls(name, picks["ranker"])}
                 for system, v in values.items():
                     mean, lo, hi = mean_ci(v, seed=cycle)
                     row = {"cycle": cycle, "queries_seen": len(seen), "benchmark": name, "system": system,
                            "recall@5": round(mean, 4), "ci95_low": round(lo, 4), "ci95_high": round(hi, 4)}  # fmt: skip
-                    if system == "cross_encoder" and name in previous:
+                    if system == "ranker" and name in previous:
                         d, dlo, dhi = paired_bootstrap(v, previous[name], seed=cycle)
                         row["vs_previous"] = {"diff": round(d, 4), "ci95_low": round(dlo, 4), "ci95_high": round(dhi, 4)}
+                        d, dlo, dhi = paired_bootstrap(v, first[name], seed=cycle)
+                        row["vs_first"] = {"diff": round(d, 4), "ci95_low": round(dlo, 4), "ci95_high": round(dhi, 4)}
                     rows.append(row)
-                previous[name] = values["cross_encoder"]
+                previous[name] = values["ranker"]
+                first.setdefault(name, values["ranker"])
     worse = [r for r in rows if r.get("vs_previous") and r["vs_previous"]["ci95_high"] < 0]
-    return {"slices": slices, "queries": len(records), "max_train_pairs": ce.max_train_pairs, "rows": rows,
-            "no_cycle_worse_than_the_previous": not worse, "worse": worse}  # fmt: skip
+    last = {r["benchmark"]: r["vs_first"] for r in rows if r.get("vs_first") and r["cycle"] == slices}
+    return {"slices": slices, "queries": len(records), "selector": "ranker", "rows": rows,
+            "no_cycle_worse_than_the_previous": not worse, "worse": worse, "last_vs_first": last}  # fmt: skip
 
 
 def write_outputs(result: dict, out_dir: Path) -> None:
@@ -117,3 +119,5 @@ def print_loop(result: dict, console) -> None:
                   f"{vp['diff']:+.4f} [{vp['ci95_low']:+.3f}, {vp['ci95_high']:+.3f}]" if vp else "")  # fmt: skip
     console.print(t)
     console.print("no cycle worse than the one before (paired 95% CI): " + ("yes" if result["no_cycle_worse_than_the_previous"] else "NO"))
+    for name, v in result.get("last_vs_first", {}).items():
+        console.print(f"last cycle vs first, {name}: {v['diff']:+.4f} [{v['ci95_low']:+.4f}, {v['ci95_high']:+.4f}]")

@@ -202,17 +202,16 @@ def bench_swap_command(
 
 def loop_report(
     slices: Annotated[int, typer.Option(help="chronological slices of the SciFact feedback (one retrain each)")] = 3,
-    max_queries: Annotated[int, typer.Option(help="held-out queries per benchmark (0 = all)")] = 100,
+    max_queries: Annotated[int, typer.Option(help="held-out queries per benchmark (0 = all)")] = 0,
     out_dir: Annotated[Path, typer.Option(help="folder for loop.json and loop_recall.csv")] = Path("metrics"),
-    max_train_pairs: Annotated[int | None, typer.Option(help="train pairs per cycle (0 = all; default: params train_ce.max_train_pairs)")] = None,
     params: ParamsOpt = Path("params.yaml"),
     as_json: Annotated[bool, typer.Option("--json", help="print results as JSON")] = False,
 ) -> None:
-    """Retrain the cross-encoder after each slice of the feedback; held-out Recall@5 with 95% CIs per cycle."""
+    """Retrain the learned ranker after each slice of the feedback; held-out Recall@5 with 95% CIs per cycle."""
     if slices < 1:
         _fail("--slices must be >= 1")
     try:
-        result = run_loop(params, slices, max_queries, log=lambda s: console.print(s, soft_wrap=True), max_train_pairs=max_train_pairs)
+        result = run_loop(params, slices, max_queries, log=lambda s: console.print(s, soft_wrap=True))
     except (ParamsError, FileNotFoundError, ValueError) as e:
         _fail(str(e))
     write_outputs(result, out_dir)

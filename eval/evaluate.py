@@ -22,6 +22,7 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
+from retrieval.ce_input import ce_passage
 from retrieval.chunking import approx_tokens
 from retrieval.embed import Embedder, get_embedder
 from retrieval.feedback import shown_candidates, split_of
@@ -98,8 +99,9 @@ def feedback_items(feedback_dir: Path, val_fraction: float, limit: int) -> list[
 
 def similarity_ranking(embedder: Embedder, item: dict) -> list[str]:
     cands = item["candidates"]
-    vecs = embedder.encode([item["query"]] + [f"{c.get('title') or ''}\n{c['text']}" for c in cands])
-    order = np.argsort(-(vecs[1:] @ vecs[0]), kind="stable")
+    q = embedder.encode([item["query"]])[0]
+    vecs = embedder.encode_passages([ce_passage(c.get("title"), c["text"]) for c in cands])
+    order = np.argsort(-(vecs @ q), kind="stable")
     return [cands[i]["id"] for i in order]
 
 

@@ -177,7 +177,7 @@ def _ingest_batch(
     # 1. embed, in one call, every chunk this batch has not stored before (as last seen: another
     #    writer may change that before step 2, which embeds whatever is still missing)
     fresh = {c.content_hash: c for _, _, chunks, old in todo for c in chunks if c.content_hash not in old}
-    vectors = dict(zip(fresh, embedder.encode([embedding_text(c) for c in fresh.values()])))
+    vectors = dict(zip(fresh, embedder.encode_passages([embedding_text(c) for c in fresh.values()])))
 
     # 2. per document, in one transaction holding the document's lock: skip chunks that duplicate
     #    another document's, link near ones, write. Within a document only exact repeats are dropped:
@@ -209,7 +209,7 @@ def _write_one(conn, d: Document, h: str, chunks: list[Chunk], vectors: dict, pa
         new = [c for c in unique.values() if c.content_hash not in old]
         missing = [c for c in new if c.content_hash not in vectors]
         if missing:
-            vectors.update(zip((c.content_hash for c in missing), embedder.encode([embedding_text(c) for c in missing])))
+            vectors.update(zip((c.content_hash for c in missing), embedder.encode_passages([embedding_text(c) for c in missing])))
         nearest = store.nearest(conn, np.array([vectors[c.content_hash] for c in new]), doc_id, search.ef_search)
         skipped, near = set(), {}
         for c, n in zip(new, nearest):

@@ -2,15 +2,14 @@
 the base model (the store's), passes the query through the learned adapter, and answers the contract's
 `{"selected": [...]}` with the k best candidates by the fitted weights of `retrieval.ranking_features`.
 
-No generation, so no parse can fail; ties keep retrieval order. Candidate vectors are cached by text
-(a candidate seen by an earlier query is not embedded again).
+No generation, so no parse can fail; ties keep retrieval order. Candidate vectors come through the
+machine's vector cache (`Embedder.encode_passages`): a chunk embedded at ingest is looked up, not embedded again.
 """
 
 from __future__ import annotations
 
 import json
 import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -29,7 +28,7 @@ ADAPTER_FILE, CONFIG_FILE = "adapter.npy", "ranker_config.json"
 class RankerSelector:
     """A `train_ranker` output folder (adapter.npy, ranker_config.json) served as a selector."""
 
-    def __init__(self, model_dir: Path, version: str, cache_size: int = 20_000):
+    def __init__(self, model_dir: Path, version: str):
         model_dir = Path(model_dir)
         try:
             cfg = json.loads((model_dir / CONFIG_FILE).read_text())
@@ -41,25 +40,13 @@ class RankerSelector:
         self.weights = {name: float(cfg["weights"].get(name, 0.0)) for name in FEATURES}
         self.embedder = get_embedder()
         self.version = version
-        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
-        self._cache_size = cache_size
-        self._lock = threading.Lock()  # one forward pass at a time; the cache is shared
-
-    def _vectors(self, texts: list[str]) -> np.ndarray:
-        todo = [t for t in dict.fromkeys(texts) if t not in self._cache]
-        if todo:
-            self._cache.update(zip(todo, self.embedder.encode(todo)))
-        for t in texts:
-            self._cache.move_to_end(t)
-        while len(self._cache) > self._cache_size:
-            self._cache.popitem(last=False)
-        return np.stack([self._cache[t] for t in texts])
+        self._lock = threading.Lock()  # one forward pass at a time: on a few cores concurrent ones only fight
 
     def scores(self, query: str, candidates: Sequence[PromptCandidate]) -> np.ndarray:
         texts = [ce_passage(c.heading, c.text) for c in candidates]
         with self._lock:
             q = self.embedder.encode([query])[0]
-            vecs = self._vectors(texts)
+            vecs = self.embedder.encode_passages(texts)
         feats = features(query, q, vecs, texts, self.adapter, lexical=bool(self.weights.get("bm25")))
         return ranker_scores(feats, self.weights)
 

@@ -65,18 +65,19 @@ class RankerParams:
 
 
 def embed_groups(groups_by_split: dict[str, list[dict]], progress=None) -> None:
-    """Adds `q` (query vector) and `P` (candidate vectors) to every group, each distinct text embedded once."""
+    """Adds `q` (query vector) and `P` (candidate vectors) to every group, each distinct text embedded at most once."""
     embedder = get_embedder()
-    texts = list(dict.fromkeys(t for gs in groups_by_split.values() for g in gs for t in [g["query"], *g["texts"]]))
-    vecs = {}
-    for i in range(0, len(texts), 256):
-        batch = texts[i : i + 256]
-        vecs.update(zip(batch, embedder.encode(batch)))
+    groups = [g for gs in groups_by_split.values() for g in gs]
+    queries = list(dict.fromkeys(g["query"] for g in groups))
+    passages = list(dict.fromkeys(t for g in groups for t in g["texts"]))
+    vecs = dict(zip(queries, embedder.encode(queries)))
+    for i in range(0, len(passages), 512):  # passages through the vector cache: those stored at ingest are looked up
+        batch = passages[i : i + 512]
+        vecs.update(zip(batch, embedder.encode_passages(batch)))
         if progress:
-            progress(min(i + 256, len(texts)), len(texts))
-    for gs in groups_by_split.values():
-        for g in gs:
-            g["q"], g["P"] = vecs[g["query"]], np.stack([vecs[t] for t in g["texts"]])
+            progress(min(i + 512, len(passages)), len(passages))
+    for g in groups:
+        g["q"], g["P"] = vecs[g["query"]], np.stack([vecs[t] for t in g["texts"]])
 
 
 def _padded(groups: list[dict]):
@@ -154,20 +155,22 @@ def train(p: RankerParams, val_fraction: float, progress=None) -> tuple[np.ndarr
     raw = (Path(p.feedback) / FEEDBACK_FILE).read_bytes()  # hashed as read: the pull stage may rewrite the file
     records = [json.loads(line) for line in raw.decode("utf-8").splitlines() if line.strip()]
     groups = {s: rankings(records, s, val_fraction, p.calibration_fraction) for s in ("train", "calibration", "val")}
-    if not groups["train"] or not groups["calibration"] or not groups["val"]:
-        raise SystemExit(f"train_ranker: too little feedback ({ {s: len(g) for s, g in groups.items()} } queries with a used candidate)")
+    if not groups["train"]:
+        raise SystemExit(f"train_ranker: no train query with a used candidate ({ {s: len(g) for s, g in groups.items()} })")
+    # a small log may leave a band empty: the fusion is then fitted on the train queries (said in the metrics)
+    fusion_split = "calibration" if groups["calibration"] else "train"
 
     # 1. embed  2. adapter on train  3. fusion weights on calibration
     embed_groups(groups, progress)
     w = fit_adapter(groups["train"], p)
     feats = {s: [features(g["query"], g["q"], g["P"], g["texts"], w) for g in gs] for s, gs in groups.items()}
-    weights = fit_weights(feats["calibration"], groups["calibration"], p.fusion_l2)
+    weights = fit_weights(feats[fusion_split], groups[fusion_split], p.fusion_l2)
 
     # 4. val, side by side
     val, fv = groups["val"], feats["val"]
     k = p.k
     metrics = {
-        **{f"{s}_queries": len(g) for s, g in groups.items()},
+        **{f"{s}_queries": len(g) for s, g in groups.items()}, "fusion_fitted_on": fusion_split,
         f"val_recall@{k}": round(mean_recall(val, [ranker_scores(f, weights) for f in fv], k), 4),
         f"val_recall@{k}_retrieval_order": round(mean_recall(val, [f["prior"] for f in fv], k), 4),
         f"val_recall@{k}_similarity": round(mean_recall(val, [f["similarity"] for f in fv], k), 4),
@@ -193,6 +196,18 @@ def log_run(record: dict, metrics: dict, adapter_path: Path) -> str:
         return run.info.run_id
 
 
+def write(out: Path, w: np.ndarray, record: dict, metrics: dict, track: bool = False) -> None:
+    """The ranker folder: adapter, metrics, and the config last (a folder without one is refused by serving);
+    `track` logs an MLflow run first and records its id."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / CONFIG_FILE).unlink(missing_ok=True)
+    np.save(out / ADAPTER_FILE, w)
+    if track:
+        record["mlflow_run_id"] = log_run(record, metrics, out / ADAPTER_FILE)
+    write_atomic(out / METRICS_FILE, json.dumps(metrics, indent=2) + "\n")
+    write_atomic(out / CONFIG_FILE, json.dumps(record, indent=2) + "\n")
+
+
 def main(params: str = "params.yaml") -> None:
     p = load_section(params, "train_ranker", RankerParams)
     val_fraction = load_section(params, "build", BuildParams).val_fraction  # the build stage's split, exactly
@@ -200,13 +215,7 @@ def main(params: str = "params.yaml") -> None:
     with Progress(console=console, transient=True) as bar:
         task = bar.add_task("train_ranker: embed feedback", total=None)
         w, record, m = train(p, val_fraction, lambda done, total: bar.update(task, completed=done, total=total))
-    out = Path(p.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / CONFIG_FILE).unlink(missing_ok=True)  # the config last: a folder without one is refused by serving
-    np.save(out / ADAPTER_FILE, w)
-    record["mlflow_run_id"] = log_run(record, m, out / ADAPTER_FILE)
-    write_atomic(out / METRICS_FILE, json.dumps(m, indent=2) + "\n")
-    write_atomic(out / CONFIG_FILE, json.dumps(record, indent=2) + "\n")
+    write(Path(p.out), w, record, m, track=True)
     k = p.k
     console.print(f"train_ranker: adapter on {m['train_queries']} queries, fusion on {m['calibration_queries']}; val Recall@{k} "
                   f"{m[f'val_recall@{k}']:.4f} (retrieval order {m[f'val_recall@{k}_retrieval_order']:.4f}, similarity "

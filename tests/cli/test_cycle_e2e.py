@@ -44,7 +44,8 @@ def test_pai_cycle_in_a_fresh_clone(db_url, benchmark_dir, tmp_path):
     scifact_slice(benchmark_dir / "scifact", bench / "scifact")
     (bench / "hotpotqa").symlink_to(benchmark_dir / "hotpotqa")
     params = (clone / "params.yaml").read_text().replace("lag_seconds: 5.0", "lag_seconds: 0.0")
-    (clone / "params.yaml").write_text(params.replace("max_queries: 100 ", "max_queries: 10 "))
+    params = params.replace("  max_queries: 0 ", "  max_queries: 10 ").replace("llm_max_queries: 100 ", "llm_max_queries: 10 ")
+    (clone / "params.yaml").write_text(params)
     venv_bin = Path(sys.executable).parent
     # a state folder of its own (no test runs in the developer's MLflow), sharing only the model cache
     # so the Qwen2 tokenizer is not fetched again
@@ -65,12 +66,12 @@ def test_pai_cycle_in_a_fresh_clone(db_url, benchmark_dir, tmp_path):
     assert result["pipeline"]["dataset"]["train_examples"] > 0
     assert result["pipeline"]["train"]["profile"] == "cpu" and result["pipeline"]["train"]["steps"] > 0
     hotpot = result["pipeline"]["eval"]["hotpotqa/test"]["systems"]
-    assert set(hotpot) == {"similarity", "bm25", "hybrid", "selector", "cross_encoder"} and hotpot["selector"]["queries"] == 10
+    assert set(hotpot) == {"similarity", "bm25", "hybrid", "selector", "cross_encoder", "ranker"} and hotpot["selector"]["queries"] == 10
     assert hotpot["selector"]["json_valid"] == 1.0  # the exported GGUF, run as served (grammar-constrained)
     assert result["pipeline"]["export"]["pick_agreement"] >= 0.95 and result["pipeline"]["export"]["served_parse_rate"] == 1.0
     deploy = result["pipeline"]["deploy"]
-    assert {c["kind"] for c in deploy["challengers"].values()} == {"llm", "cross_encoder"}  # both kinds registered
-    assert deploy["version"] in ("pai-selector:1", "pai-selector:2") and deploy["alias"] in ("champion", "challenger")
+    assert {c["kind"] for c in deploy["challengers"].values()} == {"llm", "cross_encoder", "ranker"}  # every kind registered
+    assert deploy["version"] in ("pai-selector:1", "pai-selector:2", "pai-selector:3") and deploy["alias"] in ("champion", "challenger")
     assert deploy["passed_gate"] == (deploy["alias"] == "champion") and (deploy["passed_gate"] or deploy["reasons"])
     assert [r["queries"] for r in result["retrieval"]] == [10, 10]
     assert (clone / "dvc.lock").exists() and (clone / "data" / "datasets" / "train.jsonl").exists()
