@@ -26,12 +26,27 @@ from serving.server import free_port
 
 NOTE_PREFIX = "bench-note-"
 
+
 def start_service(params: Path, port: int, staging_dir: Path, extra: list[str] = ()) -> subprocess.Popen:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "cli.main", "serve", "--port", str(port), "--params", str(params),
-         "--staging-dir", str(staging_dir), *extra],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=os.environ.copy(),
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "cli.main",
+            "serve",
+            "--port",
+            str(port),
+            "--params",
+            str(params),
+            "--staging-dir",
+            str(staging_dir),
+            *extra,
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=os.environ.copy(),
+    )
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -73,9 +88,16 @@ def load(url: str, queries: list[str], clients: int, seconds: float) -> dict:
         t.join()
     wall = time.perf_counter() - t0
     ms = np.array(latencies) * 1000
-    return {"clients": clients, "seconds": round(wall, 1), "requests": len(latencies), "errors": len(errors),
-            "requests_per_s": round(len(latencies) / wall, 1), "p50_ms": round(float(np.percentile(ms, 50)), 1),
-            "p95_ms": round(float(np.percentile(ms, 95)), 1), "p99_ms": round(float(np.percentile(ms, 99)), 1)}  # fmt: skip
+    return {
+        "clients": clients,
+        "seconds": round(wall, 1),
+        "requests": len(latencies),
+        "errors": len(errors),
+        "requests_per_s": round(len(latencies) / wall, 1),
+        "p50_ms": round(float(np.percentile(ms, 50)), 1),
+        "p95_ms": round(float(np.percentile(ms, 95)), 1),
+        "p99_ms": round(float(np.percentile(ms, 99)), 1),
+    }
 
 
 def ingest_to_searchable(url: str, texts: list[str], notes: int, seed: int = 0) -> dict:
@@ -104,8 +126,12 @@ def ingest_to_searchable(url: str, texts: list[str], notes: int, seed: int = 0) 
     if not times:
         raise RuntimeError("every note was skipped as a duplicate")
     ms = np.array(times) * 1000
-    return {"notes": len(times), "skipped_as_duplicate": skipped,
-            "p50_ms": round(float(np.percentile(ms, 50)), 1), "p95_ms": round(float(np.percentile(ms, 95)), 1)}  # fmt: skip
+    return {
+        "notes": len(times),
+        "skipped_as_duplicate": skipped,
+        "p50_ms": round(float(np.percentile(ms, 50)), 1),
+        "p95_ms": round(float(np.percentile(ms, 95)), 1),
+    }
 
 
 def run(params: Path, queries: list[str], clients: list[int], seconds: float, notes: int) -> dict:
@@ -128,8 +154,13 @@ def run(params: Path, queries: list[str], clients: list[int], seconds: float, no
             with connect() as conn:
                 conn.execute("DELETE FROM queries WHERE id > %s", (last_query,))
                 conn.execute("DELETE FROM documents WHERE starts_with(source, %s)", (f"webhook:{NOTE_PREFIX}",))
-    return {"chunks": chunks, "load": rows, "ingest_to_searchable": ingest, "selector": stats["selector"],
-            "targets": {"query_p50_ms": 25, "ingest_to_searchable_p95_ms": 1000}}  # fmt: skip
+    return {
+        "chunks": chunks,
+        "load": rows,
+        "ingest_to_searchable": ingest,
+        "selector": stats["selector"],
+        "targets": {"query_p50_ms": 25, "ingest_to_searchable_p95_ms": 1000},
+    }
 
 
 def print_table(result: dict, console) -> None:
@@ -137,8 +168,15 @@ def print_table(result: dict, console) -> None:
     for col in ("clients", "seconds", "requests", "errors", "req/s", "p50 ms", "p95 ms", "p99 ms"):
         t.add_column(col, justify="right")
     for r in result["load"]:
-        t.add_row(*(str(r[k]) for k in ("clients", "seconds", "requests", "errors", "requests_per_s", "p50_ms", "p95_ms", "p99_ms")))
+        t.add_row(
+            *(
+                str(r[k])
+                for k in ("clients", "seconds", "requests", "errors", "requests_per_s", "p50_ms", "p95_ms", "p99_ms")
+            )
+        )
     console.print(t)
     i = result["ingest_to_searchable"]
-    console.print(f"webhook ingest-to-searchable over {i['notes']} notes: p50 {i['p50_ms']} ms, p95 {i['p95_ms']} ms "
-                  f"| targets: /query p50 <= 25 ms, ingest-to-searchable p95 <= 1000 ms")  # fmt: skip
+    console.print(
+        f"webhook ingest-to-searchable over {i['notes']} notes: p50 {i['p50_ms']} ms, p95 {i['p95_ms']} ms "
+        f"| targets: /query p50 <= 25 ms, ingest-to-searchable p95 <= 1000 ms"
+    )

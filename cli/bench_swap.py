@@ -40,11 +40,15 @@ def plan(versions: list[str], swaps: int) -> list[tuple[str, str | None]]:
     """(action, version) moves: promote a, promote b, rollback (-> a), promote b, rollback, ..."""
     moves: list[tuple[str, str | None]] = [("promote", versions[0])]
     while len(moves) < swaps:
-        moves.append(("promote", versions[1]) if moves[-1][0] != "promote" or moves[-1][1] == versions[0] else ("rollback", None))
+        moves.append(
+            ("promote", versions[1]) if moves[-1][0] != "promote" or moves[-1][1] == versions[0] else ("rollback", None)
+        )
     return moves[:swaps]
 
 
-def run(params: Path, queries: list[str], versions: list[str], clients: int, seconds: float, swaps: int, log=print) -> dict:
+def run(
+    params: Path, queries: list[str], versions: list[str], clients: int, seconds: float, swaps: int, log=print
+) -> dict:
     if len(versions) < 2:
         raise ValueError("need two selector versions to swap between (registry versions or 'similarity')")
     port = free_port()
@@ -67,8 +71,13 @@ def run(params: Path, queries: list[str], versions: list[str], clients: int, sec
                         t0 = time.time()
                         try:
                             r = c.post("/query", json={"query": rng.choice(queries), "inline": True})
-                            req = Req(t0, time.time(), r.status_code == 200, r.json().get("selector_version") if r.status_code == 200 else None,
-                                      None if r.status_code == 200 else r.text[:200])  # fmt: skip
+                            req = Req(
+                                t0,
+                                time.time(),
+                                r.status_code == 200,
+                                r.json().get("selector_version") if r.status_code == 200 else None,
+                                None if r.status_code == 200 else r.text[:200],
+                            )
                         except httpx.HTTPError as e:
                             req = Req(t0, time.time(), False, None, str(e)[:200])
                         with lock:
@@ -82,9 +91,21 @@ def run(params: Path, queries: list[str], versions: list[str], clients: int, sec
             for action, version in plan(versions, swaps):
                 time.sleep(gap)
                 t0 = time.time()
-                moved = promotion.promote(version, "bench swap", wait_s=60) if action == "promote" else promotion.rollback(wait_s=60)
-                moves.append({"action": action, "version": moved.version, "started": t0, "returned": time.time(), "swap_ms": moved.swap_ms[0] if moved.swap_ms else None,
-                              "command_s": round(time.time() - t0, 3)})  # fmt: skip
+                moved = (
+                    promotion.promote(version, "bench swap", wait_s=60)
+                    if action == "promote"
+                    else promotion.rollback(wait_s=60)
+                )
+                moves.append(
+                    {
+                        "action": action,
+                        "version": moved.version,
+                        "started": t0,
+                        "returned": time.time(),
+                        "swap_ms": moved.swap_ms[0] if moved.swap_ms else None,
+                        "command_s": round(time.time() - t0, 3),
+                    }
+                )
                 log(f"  {action} -> {moved.version}: announce -> serving {moves[-1]['swap_ms']} ms")
             for t in threads:
                 t.join()
@@ -94,7 +115,9 @@ def run(params: Path, queries: list[str], versions: list[str], clients: int, sec
             # leave no trace: the benchmark's queries out of the feedback log, the champion as it was
             with connect() as conn:
                 conn.execute("DELETE FROM queries WHERE id > %s", (last_query,))
-            promotion.move_champion(before, "revert", "bench swap: restore the champion", wait_s=0, previous=history_before)
+            promotion.move_champion(
+                before, "revert", "bench swap: restore the champion", wait_s=0, previous=history_before
+            )
     # every request that started after a swap returned (and before the next one was announced) must
     # carry its version; requests in between two moves may legitimately get either
     stale = 0
@@ -108,12 +131,17 @@ def run(params: Path, queries: list[str], versions: list[str], clients: int, sec
     ms = np.array([(r.end - r.start) * 1000 for r in reqs if r.ok])
     swap = np.array([m["swap_ms"] for m in moves if m["swap_ms"] is not None])
     return {
-        "clients": clients, "seconds": seconds, "requests": len(reqs), "failed": sum(not r.ok for r in reqs),
+        "clients": clients,
+        "seconds": seconds,
+        "requests": len(reqs),
+        "failed": sum(not r.ok for r in reqs),
         "errors": sorted({r.error for r in reqs if r.error})[:3],
-        "swaps": len(moves), "requests_after_swaps": checked, "served_by_old_version_after_swap": stale,
+        "swaps": len(moves),
+        "requests_after_swaps": checked,
+        "served_by_old_version_after_swap": stale,
         "swap_ms_p50": round(float(np.percentile(swap, 50)), 1) if len(swap) else None,
         "swap_ms_p95": round(float(np.percentile(swap, 95)), 1) if len(swap) else None,
         "query_p50_ms": round(float(np.percentile(ms, 50)), 1) if len(ms) else None,
         "query_p95_ms": round(float(np.percentile(ms, 95)), 1) if len(ms) else None,
         "moves": [{k: v for k, v in m.items() if k not in ("started", "returned")} for m in moves],
-    }  # fmt: skip
+    }

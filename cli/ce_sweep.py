@@ -43,11 +43,23 @@ def trained(folder: Path, layers: int, max_length: int, feedback: str) -> bool:
     return (cfg.get("layers"), cfg.get("max_length"), cfg.get("feedback")) == (layers, max_length, feedback)
 
 
-def sweep(configs: list[tuple[int, int]], out: Path, dtypes: list[str], benchmark: Path, queries: int, max_queries: int,
-          params: str = "params.yaml", retrain: bool = False, log=print) -> list[dict]:  # fmt: skip
+def sweep(
+    configs: list[tuple[int, int]],
+    out: Path,
+    dtypes: list[str],
+    benchmark: Path,
+    queries: int,
+    max_queries: int,
+    params: str = "params.yaml",
+    retrain: bool = False,
+    log=print,
+) -> list[dict]:
     base = load_section(params, "train_ce", CrossEncoderParams)
     val_fraction = load_section(params, "build", BuildParams).val_fraction
-    sets = {"hotpotqa": hotpotqa_sets(benchmark / "hotpotqa" / "test.jsonl", queries), "scifact": scifact_sets(benchmark / "scifact", queries)}
+    sets = {
+        "hotpotqa": hotpotqa_sets(benchmark / "hotpotqa" / "test.jsonl", queries),
+        "scifact": scifact_sets(benchmark / "scifact", queries),
+    }
     benches = benchmark_sets(max_queries, params)  # embedded once, scored by every model
     rows = []
     for layers, max_length in configs:
@@ -59,18 +71,33 @@ def sweep(configs: list[tuple[int, int]], out: Path, dtypes: list[str], benchmar
             log(f"ce_sweep: {folder} in {dtype}: recall, then latency")
             rec = ablation(folder, max_queries, params, dtype=dtype, benches=benches)
             ms = {name: bench(folder, s, threads=None, dtype=dtype) for name, s in sets.items()}
-            rows.append({"config": f"{layers}x{max_length}", "layers": layers, "max_length": max_length, "dtype": rec["dtype"],
-                         "latency": ms, "recall": rec["benchmarks"], "weights": rec["weights"]["position+bm25"]})  # fmt: skip
+            rows.append(
+                {
+                    "config": f"{layers}x{max_length}",
+                    "layers": layers,
+                    "max_length": max_length,
+                    "dtype": rec["dtype"],
+                    "latency": ms,
+                    "recall": rec["benchmarks"],
+                    "weights": rec["weights"]["position+bm25"],
+                }
+            )
     return rows
 
 
 def table(rows: list[dict]):
     """Rich table: per config and precision, p50 per dataset, then per benchmark Recall@5 fused / model alone / prior + BM25 alone."""
     benches = list(rows[0]["recall"])
-    t = Table(title="cross-encoder sweep: p50 ms of one answer over 20 candidates; Recall@5 fused / model alone / without the model")
+    t = Table(
+        title="cross-encoder sweep: p50 ms of one answer over 20 candidates; Recall@5 fused / model alone / without the model"
+    )
     for col in ("config", "dtype", *(f"p50 {d}" for d in rows[0]["latency"]), *benches):
         t.add_column(col, justify="left" if col in ("config", "dtype") else "right")
     for r in rows:
-        t.add_row(r["config"], r["dtype"], *(f"{v['p50_ms']:.1f}" for v in r["latency"].values()),
-                  *(" / ".join(f"{r['recall'][b][v]:.3f}" for v in (FUSED, "model alone", NO_MODEL)) for b in benches))  # fmt: skip
+        t.add_row(
+            r["config"],
+            r["dtype"],
+            *(f"{v['p50_ms']:.1f}" for v in r["latency"].values()),
+            *(" / ".join(f"{r['recall'][b][v]:.3f}" for v in (FUSED, "model alone", NO_MODEL)) for b in benches),
+        )
     return t

@@ -41,14 +41,21 @@ def run_cycle(params: Path, benchmark_dir: Path, split: str, bar, replay: bool |
     result: dict = {}
     with connect() as conn:
         task = bar.add_task("1. ingest SciFact corpus", total=None)
-        result["ingest"] = ingest_paths(conn, [corpus], ip, sp, embedder, lambda d, t: bar.update(task, completed=d, total=t)).as_dict()
+        result["ingest"] = ingest_paths(
+            conn, [corpus], ip, sp, embedder, lambda d, t: bar.update(task, completed=d, total=t)
+        ).as_dict()
         (logged,) = conn.execute("SELECT count(*) FROM queries").fetchone()
     if replay or (replay is None and logged == 0):
         result["replay"] = run_replay(params, benchmark_dir, "scifact", "train", bar).as_dict()
     dvc_repro(bar)
-    result["pipeline"] = {"feedback": _read_json("data/feedback/metrics.json"), "dataset": _read_json("data/datasets/stats.json"),
-                          "train": _read_json("models/selector/metrics.json"), "export": _read_json("models/export/metrics.json"),
-                          "eval": _read_json("metrics/eval.json"), "deploy": _read_json("metrics/deploy.json")}  # fmt: skip
+    result["pipeline"] = {
+        "feedback": _read_json("data/feedback/metrics.json"),
+        "dataset": _read_json("data/datasets/stats.json"),
+        "train": _read_json("models/selector/metrics.json"),
+        "export": _read_json("models/export/metrics.json"),
+        "eval": _read_json("metrics/eval.json"),
+        "deploy": _read_json("metrics/deploy.json"),
+    }
     with connect() as conn:
         task = bar.add_task(f"4. search {len(queries)} {split} queries x 2 systems", total=2 * len(queries))
         result["retrieval"] = evaluate(conn, embedder, queries, sp, lambda: bar.advance(task))
@@ -58,14 +65,23 @@ def run_cycle(params: Path, benchmark_dir: Path, split: str, bar, replay: bool |
 def dvc_repro(bar) -> None:
     """`dvc repro`, its stages' `python` being this environment's (the README runs `.venv/bin/pai` with
     no venv activated), each stage's start and summary line shown as it runs."""
-    env = os.environ | {"PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
-                        "COLUMNS": str(LOG_WIDTH)}  # the stages' rich consoles write into a pipe: whole lines, not 80 columns
-    stages = "|".join(map(re.escape, yaml.safe_load(Path("dvc.yaml").read_text())["stages"]))  # each prints "STAGE: summary"
+    env = os.environ | {
+        "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
+        "COLUMNS": str(LOG_WIDTH),
+    }  # the stages' rich consoles write into a pipe: whole lines, not 80 columns
+    stages = "|".join(
+        map(re.escape, yaml.safe_load(Path("dvc.yaml").read_text())["stages"])
+    )  # each prints "STAGE: summary"
     stage_line = re.compile(rf"^(?:Running stage '([^']+)'|(?:{stages}): )")
     task = bar.add_task("3. dvc repro", total=None)
     tail: deque[str] = deque(maxlen=80)
-    with subprocess.Popen([str(Path(sys.executable).with_name("dvc")), "repro"], stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, text=True, env=env) as proc:  # fmt: skip
+    with subprocess.Popen(
+        [str(Path(sys.executable).with_name("dvc")), "repro"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+    ) as proc:
         for line in proc.stdout:
             tail.append(line)
             if m := stage_line.match(line):
@@ -84,26 +100,37 @@ def _read_json(path: str) -> dict | None:
 
 def print_cycle(result: dict, console) -> None:
     i = result["ingest"]
-    console.print(f"1. ingest: {i['documents']:,} documents ({i['documents_new']:,} new, {i['documents_unchanged']:,} unchanged), "
-                  f"{i['chunks_inserted']:,} chunks written, {i['docs_per_second']} docs/s")  # fmt: skip
+    console.print(
+        f"1. ingest: {i['documents']:,} documents ({i['documents_new']:,} new, {i['documents_unchanged']:,} unchanged), "
+        f"{i['chunks_inserted']:,} chunks written, {i['docs_per_second']} docs/s"
+    )
     if r := result.get("replay"):
-        console.print(f"2. replay: {r['queries']} queries ({r['with_used']} with used chunks, {r['errors']} errors) "
-                      f"at {r['queries_per_s']} q/s")  # fmt: skip
+        console.print(
+            f"2. replay: {r['queries']} queries ({r['with_used']} with used chunks, {r['errors']} errors) "
+            f"at {r['queries_per_s']} q/s"
+        )
     else:
         console.print("2. replay: skipped (the feedback log already has queries; --replay forces it)")
     f, d, tr = (result["pipeline"][k] or {} for k in ("feedback", "dataset", "train"))
-    console.print(f"3. dvc repro: pulled {f.get('queries')} queries; built {d.get('train_examples')} train / "
-                  f"{d.get('val_examples')} val examples, {d.get('pairs')} pairs; trained ({tr.get('profile')} profile, "
-                  f"{tr.get('base_model')}) {tr.get('steps')} steps in {tr.get('seconds')} s, loss "
-                  f"{tr.get('train_loss_first')} -> {tr.get('train_loss_last')}")  # fmt: skip
+    console.print(
+        f"3. dvc repro: pulled {f.get('queries')} queries; built {d.get('train_examples')} train / "
+        f"{d.get('val_examples')} val examples, {d.get('pairs')} pairs; trained ({tr.get('profile')} profile, "
+        f"{tr.get('base_model')}) {tr.get('steps')} steps in {tr.get('seconds')} s, loss "
+        f"{tr.get('train_loss_first')} -> {tr.get('train_loss_last')}"
+    )
     if x := result["pipeline"].get("export"):
-        console.print(f"   export: {x['quant']} GGUF {x['gguf_mb']} MB; parity on {x['prompts']} prompts: picks {x['pick_agreement']:.0%}, "
-                      f"teacher-forced tokens {x['forced_top1_agreement']:.0%}, served output parses {x['served_parse_rate']:.0%}")  # fmt: skip
+        console.print(
+            f"   export: {x['quant']} GGUF {x['gguf_mb']} MB; parity on {x['prompts']} prompts: picks {x['pick_agreement']:.0%}, "
+            f"teacher-forced tokens {x['forced_top1_agreement']:.0%}, served output parses {x['served_parse_rate']:.0%}"
+        )
     if result["pipeline"]["eval"]:
         print_table(result["pipeline"]["eval"], console)
     if dp := result["pipeline"].get("deploy"):
-        console.print(f"   deploy: {dp['version']} registered; alias {dp['alias']}" + (
-            "" if dp["passed_gate"] else f" (gate: {'; '.join(dp['reasons'])})"), soft_wrap=True)  # fmt: skip
+        console.print(
+            f"   deploy: {dp['version']} registered; alias {dp['alias']}"
+            + ("" if dp["passed_gate"] else f" (gate: {'; '.join(dp['reasons'])})"),
+            soft_wrap=True,
+        )
     rows = result["retrieval"]
     t = Table(title="4. SciFact first-stage retrieval (top-20 candidates, document level)")
     for col in rows[0]:

@@ -35,13 +35,18 @@ def recall5(scores: list[float], ids: list[str], relevant: set[str]) -> float:
 
 
 def variant_scores(model_scores: list[float], texts: list[str], query: str, fusions: dict) -> dict[str, list[float]]:
-    return {"retrieval order": [-float(j) for j in range(len(texts))],
-            "prior + BM25, no model": fuse_for(query, texts, [0.0] * len(texts), fusions["no model"]), "model alone": model_scores,
-            "+ position prior": fuse_for(query, texts, model_scores, fusions["position"]),
-            "+ position prior + BM25": fuse_for(query, texts, model_scores, fusions["position+bm25"])}  # fmt: skip
+    return {
+        "retrieval order": [-float(j) for j in range(len(texts))],
+        "prior + BM25, no model": fuse_for(query, texts, [0.0] * len(texts), fusions["no model"]),
+        "model alone": model_scores,
+        "+ position prior": fuse_for(query, texts, model_scores, fusions["position"]),
+        "+ position prior + BM25": fuse_for(query, texts, model_scores, fusions["position+bm25"]),
+    }
 
 
-Sets = list[tuple[str, list[str], list[str], set[str]]]  # (query, candidate ids in served order, their passages, relevant ids)
+Sets = list[
+    tuple[str, list[str], list[str], set[str]]
+]  # (query, candidate ids in served order, their passages, relevant ids)
 
 
 def benchmark_sets(max_queries: int, params: str = "params.yaml") -> dict[str, Sets]:
@@ -57,7 +62,14 @@ def benchmark_sets(max_queries: int, params: str = "params.yaml") -> dict[str, S
         for it in items:
             order = similarity_ranking(embedder, it)
             by_id = {c["id"]: c for c in it["candidates"]}
-            out[name].append((it["query"], order, [ce_passage(by_id[i].get("title"), by_id[i]["text"]) for i in order], set(it["relevant_ids"])))
+            out[name].append(
+                (
+                    it["query"],
+                    order,
+                    [ce_passage(by_id[i].get("title"), by_id[i]["text"]) for i in order],
+                    set(it["relevant_ids"]),
+                )
+            )
     return out
 
 
@@ -70,7 +82,13 @@ def variant_recalls(selector, sets: Sets, fusions: dict) -> dict:
     return {"queries": len(sets), **{v: round(float(np.mean(r)), 4) for v, r in per.items()}}
 
 
-def run(model_dir: Path, max_queries: int, params: str = "params.yaml", dtype: str | None = None, benches: dict[str, Sets] | None = None) -> dict:
+def run(
+    model_dir: Path,
+    max_queries: int,
+    params: str = "params.yaml",
+    dtype: str | None = None,
+    benches: dict[str, Sets] | None = None,
+) -> dict:
     """The ablation of one model; `benches` = `benchmark_sets(max_queries, params)`, computed here when None."""
     cfg = json.loads((model_dir / "ce_config.json").read_text(encoding="utf-8"))
     val_fraction, cal_fraction = cfg["val_fraction"], cfg["calibration_fraction"]
@@ -81,13 +99,25 @@ def run(model_dir: Path, max_queries: int, params: str = "params.yaml", dtype: s
     if not calibration:
         raise SystemExit(f"fusion_ablation: no calibration queries in {feedback}")
     cal_scores = [selector.score_texts(g["query"], g["texts"]) for g in calibration]
-    fusions = {"position": fit_fusion(calibration, cal_scores, lexical=False), "position+bm25": fit_fusion(calibration, cal_scores),
-               "no model": fit_fusion(calibration, [[0.0] * len(g["texts"]) for g in calibration])}  # fmt: skip
-    out: dict = {"model": str(model_dir), "layers": selector.model.config.num_hidden_layers, "max_length": selector.max_length,
-                 "dtype": selector.dtype, "calibration_queries": len(calibration), "weights": fusions, "benchmarks": {}}  # fmt: skip
+    fusions = {
+        "position": fit_fusion(calibration, cal_scores, lexical=False),
+        "position+bm25": fit_fusion(calibration, cal_scores),
+        "no model": fit_fusion(calibration, [[0.0] * len(g["texts"]) for g in calibration]),
+    }
+    out: dict = {
+        "model": str(model_dir),
+        "layers": selector.model.config.num_hidden_layers,
+        "max_length": selector.max_length,
+        "dtype": selector.dtype,
+        "calibration_queries": len(calibration),
+        "weights": fusions,
+        "benchmarks": {},
+    }
 
-    val = [(g["query"], [str(i) for i in range(len(g["texts"]))], g["texts"], {str(u) for u in g["used"]})
-           for g in rankings(records, "val", val_fraction, cal_fraction)]  # fmt: skip
+    val = [
+        (g["query"], [str(i) for i in range(len(g["texts"]))], g["texts"], {str(u) for u in g["used"]})
+        for g in rankings(records, "val", val_fraction, cal_fraction)
+    ]
     out["benchmarks"]["train_ce val (served order)"] = variant_recalls(selector, val, fusions)
     for name, sets in (benchmark_sets(max_queries, params) if benches is None else benches).items():
         out["benchmarks"][name] = variant_recalls(selector, sets, fusions)
@@ -95,8 +125,10 @@ def run(model_dir: Path, max_queries: int, params: str = "params.yaml", dtype: s
 
 
 def table(result: dict) -> Table:
-    t = Table(title=f"fusion ablation: Recall@5 of {result['model']} ({result['layers']} layers, {result['max_length']} word pieces, "
-                    f"{result['dtype']}; fusions fitted on {result['calibration_queries']} calibration queries)")  # fmt: skip
+    t = Table(
+        title=f"fusion ablation: Recall@5 of {result['model']} ({result['layers']} layers, {result['max_length']} word pieces, "
+        f"{result['dtype']}; fusions fitted on {result['calibration_queries']} calibration queries)"
+    )
     for col in ("benchmark", "queries", *VARIANTS):
         t.add_column(col, justify="left" if col == "benchmark" else "right")
     for name, row in result["benchmarks"].items():

@@ -31,8 +31,18 @@ def register(app: typer.Typer) -> None:
 def job_command(stage: str, gpu: bool = True, compose_file: Path = COMPOSE_FILE) -> list[str]:
     """The docker command that runs `dvc repro STAGE` in a fresh job container (the image's
     entrypoint is `dvc repro`; compose starts postgres and mlflow first and waits for them)."""
-    return ["docker", "compose", "-f", str(compose_file), "--profile", PROFILE,
-            "run", "--rm", GPU_SERVICE if gpu else CPU_SERVICE, stage]  # fmt: skip
+    return [
+        "docker",
+        "compose",
+        "-f",
+        str(compose_file),
+        "--profile",
+        PROFILE,
+        "run",
+        "--rm",
+        GPU_SERVICE if gpu else CPU_SERVICE,
+        stage,
+    ]
 
 
 def dvc_stages(dvc_yaml: Path) -> list[str]:
@@ -42,10 +52,17 @@ def dvc_stages(dvc_yaml: Path) -> list[str]:
 @job_app.command("run")
 def run(
     stage: Annotated[str, typer.Argument(help="a stage of dvc.yaml (dvc repro runs what it depends on too)")],
-    gpu: Annotated[bool, typer.Option("--gpu/--no-gpu", help="reserve the GPU (service train) or not (train-cpu)")] = True,
+    gpu: Annotated[
+        bool, typer.Option("--gpu/--no-gpu", help="reserve the GPU (service train) or not (train-cpu)")
+    ] = True,
     compose_file: Annotated[Path, typer.Option(help="the compose file with the job services")] = COMPOSE_FILE,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="print the docker command, run nothing")] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="print {stage, command, returncode} as JSON on stdout (the stage's logs go to stderr)")] = False,
+    as_json: Annotated[
+        bool,
+        typer.Option(
+            "--json", help="print {stage, command, returncode} as JSON on stdout (the stage's logs go to stderr)"
+        ),
+    ] = False,
 ) -> None:
     """Run one pipeline stage in the train container and stream its logs; exits with its status."""
     if not Path("dvc.yaml").is_file():
@@ -60,8 +77,10 @@ def run(
         print(json.dumps({"stage": stage, "command": cmd, "returncode": None}) if as_json else shlex.join(cmd))
         return
     if shutil.which("docker") is None:
-        _fail("docker not found on PATH: install Docker Engine with the Compose plugin (and the NVIDIA "
-              "Container Toolkit for --gpu); README 'Run on your GPU box'")  # fmt: skip
+        _fail(
+            "docker not found on PATH: install Docker Engine with the Compose plugin (and the NVIDIA "
+            "Container Toolkit for --gpu); README 'Run on your GPU box'"
+        )
     console.print(f"running: {shlex.join(cmd)}", soft_wrap=True)
     # stdio inherited: the stage's logs stream as they come (to stderr with --json, so stdout stays one JSON object)
     code = subprocess.run(cmd, check=False, stdout=sys.stderr if as_json else None).returncode

@@ -50,7 +50,9 @@ def run_loop(params: Path, slices: int, max_queries: int, log: Callable[[str], N
     val_fraction = load_section(params, "build", BuildParams).val_fraction
     records = scifact_records(Path(rp.feedback) / "feedback.jsonl")
     if len(records) < slices:
-        raise ValueError(f"{len(records)} SciFact queries in the feedback log: run `pai simulate --benchmark scifact` first")
+        raise ValueError(
+            f"{len(records)} SciFact queries in the feedback log: run `pai simulate --benchmark scifact` first"
+        )
     benches = {bench_name(b): load_items(Path(b), ep.max_queries) for b in ep.benchmarks.split(",") if b}
     benches["feedback/val"] = feedback_items(Path(ep.feedback), ep.val_fraction, ep.max_queries)
     benches = {name: items for name, items in benches.items() if items}
@@ -60,8 +62,10 @@ def run_loop(params: Path, slices: int, max_queries: int, log: Callable[[str], N
     def recalls(name: str, picks: dict) -> np.ndarray:
         return per_query(relevant[name], {q: picks[q].ids for q in relevant[name]})["recall@5"]
 
-    log(f"loop: {len(records)} SciFact queries in {slices} slices; held out: "
-        + ", ".join(f"{n} ({len(i)})" for n, i in benches.items()))  # fmt: skip
+    log(
+        f"loop: {len(records)} SciFact queries in {slices} slices; held out: "
+        + ", ".join(f"{n} ({len(i)})" for n, i in benches.items())
+    )
     base = {name: run_systems(items, embedder, 5) for name, items in benches.items()}
     rows, previous, first = [], {}, {}
     with tempfile.TemporaryDirectory() as tmp:
@@ -76,14 +80,27 @@ def run_loop(params: Path, slices: int, max_queries: int, log: Callable[[str], N
             log(f"loop: cycle {cycle}: trained on {len(seen)} queries ({m['train_queries']} train, {m['seconds']} s)")
             for name, items in benches.items():
                 picks = run_systems(items, embedder, 5, others={"ranker": selector})
-                values = {s: recalls(name, base[name][s]) for s in BASELINES} | {"ranker": recalls(name, picks["ranker"])}
+                values = {s: recalls(name, base[name][s]) for s in BASELINES} | {
+                    "ranker": recalls(name, picks["ranker"])
+                }
                 for system, v in values.items():
                     mean, lo, hi = mean_ci(v, seed=cycle)
-                    row = {"cycle": cycle, "queries_seen": len(seen), "benchmark": name, "system": system,
-                           "recall@5": round(mean, 4), "ci95_low": round(lo, 4), "ci95_high": round(hi, 4)}  # fmt: skip
+                    row = {
+                        "cycle": cycle,
+                        "queries_seen": len(seen),
+                        "benchmark": name,
+                        "system": system,
+                        "recall@5": round(mean, 4),
+                        "ci95_low": round(lo, 4),
+                        "ci95_high": round(hi, 4),
+                    }
                     if system == "ranker" and name in previous:
                         d, dlo, dhi = paired_bootstrap(v, previous[name], seed=cycle)
-                        row["vs_previous"] = {"diff": round(d, 4), "ci95_low": round(dlo, 4), "ci95_high": round(dhi, 4)}
+                        row["vs_previous"] = {
+                            "diff": round(d, 4),
+                            "ci95_low": round(dlo, 4),
+                            "ci95_high": round(dhi, 4),
+                        }
                         d, dlo, dhi = paired_bootstrap(v, first[name], seed=cycle)
                         row["vs_first"] = {"diff": round(d, 4), "ci95_low": round(dlo, 4), "ci95_high": round(dhi, 4)}
                     rows.append(row)
@@ -91,15 +108,28 @@ def run_loop(params: Path, slices: int, max_queries: int, log: Callable[[str], N
                 first.setdefault(name, values["ranker"])
     worse = [r for r in rows if r.get("vs_previous") and r["vs_previous"]["ci95_high"] < 0]
     last = {r["benchmark"]: r["vs_first"] for r in rows if r.get("vs_first") and r["cycle"] == slices}
-    return {"slices": slices, "queries": len(records), "selector": "ranker", "rows": rows,
-            "no_cycle_worse_than_the_previous": not worse, "worse": worse, "last_vs_first": last}  # fmt: skip
+    return {
+        "slices": slices,
+        "queries": len(records),
+        "selector": "ranker",
+        "rows": rows,
+        "no_cycle_worse_than_the_previous": not worse,
+        "worse": worse,
+        "last_vs_first": last,
+    }
 
 
 def write_outputs(result: dict, out_dir: Path) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
     write_atomic(out_dir / "loop.json", json.dumps(result, indent=2) + "\n")
-    write_atomic(out_dir / "loop_recall.csv", "cycle,benchmark,system,recall,ci95_low,ci95_high\n" + "".join(
-        f"{r['cycle']},{r['benchmark']},{r['system']},{r['recall@5']},{r['ci95_low']},{r['ci95_high']}\n" for r in result["rows"]))  # fmt: skip
+    write_atomic(
+        out_dir / "loop_recall.csv",
+        "cycle,benchmark,system,recall,ci95_low,ci95_high\n"
+        + "".join(
+            f"{r['cycle']},{r['benchmark']},{r['system']},{r['recall@5']},{r['ci95_low']},{r['ci95_high']}\n"
+            for r in result["rows"]
+        ),
+    )
     mlflow = use_mlflow()
     with mlflow.start_run(run_name="loop-report"):
         mlflow.set_tags({"stage": "loop-report"})
@@ -114,10 +144,19 @@ def print_loop(result: dict, console) -> None:
         t.add_column(col, justify="right" if col not in ("benchmark", "system") else "left")
     for r in result["rows"]:
         vp = r.get("vs_previous")
-        t.add_row(str(r["cycle"]), str(r["queries_seen"]), r["benchmark"], r["system"], f"{r['recall@5']:.4f}",
-                  f"[{r['ci95_low']:.3f}, {r['ci95_high']:.3f}]",
-                  f"{vp['diff']:+.4f} [{vp['ci95_low']:+.3f}, {vp['ci95_high']:+.3f}]" if vp else "")  # fmt: skip
+        t.add_row(
+            str(r["cycle"]),
+            str(r["queries_seen"]),
+            r["benchmark"],
+            r["system"],
+            f"{r['recall@5']:.4f}",
+            f"[{r['ci95_low']:.3f}, {r['ci95_high']:.3f}]",
+            f"{vp['diff']:+.4f} [{vp['ci95_low']:+.3f}, {vp['ci95_high']:+.3f}]" if vp else "",
+        )
     console.print(t)
-    console.print("no cycle worse than the one before (paired 95% CI): " + ("yes" if result["no_cycle_worse_than_the_previous"] else "NO"))
+    console.print(
+        "no cycle worse than the one before (paired 95% CI): "
+        + ("yes" if result["no_cycle_worse_than_the_previous"] else "NO")
+    )
     for name, v in result.get("last_vs_first", {}).items():
         console.print(f"last cycle vs first, {name}: {v['diff']:+.4f} [{v['ci95_low']:+.4f}, {v['ci95_high']:+.4f}]")

@@ -38,6 +38,7 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, help="pai-brain: r
 bench_app = typer.Typer(no_args_is_help=True, help="Benchmarks (figures for the README and issue notes).")
 app.add_typer(bench_app, name="bench")
 
+
 @app.command()
 def ingest(
     paths: Annotated[list[Path], typer.Argument(help="files, directories or JSONL corpora")],
@@ -52,7 +53,9 @@ def ingest(
         with connect() as conn, progress_bar() as bar:
             task = bar.add_task("ingest", total=None)
             embedder = get_embedder(ep.batch_size)
-            report = ingest_paths(conn, paths, ip, sp, embedder, lambda done, total: bar.update(task, completed=done, total=total))
+            report = ingest_paths(
+                conn, paths, ip, sp, embedder, lambda done, total: bar.update(task, completed=done, total=total)
+            )
     except (ParamsError, DatabaseError) as e:
         _fail(str(e))
     for err in report.errors:
@@ -80,7 +83,6 @@ def query(
 ) -> None:
     """Search: top-k candidates, the budgeted context, and a staging file per query."""
 
-
     texts = [t for t in texts if t.strip()]
     if not texts:
         _fail("empty query")
@@ -101,12 +103,15 @@ def query(
         if not no_staging:
             path = staging.write(staging.from_result(r), directory, display_root=os.getcwd())
             written.append(path)
-        out.append({
-            "query": r.query, "staging_file": str(path) if path else None,
-            "below_threshold": r.below_threshold,
-            "context": [c.chunk_id for c in r.context],
-            "candidates": [asdict(c) for c in r.candidates],
-        })  # fmt: skip
+        out.append(
+            {
+                "query": r.query,
+                "staging_file": str(path) if path else None,
+                "below_threshold": r.below_threshold,
+                "context": [c.chunk_id for c in r.context],
+                "candidates": [asdict(c) for c in r.candidates],
+            }
+        )
     if st.git and written:
         staging.commit_batch(directory, written, f"pai query: {len(written)} staging file(s)")
     if as_json:
@@ -118,8 +123,14 @@ def query(
             t.add_column(col, overflow="fold")
         ctx = {c.chunk_id for c in r.context}
         for c in r.candidates:
-            t.add_row(str(c.rank), f"{c.score:.3f}", c.source[-60:], f"{c.start_line}-{c.end_line}",
-                      "✓" if c.chunk_id in ctx else "", c.text[:80].replace("\n", " "))  # fmt: skip
+            t.add_row(
+                str(c.rank),
+                f"{c.score:.3f}",
+                c.source[-60:],
+                f"{c.start_line}-{c.end_line}",
+                "✓" if c.chunk_id in ctx else "",
+                c.text[:80].replace("\n", " "),
+            )
         console.print(t)
         if o["staging_file"]:
             console.print(f"staging file: {o['staging_file']}")
@@ -129,15 +140,22 @@ def query(
 def serve(
     host: Annotated[str, typer.Option(help="bind address (loopback by default)")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="port")] = 8484,
-    inline: Annotated[bool, typer.Option("--inline", help="wait for the selector (with a timeout) instead of selecting in the background")] = False,
-    selector: Annotated[str, typer.Option(help="champion: follow the promoted version (hot-swap); or pin one: similarity, "
-                                               "models/export, a .gguf, models/selector (transformers)")] = "champion",
+    inline: Annotated[
+        bool,
+        typer.Option("--inline", help="wait for the selector (with a timeout) instead of selecting in the background"),
+    ] = False,
+    selector: Annotated[
+        str,
+        typer.Option(
+            help="champion: follow the promoted version (hot-swap); or pin one: similarity, "
+            "models/export, a .gguf, models/selector (transformers)"
+        ),
+    ] = "champion",
     timeout: Annotated[float, typer.Option(help="selector timeout, seconds")] = 30.0,
     staging_dir: Annotated[Optional[Path], typer.Option(help="override staging.dir")] = None,
     params: ParamsOpt = Path("params.yaml"),
 ) -> None:
     """Run the retrieval service (HTTP API; OpenAPI docs at /docs)."""
-
 
     try:
         pinned = None if selector == "champion" else build_selector(selector)
@@ -145,11 +163,19 @@ def serve(
     except (ParamsError, DatabaseError, ValueError, SelectorLoadError) as e:
         _fail(str(e))
     if host not in ("127.0.0.1", "localhost", "::1"):  # build_service refused it without a token
-        admin = "admin routes need PAI_ADMIN_TOKEN" if os.environ.get("PAI_ADMIN_TOKEN") else "admin routes are off (set PAI_ADMIN_TOKEN)"
-        console.print(f"[yellow]warning:[/yellow] listening on {host}, beyond loopback; writes need the bearer token; {admin}")
+        admin = (
+            "admin routes need PAI_ADMIN_TOKEN"
+            if os.environ.get("PAI_ADMIN_TOKEN")
+            else "admin routes are off (set PAI_ADMIN_TOKEN)"
+        )
+        console.print(
+            f"[yellow]warning:[/yellow] listening on {host}, beyond loopback; writes need the bearer token; {admin}"
+        )
     follows = "follows the champion" if service.swapper else service.picker.selector.version
-    console.print(f"pai serve: http://{host}:{port}  (docs: /docs, selector: {follows}, "
-                  f"{'inline' if inline else 'background'} selection)")  # fmt: skip
+    console.print(
+        f"pai serve: http://{host}:{port}  (docs: /docs, selector: {follows}, "
+        f"{'inline' if inline else 'background'} selection)"
+    )
     # uvicorn shuts down gracefully on SIGTERM (docker stop, systemd) as on SIGINT, then raises the
     # signal again; by default SIGTERM would kill the process there, before atexit stops the embedded
     # Postgres and drops our pid from its handle list. Exit like Ctrl-C does instead.
@@ -167,7 +193,6 @@ def watch(
     params: ParamsOpt = Path("params.yaml"),
 ) -> None:
     """Ingest every file dropped into INBOX (Ctrl-C to stop)."""
-
 
     if not inbox.is_dir():
         _fail(f"{inbox}: not a folder")

@@ -45,8 +45,12 @@ def _emit(result, as_json: bool, out: Path | None, table) -> None:
 
 
 def bench_ce_command(
-    model: Annotated[Optional[list[Path]], typer.Option("--model", help="a train_ce output folder; repeat to compare")] = None,
-    dtypes: Annotated[str, typer.Option(help="comma-separated precisions to time each model in (float32, bfloat16, auto)")] = "float32,auto",
+    model: Annotated[
+        Optional[list[Path]], typer.Option("--model", help="a train_ce output folder; repeat to compare")
+    ] = None,
+    dtypes: Annotated[
+        str, typer.Option(help="comma-separated precisions to time each model in (float32, bfloat16, auto)")
+    ] = "float32,auto",
     benchmark_dir: BenchDirOpt = Path("../shared/benchmark"),
     max_queries: Annotated[int, typer.Option(help="candidate sets (queries) per dataset")] = 30,
     repeats: Annotated[int, typer.Option(help="timed passes over the sets")] = 3,
@@ -56,7 +60,9 @@ def bench_ce_command(
 ) -> None:
     """Latency of the cross-encoder selector: one answer over 20 real candidates (HotpotQA, SciFact)."""
     try:
-        rows = bench_ce.run(model or [Path("models/cross_encoder")], dtypes.split(","), benchmark_dir, max_queries, repeats, threads)
+        rows = bench_ce.run(
+            model or [Path("models/cross_encoder")], dtypes.split(","), benchmark_dir, max_queries, repeats, threads
+        )
     except (OSError, ValueError) as e:
         _fail(str(e))
     _emit(rows, as_json, out, bench_ce.table(rows))
@@ -79,7 +85,9 @@ def bench_scrub_command(
 def sweep_ce_command(
     config: Annotated[list[str], typer.Option("--config", help="LAYERSxMAX_LENGTH, e.g. 3x64; repeat")],
     dtypes: Annotated[str, typer.Option(help="comma-separated precisions (float32, bfloat16, auto)")] = "auto",
-    models_dir: Annotated[Path, typer.Option(help="one train_ce folder per config under here")] = Path("models/ce_sweep"),
+    models_dir: Annotated[Path, typer.Option(help="one train_ce folder per config under here")] = Path(
+        "models/ce_sweep"
+    ),
     benchmark_dir: BenchDirOpt = Path("../shared/benchmark"),
     latency_queries: Annotated[int, typer.Option(help="candidate sets per dataset for the latency")] = 30,
     max_queries: Annotated[int, typer.Option(help="queries per benchmark for the recall")] = 100,
@@ -91,8 +99,17 @@ def sweep_ce_command(
     """Train the cross-encoder once per size; each timed in every precision and scored with its fusion variants."""
     try:
         configs = [ce_sweep.parse_config(c) for c in config]
-        rows = ce_sweep.sweep(configs, models_dir, dtypes.split(","), benchmark_dir, latency_queries, max_queries, str(params),
-                              retrain=retrain, log=console.print)  # fmt: skip
+        rows = ce_sweep.sweep(
+            configs,
+            models_dir,
+            dtypes.split(","),
+            benchmark_dir,
+            latency_queries,
+            max_queries,
+            str(params),
+            retrain=retrain,
+            log=console.print,
+        )
     except (OSError, ValueError) as e:
         _fail(str(e))
     _emit(rows, as_json, out, ce_sweep.table(rows))
@@ -101,7 +118,9 @@ def sweep_ce_command(
 def ablation_command(
     model_dir: Annotated[Path, typer.Option(help="a train_ce output folder")] = Path("models/cross_encoder"),
     max_queries: Annotated[int, typer.Option(help="queries per benchmark")] = 100,
-    dtype: Annotated[Optional[str], typer.Option(help="float32 | bfloat16 | auto (default: the model's serve_dtype)")] = None,
+    dtype: Annotated[
+        Optional[str], typer.Option(help="float32 | bfloat16 | auto (default: the model's serve_dtype)")
+    ] = None,
     params: ParamsOpt = Path("params.yaml"),
     as_json: JsonOpt = False,
     out: OutOpt = None,
@@ -115,22 +134,42 @@ def ablation_command(
 
 
 def gpu_smoke_command(
-    data: Annotated[Path, typer.Option(help="a build-stage folder (train.jsonl) built with the GPU chunk_tokens (200)")],
+    data: Annotated[
+        Path, typer.Option(help="a build-stage folder (train.jsonl) built with the GPU chunk_tokens (200)")
+    ],
     tokenizer: Annotated[Path, typer.Option(help="the saved Qwen2 tokenizer folder ($PAI_HOME/cache/qwen2-tokenizer)")],
     out: Annotated[Path, typer.Option(help="the JSON report, rewritten after every phase")] = Path("gpu_smoke.json"),
     size: Annotated[str, typer.Option(help="14b (Qwen2.5-14B's shapes) or tiny (runs on a CPU)")] = "14b",
-    backend: Annotated[Optional[list[str]], typer.Option("--backend", help="unsloth, hf4bit or hf; tried in order until one trains")] = None,
+    backend: Annotated[
+        Optional[list[str]], typer.Option("--backend", help="unsloth, hf4bit or hf; tried in order until one trains")
+    ] = None,
     batches: Annotated[str, typer.Option(help="per-device batch sizes to measure")] = "1,2",
     steps: Annotated[int, typer.Option(help="train steps per batch size")] = 3,
-    prequantize: Annotated[bool, typer.Option("--prequantize", help="save the 4-bit model and load that, as the real -bnb-4bit checkpoint is")] = False,
-    base_dir: Annotated[Optional[Path], typer.Option(help="where the random checkpoint is written (default: /dev/shm or a temp dir)")] = None,
+    prequantize: Annotated[
+        bool,
+        typer.Option("--prequantize", help="save the 4-bit model and load that, as the real -bnb-4bit checkpoint is"),
+    ] = False,
+    base_dir: Annotated[
+        Optional[Path], typer.Option(help="where the random checkpoint is written (default: /dev/shm or a temp dir)")
+    ] = None,
     params: ParamsOpt = Path("params.yaml"),
     as_json: JsonOpt = False,
 ) -> None:
     """GPU smoke run of the train stage's Unsloth path on random weights: peak VRAM, step time, tokens/s."""
     if size not in ("14b", "tiny") or any(b not in ("unsloth", "hf4bit", "hf") for b in backend or []):
         _fail("--size is 14b or tiny; --backend is unsloth, hf4bit or hf")
-    gpu_smoke.run(data, tokenizer, out, size, backend, [int(b) for b in batches.split(",")], steps, prequantize, base_dir, str(params))
+    gpu_smoke.run(
+        data,
+        tokenizer,
+        out,
+        size,
+        backend,
+        [int(b) for b in batches.split(",")],
+        steps,
+        prequantize,
+        base_dir,
+        str(params),
+    )
     if as_json:
         print(out.read_text(), end="")
     else:

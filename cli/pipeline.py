@@ -53,7 +53,9 @@ def simulate(
     """Replay benchmark queries through /query and post qrels-based feedback: a realistic feedback log."""
     try:
         with progress_bar() as bar:
-            summary = run_replay(params, benchmark_dir, dataset, split, bar, url=url, limit=max_queries, corpus_limit=corpus_limit)
+            summary = run_replay(
+                params, benchmark_dir, dataset, split, bar, url=url, limit=max_queries, corpus_limit=corpus_limit
+            )
     except (ParamsError, DatabaseError, FileNotFoundError, ValueError) as e:
         _fail(str(e))
     for err in summary.errors[:5]:
@@ -70,7 +72,9 @@ def simulate(
 def bench_retrieval_command(
     vectors: Annotated[int, typer.Option(help="table size (real MiniLM embeddings, topped up by mixtures)")] = 100_000,
     queries: Annotated[int, typer.Option(help="number of timed queries (real SciFact claims)")] = 200,
-    ef_search: Annotated[Optional[list[int]], typer.Option("--ef-search", help="ef_search values to compare (default: params)")] = None,
+    ef_search: Annotated[
+        Optional[list[int]], typer.Option("--ef-search", help="ef_search values to compare (default: params)")
+    ] = None,
     benchmark_dir: Annotated[Path, typer.Option(help="the shared benchmark folder")] = Path("../shared/benchmark"),
     params: ParamsOpt = Path("params.yaml"),
     as_json: Annotated[bool, typer.Option("--json", help="print results as JSON")] = False,
@@ -91,7 +95,10 @@ def bench_retrieval_command(
 def cycle(
     benchmark_dir: Annotated[Path, typer.Option(help="the shared benchmark folder")] = Path("../shared/benchmark"),
     split: Annotated[str, typer.Option(help="SciFact qrels split to evaluate")] = "test",
-    replay: Annotated[Optional[bool], typer.Option("--replay/--no-replay", help="replay SciFact train first (default: only into an empty log)")] = None,
+    replay: Annotated[
+        Optional[bool],
+        typer.Option("--replay/--no-replay", help="replay SciFact train first (default: only into an empty log)"),
+    ] = None,
     params: ParamsOpt = Path("params.yaml"),
     as_json: Annotated[bool, typer.Option("--json", help="print results as JSON")] = False,
 ) -> None:
@@ -111,23 +118,34 @@ def cycle(
 
 def eval_command(
     benchmark: Annotated[Path, typer.Option(help="a benchmark file in the contract-5 format")],
-    selector: Annotated[str, typer.Option(help="all, similarity, bm25, hybrid, selector (--model), champion, or a registry version")] = "all",
-    model: Annotated[Path, typer.Option(help="the 'selector' system: an export folder (run as served) or models/selector (transformers)")] = Path("models/export"),
+    selector: Annotated[
+        str, typer.Option(help="all, similarity, bm25, hybrid, selector (--model), champion, or a registry version")
+    ] = "all",
+    model: Annotated[
+        Path,
+        typer.Option(help="the 'selector' system: an export folder (run as served) or models/selector (transformers)"),
+    ] = Path("models/export"),
     max_queries: Annotated[int, typer.Option(help="evaluate the first N queries (0 = all)")] = 100,
     params: ParamsOpt = Path("params.yaml"),
     as_json: Annotated[bool, typer.Option("--json", help="print results as one JSON object")] = False,
 ) -> None:
     """Evaluate selectors on a benchmark file: one table, all systems side by side."""
 
-
     if not benchmark.exists():
         _fail(f"{benchmark}: no such benchmark file")
     try:
-        p = replace(load_section(params, "evaluate", EvaluateParams), benchmarks=str(benchmark), feedback="", max_queries=max_queries)
+        p = replace(
+            load_section(params, "evaluate", EvaluateParams),
+            benchmarks=str(benchmark),
+            feedback="",
+            max_queries=max_queries,
+        )
         known = ("all", "similarity", "bm25", "hybrid", "selector", "champion")
         if selector not in known:  # a registry version, evaluated as served, as the 'selector' system
             sel, selector = from_record(promotion.record_of(selector)), "selector"
-        elif selector in ("all", "selector") and ((model / "selector.json").exists() or (model / "train_config.json").exists()):
+        elif selector in ("all", "selector") and (
+            (model / "selector.json").exists() or (model / "train_config.json").exists()
+        ):
             sel = build_selector(str(model))
         else:
             sel = None
@@ -137,7 +155,9 @@ def eval_command(
         if selector == "champion" and champ is None:
             _fail("no champion in the registry (pai promote VERSION)")
         with progress_bar() as bar:
-            result, _ = evaluate(p, get_embedder(), sel, lambda name, n: (lambda t=bar.add_task(name, total=n): bar.advance(t)), champ)
+            result, _ = evaluate(
+                p, get_embedder(), sel, lambda name, n: lambda t=bar.add_task(name, total=n): bar.advance(t), champ
+            )
     except (ParamsError, json.JSONDecodeError, KeyError, promotion.RegistryError, SelectorLoadError) as e:
         _fail(f"{benchmark}: {e}")
     if selector != "all":
@@ -151,7 +171,9 @@ def eval_command(
 
 
 def bench_serve_command(
-    clients: Annotated[Optional[list[int]], typer.Option("--clients", help="concurrent clients (repeat to compare)")] = None,
+    clients: Annotated[
+        Optional[list[int]], typer.Option("--clients", help="concurrent clients (repeat to compare)")
+    ] = None,
     duration: Annotated[float, typer.Option(help="seconds of load per client count")] = 30.0,
     notes: Annotated[int, typer.Option(help="webhook notes for ingest-to-searchable latency")] = 50,
     benchmark_dir: Annotated[Path, typer.Option(help="the shared benchmark folder")] = Path("../shared/benchmark"),
@@ -174,8 +196,12 @@ def bench_swap_command(
     clients: Annotated[int, typer.Option(help="concurrent clients")] = 20,
     duration: Annotated[float, typer.Option(help="seconds of load")] = 30.0,
     swaps: Annotated[int, typer.Option(help="promote/rollback moves during the load")] = 10,
-    versions: Annotated[Optional[list[str]], typer.Option("--version", help="registry versions to swap between "
-                                                          "(default: the two newest; 'similarity' if only one)")] = None,
+    versions: Annotated[
+        Optional[list[str]],
+        typer.Option(
+            "--version", help="registry versions to swap between (default: the two newest; 'similarity' if only one)"
+        ),
+    ] = None,
     benchmark_dir: Annotated[Path, typer.Option(help="the shared benchmark folder")] = Path("../shared/benchmark"),
     params: ParamsOpt = Path("params.yaml"),
     as_json: Annotated[bool, typer.Option("--json", help="print results as JSON")] = False,
@@ -183,7 +209,9 @@ def bench_swap_command(
     """Hot-swaps under load: failed requests, stale versions after a swap, announce -> serving latency."""
     try:
         if not versions:
-            known = sorted(int(m.version) for m in promotion.client().search_model_versions(f"name='{promotion.MODEL}'"))
+            known = sorted(
+                int(m.version) for m in promotion.client().search_model_versions(f"name='{promotion.MODEL}'")
+            )
             versions = [str(v) for v in known[-2:]] if len(known) >= 2 else [*map(str, known), "similarity"]
         queries = [q for _, q, _ in load_scifact(benchmark_dir, "test")]
         r = bench_swap.run(params, queries, versions, clients, duration, swaps, log=lambda s: console.print(s))
@@ -193,10 +221,32 @@ def bench_swap_command(
         print(json.dumps(r, indent=2))
         return
     t = Table(title=f"hot-swap under load: {clients} clients, {duration:g} s, {r['swaps']} swaps")
-    for col in ("requests", "failed", "after swaps", "stale", "swap p50 ms", "swap p95 ms", "query p50 ms", "query p95 ms"):
+    for col in (
+        "requests",
+        "failed",
+        "after swaps",
+        "stale",
+        "swap p50 ms",
+        "swap p95 ms",
+        "query p50 ms",
+        "query p95 ms",
+    ):
         t.add_column(col, justify="right")
-    t.add_row(*map(str, (r["requests"], r["failed"], r["requests_after_swaps"], r["served_by_old_version_after_swap"], r["swap_ms_p50"],
-                         r["swap_ms_p95"], r["query_p50_ms"], r["query_p95_ms"])))  # fmt: skip
+    t.add_row(
+        *map(
+            str,
+            (
+                r["requests"],
+                r["failed"],
+                r["requests_after_swaps"],
+                r["served_by_old_version_after_swap"],
+                r["swap_ms_p50"],
+                r["swap_ms_p95"],
+                r["query_p50_ms"],
+                r["query_p95_ms"],
+            ),
+        )
+    )
     console.print(t)
 
 

@@ -29,15 +29,31 @@ def register(app: typer.Typer) -> None:
 
 def _report(moved, what: str, as_json: bool) -> None:
     if as_json:
-        print(json.dumps({"version": moved.version, "deployment_id": moved.deployment_id, "services": moved.services,
-                          "swap_ms": moved.swap_ms, "applies": moved.applies}, indent=2, default=str))  # fmt: skip
+        print(
+            json.dumps(
+                {
+                    "version": moved.version,
+                    "deployment_id": moved.deployment_id,
+                    "services": moved.services,
+                    "swap_ms": moved.swap_ms,
+                    "applies": moved.applies,
+                },
+                indent=2,
+                default=str,
+            )
+        )
         return
     if moved.services == 0:
-        console.print(f"{what} {moved.version} (deployment {moved.deployment_id}); no service is running: it loads it at start")
+        console.print(
+            f"{what} {moved.version} (deployment {moved.deployment_id}); no service is running: it loads it at start"
+        )
         return
     ms = ", ".join(f"{x:.0f} ms" for x in moved.swap_ms) or "pending"
-    console.print(f"{what} {moved.version} (deployment {moved.deployment_id}): {len(moved.swap_ms)}/{moved.services} service(s) "
-                  f"serving it, announce -> serving {ms}", soft_wrap=True)  # fmt: skip
+    console.print(
+        f"{what} {moved.version} (deployment {moved.deployment_id}): {len(moved.swap_ms)}/{moved.services} service(s) "
+        f"serving it, announce -> serving {ms}",
+        soft_wrap=True,
+    )
 
 
 def promote(
@@ -76,19 +92,40 @@ def status(as_json: JsonOpt = False) -> None:
             services = deployments.listening_services(conn)
     except (RegistryError, DatabaseError) as e:
         _fail(str(e))
-    out = {"champion": champ["version"] if champ else "similarity (none promoted)", "challenger": challenger, "champion_history": hist,
-           "services_listening": services,
-           "deployments": [{"id": d.id, "version": d.version, "action": d.action, "reason": d.reason, "at": d.created_at.isoformat(),
-                            "applies": [{**a, "applied_at": a["applied_at"].isoformat()} for a in ap]} for d, ap in deps]}  # fmt: skip
+    out = {
+        "champion": champ["version"] if champ else "similarity (none promoted)",
+        "challenger": challenger,
+        "champion_history": hist,
+        "services_listening": services,
+        "deployments": [
+            {
+                "id": d.id,
+                "version": d.version,
+                "action": d.action,
+                "reason": d.reason,
+                "at": d.created_at.isoformat(),
+                "applies": [{**a, "applied_at": a["applied_at"].isoformat()} for a in ap],
+            }
+            for d, ap in deps
+        ],
+    }
     if as_json:
         print(json.dumps(out, indent=2))
         return
-    console.print(f"champion: [bold]{out['champion']}[/bold]   challenger: {challenger or '-'}   "
-                  f"services listening: {services}   history: {' -> '.join(hist) or '-'}", soft_wrap=True)  # fmt: skip
+    console.print(
+        f"champion: [bold]{out['champion']}[/bold]   challenger: {challenger or '-'}   "
+        f"services listening: {services}   history: {' -> '.join(hist) or '-'}",
+        soft_wrap=True,
+    )
     t = Table(title="deployments (newest first)")
     for col in ("id", "version", "action", "at", "services", "reason"):
         t.add_column(col, overflow="fold")
     for d, ap in deps:
-        said = ", ".join(f"{'ok' if a['ok'] else 'REJECTED'} {a['swap_ms']:.0f} ms" + ("" if a["ok"] else f": {a['detail']}") for a in ap)
-        t.add_row(str(d.id), d.version, d.action, d.created_at.strftime("%Y-%m-%d %H:%M:%S"), said or "-", d.reason or "")
+        said = ", ".join(
+            f"{'ok' if a['ok'] else 'REJECTED'} {a['swap_ms']:.0f} ms" + ("" if a["ok"] else f": {a['detail']}")
+            for a in ap
+        )
+        t.add_row(
+            str(d.id), d.version, d.action, d.created_at.strftime("%Y-%m-%d %H:%M:%S"), said or "-", d.reason or ""
+        )
     console.print(t)

@@ -42,7 +42,11 @@ class ReplaySummary:
     seconds: float = 0.0
 
     def as_dict(self) -> dict:
-        return {**self.__dict__, "errors": len(self.errors), "queries_per_s": round(self.queries / self.seconds, 1) if self.seconds else 0.0}
+        return {
+            **self.__dict__,
+            "errors": len(self.errors),
+            "queries_per_s": round(self.queries / self.seconds, 1) if self.seconds else 0.0,
+        }
 
 
 def benchmark_files(benchmark_dir: Path, benchmark: str) -> list[Path]:
@@ -61,13 +65,17 @@ def load_queries(benchmark_dir: Path, benchmark: str, split: str) -> list[Replay
         for line in open(benchmark_dir / "hotpotqa" / f"{split}.jsonl", encoding="utf-8"):
             r = json.loads(line)
             answers = r.get("answers") or []
-            answer = answers[0] if isinstance(answers, list) and answers else answers if isinstance(answers, str) else None
+            answer = (
+                answers[0] if isinstance(answers, list) and answers else answers if isinstance(answers, str) else None
+            )
             out.append(ReplayQuery(r["qid"], r["query"], frozenset(r["relevant_ids"]), answer))
         return out
     raise ValueError(f"unknown benchmark {benchmark!r} (scifact or hotpotqa)")
 
 
-def corpus_documents(files: list[Path], queries: list[ReplayQuery], limit: int | None, max_bytes: int) -> list[Document]:
+def corpus_documents(
+    files: list[Path], queries: list[ReplayQuery], limit: int | None, max_bytes: int
+) -> list[Document]:
     """The corpus; with `limit`, the queries' relevant documents plus the first `limit` others."""
     docs = [d for f in files for d in read_documents(f, max_bytes) if isinstance(d, Document)]
     if limit is None:
@@ -127,7 +135,9 @@ def run_replay(
     """Ingest the benchmark corpus, then replay `split` through a service (`url`, or one started here)."""
     queries = load_queries(benchmark_dir, benchmark, split)[:limit]
     service = build_service(params)
-    docs = corpus_documents(benchmark_files(benchmark_dir, benchmark), queries, corpus_limit, service.ingest.max_file_bytes)
+    docs = corpus_documents(
+        benchmark_files(benchmark_dir, benchmark), queries, corpus_limit, service.ingest.max_file_bytes
+    )
     task = bar.add_task(f"ingest {benchmark} corpus", total=len(docs))
     with connect(service.db_url) as conn:
         for start in range(0, len(docs), 512):

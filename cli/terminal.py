@@ -32,6 +32,11 @@ def _fail(msg: str) -> None:
 
 def progress_bar() -> Progress:
     return Progress(
-        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-        TimeElapsedColumn(), TimeRemainingColumn(), console=console, transient=False,
-    )  # fmt: skip
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=console,
+        transient=False,
+    )

@@ -49,8 +49,14 @@ def scifact_sets(folder: Path, n: int) -> list[tuple[str, list[PromptCandidate]]
     return [(c, docs[20 * i : 20 * i + 20]) for i, c in enumerate(claims)]
 
 
-def bench(model_dir: Path, queries_with_20_candidates: list[tuple[str, list[PromptCandidate]]], repeats: int = 3,
-          k: int = 5, threads: int | None = None, dtype: str | None = None) -> dict:  # fmt: skip
+def bench(
+    model_dir: Path,
+    queries_with_20_candidates: list[tuple[str, list[PromptCandidate]]],
+    repeats: int = 3,
+    k: int = 5,
+    threads: int | None = None,
+    dtype: str | None = None,
+) -> dict:
     """p50/p95 milliseconds of one `answer` call over every query, `repeats` times each."""
     selector = CrossEncoderSelector(Path(model_dir), version="bench", threads=threads, dtype=dtype)
     selector.answer(*queries_with_20_candidates[0], k)  # warm-up: first-call allocations, lazy inits
@@ -63,19 +69,38 @@ def bench(model_dir: Path, queries_with_20_candidates: list[tuple[str, list[Prom
     import torch
 
     layers = selector.model.config.num_hidden_layers
-    return {"calls": len(ms), "candidates": round(float(np.mean([len(c) for _, c in queries_with_20_candidates])), 1),
-            "layers": layers, "max_length": selector.max_length, "dtype": selector.dtype, "torch_threads": torch.get_num_threads(),
-            "p50_ms": round(float(np.percentile(ms, 50)), 1), "p95_ms": round(float(np.percentile(ms, 95)), 1)}  # fmt: skip
+    return {
+        "calls": len(ms),
+        "candidates": round(float(np.mean([len(c) for _, c in queries_with_20_candidates])), 1),
+        "layers": layers,
+        "max_length": selector.max_length,
+        "dtype": selector.dtype,
+        "torch_threads": torch.get_num_threads(),
+        "p50_ms": round(float(np.percentile(ms, 50)), 1),
+        "p95_ms": round(float(np.percentile(ms, 95)), 1),
+    }
 
 
-def run(models: list[Path], dtypes: list[str], benchmark_dir: Path, max_queries: int, repeats: int = 3, threads: int | None = None) -> list[dict]:
+def run(
+    models: list[Path],
+    dtypes: list[str],
+    benchmark_dir: Path,
+    max_queries: int,
+    repeats: int = 3,
+    threads: int | None = None,
+) -> list[dict]:
     """Every model timed in every precision on both datasets' candidate sets, one row each."""
-    sets = {"hotpotqa": hotpotqa_sets(benchmark_dir / "hotpotqa" / "test.jsonl", max_queries), "scifact": scifact_sets(benchmark_dir / "scifact", max_queries)}
+    sets = {
+        "hotpotqa": hotpotqa_sets(benchmark_dir / "hotpotqa" / "test.jsonl", max_queries),
+        "scifact": scifact_sets(benchmark_dir / "scifact", max_queries),
+    }
     rows = []
     for model in models:
         for dtype in dict.fromkeys(dtypes):
             for name, s in sets.items():
-                rows.append({"model": str(model), "dataset": name, **bench(model, s, repeats, threads=threads, dtype=dtype)})
+                rows.append(
+                    {"model": str(model), "dataset": name, **bench(model, s, repeats, threads=threads, dtype=dtype)}
+                )
     return rows
 
 
@@ -84,6 +109,15 @@ def table(rows: list[dict]) -> Table:
     for col in ("model", "dataset", "layers", "max_length", "dtype", "threads", "calls", "p50_ms", "p95_ms"):
         t.add_column(col, justify="left" if col in ("model", "dataset", "dtype") else "right")
     for r in rows:
-        t.add_row(r["model"], r["dataset"], str(r["layers"]), str(r["max_length"]), r["dtype"], str(r["torch_threads"]), str(r["calls"]),
-                  f"{r['p50_ms']:.1f}", f"{r['p95_ms']:.1f}")  # fmt: skip
+        t.add_row(
+            r["model"],
+            r["dataset"],
+            str(r["layers"]),
+            str(r["max_length"]),
+            r["dtype"],
+            str(r["torch_threads"]),
+            str(r["calls"]),
+            f"{r['p50_ms']:.1f}",
+            f"{r['p95_ms']:.1f}",
+        )
     return t

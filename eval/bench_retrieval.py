@@ -102,9 +102,14 @@ def run(
     qvecs = embed_cached(claims[:n_queries], ep, progress=False)
     truth = exact_top_k(base, qvecs, k)
     out: dict = {
-        "vectors": n_vectors, "real_vectors": n_real, "mixture_vectors": n_vectors - n_real, "dim": base.shape[1],
-        "queries": len(qvecs), "k": k, "hnsw": {"m": sp.hnsw_m, "ef_construction": sp.hnsw_ef_construction},
-    }  # fmt: skip
+        "vectors": n_vectors,
+        "real_vectors": n_real,
+        "mixture_vectors": n_vectors - n_real,
+        "dim": base.shape[1],
+        "queries": len(qvecs),
+        "k": k,
+        "hnsw": {"m": sp.hnsw_m, "ef_construction": sp.hnsw_ef_construction},
+    }
     with connect() as conn, progress_factory() as bar:
         conn.execute(f"DROP SCHEMA IF EXISTS {SCHEMA} CASCADE")
         conn.execute(f"CREATE SCHEMA {SCHEMA}")
@@ -113,7 +118,10 @@ def run(
             # 1. binary COPY
             task = bar.add_task("COPY vectors", total=len(base))
             t0 = time.perf_counter()
-            with conn.cursor() as cur, cur.copy(f"COPY {SCHEMA}.vectors (id, embedding) FROM STDIN WITH (FORMAT BINARY)") as cp:
+            with (
+                conn.cursor() as cur,
+                cur.copy(f"COPY {SCHEMA}.vectors (id, embedding) FROM STDIN WITH (FORMAT BINARY)") as cp,
+            ):
                 cp.set_types(["int4", "vector"])
                 for i, v in enumerate(base):
                     cp.write_row((i, v))
@@ -140,12 +148,23 @@ def run(
             conn.execute("SET enable_seqscan = off")  # measure HNSW even where a small table would scan
             for ef in ef_values:
                 conn.execute(f"SET hnsw.ef_search = {int(ef)}")
-                rows.append({"method": "hnsw", "ef_search": ef, **_time_queries(conn, sql, qvecs, truth, bar, f"ef_search={ef}")})
+                rows.append(
+                    {
+                        "method": "hnsw",
+                        "ef_search": ef,
+                        **_time_queries(conn, sql, qvecs, truth, bar, f"ef_search={ef}"),
+                    }
+                )
             conn.execute("RESET enable_seqscan")
             conn.execute("SET enable_indexscan = off")
             n_exact = min(len(qvecs), 50)
-            rows.append({"method": "exact scan", "ef_search": None,
-                         **_time_queries(conn, sql, qvecs[:n_exact], truth[:n_exact], bar, "exact scan")})  # fmt: skip
+            rows.append(
+                {
+                    "method": "exact scan",
+                    "ef_search": None,
+                    **_time_queries(conn, sql, qvecs[:n_exact], truth[:n_exact], bar, "exact scan"),
+                }
+            )
             conn.execute("RESET enable_indexscan")
             out["search"] = rows
         finally:
@@ -168,8 +187,12 @@ def _time_queries(conn, sql: str, qvecs: np.ndarray, truth: np.ndarray, bar, lab
         times.append(time.perf_counter() - t0)
         found.append(ids)
         bar.advance(task)
-    return {"p50_ms": percentile_ms(times, 50), "p95_ms": percentile_ms(times, 95),
-            "recall_at_k": round(recall_vs_exact(found, truth), 4), "scan": _scan_node(plan[0]["Plan"])}  # fmt: skip
+    return {
+        "p50_ms": percentile_ms(times, 50),
+        "p95_ms": percentile_ms(times, 95),
+        "recall_at_k": round(recall_vs_exact(found, truth), 4),
+        "scan": _scan_node(plan[0]["Plan"]),
+    }
 
 
 def _scan_node(node: dict) -> str:
@@ -186,26 +209,52 @@ def bench_staging(passages: list[str], n_queries: int, k: int) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         for qi in range(n_queries):
             cands = [
-                Candidate(r + 1, qi * k + r, f"/corpus/doc-{qi}-{r}.md", "Heading", "Parent", 1, 12,
-                          passages[(qi * k + r) % len(passages)], "ab" * 32, 0.9 - r * 0.01, 300, r + 1, None)
+                Candidate(
+                    r + 1,
+                    qi * k + r,
+                    f"/corpus/doc-{qi}-{r}.md",
+                    "Heading",
+                    "Parent",
+                    1,
+                    12,
+                    passages[(qi * k + r) % len(passages)],
+                    "ab" * 32,
+                    0.9 - r * 0.01,
+                    300,
+                    r + 1,
+                    None,
+                )
                 for r in range(k)
-            ]  # fmt: skip
+            ]
             sf = staging.from_result(SearchResult(f"query {qi}", cands, 0.0), query_id=f"q{qi}", now=now)
             t0 = time.perf_counter()
             back = staging.read(staging.write(sf, Path(tmp)))
             times.append(time.perf_counter() - t0)
             assert back == sf
-    return {"write_parse_p50_ms": percentile_ms(times, 50), "write_parse_p95_ms": percentile_ms(times, 95), "candidates": k}
+    return {
+        "write_parse_p50_ms": percentile_ms(times, 50),
+        "write_parse_p95_ms": percentile_ms(times, 95),
+        "candidates": k,
+    }
 
 
 def print_table(result: dict, console) -> None:
-    t = Table(title=f"pgvector top-{result['k']} over {result['vectors']:,} x {result['dim']} "
-                    f"({result['real_vectors']:,} real MiniLM + {result['mixture_vectors']:,} mixtures), "
-                    f"{result['queries']} SciFact queries")  # fmt: skip
+    t = Table(
+        title=f"pgvector top-{result['k']} over {result['vectors']:,} x {result['dim']} "
+        f"({result['real_vectors']:,} real MiniLM + {result['mixture_vectors']:,} mixtures), "
+        f"{result['queries']} SciFact queries"
+    )
     for col in ("method", "ef_search", "plan", "p50 ms", "p95 ms", f"recall@{result['k']}"):
         t.add_column(col, justify="right")
     for r in result["search"]:
-        t.add_row(r["method"], str(r["ef_search"] or "-"), r["scan"], f"{r['p50_ms']:.2f}", f"{r['p95_ms']:.2f}", f"{r['recall_at_k']:.4f}")
+        t.add_row(
+            r["method"],
+            str(r["ef_search"] or "-"),
+            r["scan"],
+            f"{r['p50_ms']:.2f}",
+            f"{r['p95_ms']:.2f}",
+            f"{r['recall_at_k']:.4f}",
+        )
     console.print(t)
     s = result["staging"]
     console.print(
@@ -213,5 +262,7 @@ def print_table(result: dict, console) -> None:
         f"ef_construction={result['hnsw']['ef_construction']}): {result['hnsw_build_s']} s | staging write+parse "
         f"({s['candidates']} candidates): p50 {s['write_parse_p50_ms']} ms, p95 {s['write_parse_p95_ms']} ms"
     )
-    console.print(f"targets: p50 <= {result['targets']['p50_ms']} ms, p95 <= {result['targets']['p95_ms']} ms, "
-                  f"recall@k >= {result['targets']['recall_at_k']}, staging <= {result['targets']['staging_ms']} ms")  # fmt: skip
+    console.print(
+        f"targets: p50 <= {result['targets']['p50_ms']} ms, p95 <= {result['targets']['p95_ms']} ms, "
+        f"recall@k >= {result['targets']['recall_at_k']}, staging <= {result['targets']['staging_ms']} ms"
+    )

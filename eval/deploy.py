@@ -31,12 +31,16 @@ GATED = ("recall@5", "answer_in_context", "json_valid")
 
 @dataclass(frozen=True)
 class DeployParams:
-    export: str = "models/export"  # the LLM challenger: the export stage's folder (selector.json, selector.gguf, Modelfile)
+    export: str = (
+        "models/export"  # the LLM challenger: the export stage's folder (selector.json, selector.gguf, Modelfile)
+    )
     cross_encoder: str = "models/cross_encoder"  # the cross-encoder challenger (train_ce's folder), when evaluated
     ranker: str = "models/ranker"  # the learned ranker challenger (train_ranker's folder), when evaluated
     eval: str = "metrics/eval.json"  # the evaluate stage's result (challenger = system "selector")
     out: str = "metrics/deploy.json"  # the decision, as DVC metrics
-    in_domain: str = "scifact-test,feedback/val"  # eval.json benchmarks whose domain feeds the feedback log (comma-separated)
+    in_domain: str = (
+        "scifact-test,feedback/val"  # eval.json benchmarks whose domain feeds the feedback log (comma-separated)
+    )
     out_of_domain: str = "hotpotqa/test"  # eval.json benchmarks of other domains: general relevance must hold there
     margin: float = 0.03  # in domain: recall@5 must beat the best baseline by at least this, its 95 % CI above 0
     ood_tolerance: float = 0.02  # out of domain: recall@5 may trail the best baseline by at most this
@@ -50,7 +54,9 @@ class DeployParams:
         if min(self.margin, self.ood_tolerance, self.answer_tolerance, self.json_valid_tolerance, self.wait_s) < 0:
             out.append("deploy: margin, tolerances and wait_s must be >= 0")
         if not [b for b in self.in_domain.split(",") if b]:
-            out.append("deploy.in_domain: name at least one benchmark (the gate needs a split the feedback log speaks for)")
+            out.append(
+                "deploy.in_domain: name at least one benchmark (the gate needs a split the feedback log speaks for)"
+            )
         return out
 
 
@@ -78,26 +84,37 @@ def gate(result: dict, p: DeployParams, system: str = "selector") -> Decision:
         systems = r["systems"]
         ref = max(BASELINES, key=lambda b: systems[b]["recall@5"])
         cmp = r["paired_bootstrap"][f"{system}_vs_{ref}"]
-        d = {"domain": domain, "reference": ref, **cmp, **{m: systems[system][m] for m in GATED},
-             **{f"{ref}_{m}": systems[ref][m] for m in GATED}}  # fmt: skip
+        d = {
+            "domain": domain,
+            "reference": ref,
+            **cmp,
+            **{m: systems[system][m] for m in GATED},
+            **{f"{ref}_{m}": systems[ref][m] for m in GATED},
+        }
         diff, lo, hi = cmp["recall@5_diff"], cmp["ci95_low"], cmp["ci95_high"]
         if domain == "in" and not (diff >= p.margin and lo > 0):
-            reasons.append(f"{bench}: recall@5 {diff:+.4f} vs {ref} (95% CI [{lo:+.4f}, {hi:+.4f}]) does not beat "
-                           f"margin {p.margin} with the CI above 0")  # fmt: skip
+            reasons.append(
+                f"{bench}: recall@5 {diff:+.4f} vs {ref} (95% CI [{lo:+.4f}, {hi:+.4f}]) does not beat "
+                f"margin {p.margin} with the CI above 0"
+            )
         if domain == "out" and diff < -p.ood_tolerance:
             reasons.append(f"{bench} (out of domain): recall@5 {diff:+.4f} vs {ref} loses more than {p.ood_tolerance}")
         if "champion" in systems and system != "champion" and domain == "in":
             champ = r["paired_bootstrap"].get(f"{system}_vs_champion", {})
             d["vs_champion"] = champ
             if champ and champ["recall@5_diff"] < 0:
-                reasons.append(f"{bench}: recall@5 {champ['recall@5_diff']:+.4f} vs the champion (a cycle must not be worse)")
+                reasons.append(
+                    f"{bench}: recall@5 {champ['recall@5_diff']:+.4f} vs the champion (a cycle must not be worse)"
+                )
         details[bench] = d
         a, b = systems[system]["answer_in_context"], systems[ref]["answer_in_context"]
         if a is not None and b is not None and a < b - p.answer_tolerance:
             reasons.append(f"{bench}: answer in context {a:.4f} < {ref}'s {b:.4f} - {p.answer_tolerance}")
         if systems[system]["json_valid"] < systems[ref]["json_valid"] - p.json_valid_tolerance:
-            reasons.append(f"{bench}: JSON-valid {systems[system]['json_valid']:.4f} < {ref}'s "
-                           f"{systems[ref]['json_valid']:.4f} - {p.json_valid_tolerance}")  # fmt: skip
+            reasons.append(
+                f"{bench}: JSON-valid {systems[system]['json_valid']:.4f} < {ref}'s "
+                f"{systems[ref]['json_valid']:.4f} - {p.json_valid_tolerance}"
+            )
     return Decision(not reasons, reasons, details)
 
 
@@ -125,14 +142,22 @@ def deploy(p: DeployParams, log=print) -> dict:
     ranked = []
     for system, record in records.items():
         decision = gate(result, p, system)
-        metrics = {f"{b}/{m}": result[b]["systems"][system][m] for b in result if system in result[b]["systems"] for m in GATED}
+        metrics = {
+            f"{b}/{m}": result[b]["systems"][system][m] for b in result if system in result[b]["systems"] for m in GATED
+        }
         record = promotion.register(record, {k.replace("@", "_at_"): v for k, v in metrics.items() if v is not None})
         if record["kind"] == "llm":
             out["ollama"] = create_in_ollama(record, Path(p.export), log)
         recall = [d["recall@5"] for d in decision.details.values()]
         mean = round(sum(recall) / len(recall), 4) if recall else 0.0
-        out["challengers"][system] = {"version": record["version"], "kind": record["kind"], "passed_gate": decision.passed,
-                                      "mean_recall@5": mean, "reasons": decision.reasons, "gate": decision.details}  # fmt: skip
+        out["challengers"][system] = {
+            "version": record["version"],
+            "kind": record["kind"],
+            "passed_gate": decision.passed,
+            "mean_recall@5": mean,
+            "reasons": decision.reasons,
+            "gate": decision.details,
+        }
         ranked.append((decision.passed, mean, system, record))
     ranked.sort(key=lambda t: (t[0], t[1]), reverse=True)
     passed, _, best, record = ranked[0]
@@ -157,8 +182,12 @@ def create_in_ollama(record: dict, export_dir: Path, log) -> str:
 
     client = ollama.Client()
     digest = client.create_blob(record["gguf"])
-    client.create(model=record["ollama_tag"], files={"selector.gguf": digest}, template=OLLAMA_TEMPLATE,
-                  parameters={"stop": ["<|im_end|>", "<|endoftext|>"], "temperature": 0, "num_ctx": record["num_ctx"]})  # fmt: skip
+    client.create(
+        model=record["ollama_tag"],
+        files={"selector.gguf": digest},
+        template=OLLAMA_TEMPLATE,
+        parameters={"stop": ["<|im_end|>", "<|endoftext|>"], "temperature": 0, "num_ctx": record["num_ctx"]},
+    )
     log(f"deploy: ollama create {record['ollama_tag']}")
     return f"created {record['ollama_tag']}"
 
@@ -173,15 +202,24 @@ def main() -> None:
         raise SystemExit(1) from None
     write_atomic(Path(p.out), json.dumps(out, indent=2, default=str) + "\n")
     for system, c in out["challengers"].items():
-        console.print(f"deploy: {system} -> {c['version']} ({c['kind']}), mean recall@5 {c['mean_recall@5']}: "
-                      f"{'passed the gate' if c['passed_gate'] else 'did not pass the gate'}", soft_wrap=True)  # fmt: skip
+        console.print(
+            f"deploy: {system} -> {c['version']} ({c['kind']}), mean recall@5 {c['mean_recall@5']}: "
+            f"{'passed the gate' if c['passed_gate'] else 'did not pass the gate'}",
+            soft_wrap=True,
+        )
         for reason in c["reasons"]:
             console.print(f"  - {reason}", soft_wrap=True)
     if out["alias"] == "champion":
-        console.print(f"deploy: {out['version']} is champion; {out['services']} running service(s) swapped "
-                      f"(ms: {', '.join(f'{x:.0f}' for x in out['swap_ms']) or '-'})", soft_wrap=True)  # fmt: skip
+        console.print(
+            f"deploy: {out['version']} is champion; {out['services']} running service(s) swapped "
+            f"(ms: {', '.join(f'{x:.0f}' for x in out['swap_ms']) or '-'})",
+            soft_wrap=True,
+        )
     else:
-        console.print(f"deploy: no promotion; {out['version']} is challenger" + ("" if p.promote else " (deploy.promote is false)"))
+        console.print(
+            f"deploy: no promotion; {out['version']} is challenger"
+            + ("" if p.promote else " (deploy.promote is false)")
+        )
 
 
 if __name__ == "__main__":

@@ -44,7 +44,9 @@ BASELINES = ("similarity", "bm25", "hybrid")
 
 @dataclass(frozen=True)
 class EvaluateParams:
-    benchmarks: str = "../shared/benchmark/hotpotqa/test.jsonl,data/benchmarks/scifact-test.jsonl"  # comma-separated contract-5 files
+    benchmarks: str = (
+        "../shared/benchmark/hotpotqa/test.jsonl,data/benchmarks/scifact-test.jsonl"  # comma-separated contract-5 files
+    )
     feedback: str = "data/feedback"  # held-out feedback split (build's val split), when present
     model: str = "models/export"  # the LLM challenger: the export stage's folder (selector.json + GGUF), run as served
     cross_encoder: str = "models/cross_encoder"  # the cross-encoder challenger (train_ce's folder), when present
@@ -62,7 +64,7 @@ class EvaluateParams:
 
 
 def bench_name(path: str) -> str:
-    """"hotpotqa/test" for ../shared/benchmark/hotpotqa/test.jsonl; "scifact-test" for data/benchmarks/scifact-test.jsonl."""
+    """ "hotpotqa/test" for ../shared/benchmark/hotpotqa/test.jsonl; "scifact-test" for data/benchmarks/scifact-test.jsonl."""
     p = Path(path)
     return p.stem if p.parent.name == "benchmarks" else f"{p.parent.name}/{p.stem}"
 
@@ -89,9 +91,18 @@ def feedback_items(feedback_dir: Path, val_fraction: float, limit: int) -> list[
         used = [str(c["chunk_id"]) for c in shown if c["used"]]
         if split_of(rec["query"], val_fraction) != "val" or not used or any(c["text"] is None for c in shown):
             continue
-        items.append({"qid": str(rec["query_id"]), "query": rec["query"], "relevant_ids": used, "answers": [],
-                      "candidates": [{"id": str(c["chunk_id"]), "title": c["heading"], "text": c["text"],
-                                      "source": c["source"]} for c in shown]})  # fmt: skip
+        items.append(
+            {
+                "qid": str(rec["query_id"]),
+                "query": rec["query"],
+                "relevant_ids": used,
+                "answers": [],
+                "candidates": [
+                    {"id": str(c["chunk_id"]), "title": c["heading"], "text": c["text"], "source": c["source"]}
+                    for c in shown
+                ],
+            }
+        )
         if limit and len(items) >= limit:
             break
     return items
@@ -125,11 +136,23 @@ def selector_pick(selector, item: dict, sim_order: list[str], k: int) -> Pick:
     return Pick(tuple(shown[i - 1]["id"] for i in sel.selected), sel.status, time.perf_counter() - t0)
 
 
-def run_systems(items: list[dict], embedder: Embedder, k: int, selector=None, progress: Callable[[], None] = lambda: None,
-                champion=None, others: dict | None = None, llm_max_queries: int = 0) -> dict[str, dict]:  # fmt: skip
+def run_systems(
+    items: list[dict],
+    embedder: Embedder,
+    k: int,
+    selector=None,
+    progress: Callable[[], None] = lambda: None,
+    champion=None,
+    others: dict | None = None,
+    llm_max_queries: int = 0,
+) -> dict[str, dict]:
     """Every system's picks per query; `selector` and `others` (name -> selector) are challengers. An LLM
     (a `ChatSelector`, ~1 s a query on CPU) answers the first `llm_max_queries` queries only (0 = all)."""
-    models = {name: sel for name, sel in (("selector", selector), *(others or {}).items(), ("champion", champion)) if sel is not None}
+    models = {
+        name: sel
+        for name, sel in (("selector", selector), *(others or {}).items(), ("champion", champion))
+        if sel is not None
+    }
     if isinstance(champion, str):  # the champion is one of the challengers: same picks, not run twice
         del models["champion"]
     picks: dict[str, dict[str, Pick]] = {s: {} for s in (*BASELINES, *models)}
@@ -164,16 +187,32 @@ def score(items: list[dict], picks: dict[str, dict[str, Pick]], seed: int) -> di
         statuses = [p.status for p in by_q.values()]
         secs = [p.seconds * 1000 for p in by_q.values()]
         with_answers = [it for it in items if it.get("answers") and it["qid"] in by_q]
-        row.update({
-            "queries": len(qs),
-            "json_valid": round(sum(s != "fallback" for s in statuses) / len(statuses), 4),
-            "fallback": round(statuses.count("fallback") / len(statuses), 4),
-            "latency_p50_ms": round(float(np.percentile(secs, 50)), 2), "latency_p95_ms": round(float(np.percentile(secs, 95)), 2),
-            "context_tokens": round(float(np.mean([sum(approx_tokens(texts[q][d]) for d in by_q[q].ids) for q in qs])), 1),
-            "all_candidates_tokens": round(all_tokens, 1),
-            "answer_in_context": round(float(np.mean([contains_answer([texts[it["qid"]][d] for d in by_q[it["qid"]].ids],
-                                                                      it["answers"]) for it in with_answers])), 4) if with_answers else None,
-        })  # fmt: skip
+        row.update(
+            {
+                "queries": len(qs),
+                "json_valid": round(sum(s != "fallback" for s in statuses) / len(statuses), 4),
+                "fallback": round(statuses.count("fallback") / len(statuses), 4),
+                "latency_p50_ms": round(float(np.percentile(secs, 50)), 2),
+                "latency_p95_ms": round(float(np.percentile(secs, 95)), 2),
+                "context_tokens": round(
+                    float(np.mean([sum(approx_tokens(texts[q][d]) for d in by_q[q].ids) for q in qs])), 1
+                ),
+                "all_candidates_tokens": round(all_tokens, 1),
+                "answer_in_context": round(
+                    float(
+                        np.mean(
+                            [
+                                contains_answer([texts[it["qid"]][d] for d in by_q[it["qid"]].ids], it["answers"])
+                                for it in with_answers
+                            ]
+                        )
+                    ),
+                    4,
+                )
+                if with_answers
+                else None,
+            }
+        )
         table[system] = row
     versus = {}
     for system in per:
@@ -182,7 +221,11 @@ def score(items: list[dict], picks: dict[str, dict[str, Pick]], seed: int) -> di
                 common = [q for q in per[system] if q in per[base]]  # paired on the queries both ran
                 a, b = (np.array([per[x][q] for q in common]) for x in (system, base))
                 d, lo, hi = paired_bootstrap(a, b, seed=seed)
-                versus[f"{system}_vs_{base}"] = {"recall@5_diff": round(d, 4), "ci95_low": round(lo, 4), "ci95_high": round(hi, 4)}
+                versus[f"{system}_vs_{base}"] = {
+                    "recall@5_diff": round(d, 4),
+                    "ci95_low": round(lo, 4),
+                    "ci95_high": round(hi, 4),
+                }
     return {"systems": table, "paired_bootstrap": versus}
 
 
@@ -190,12 +233,16 @@ def recall_curve(items: list[dict], picks: dict[str, dict[str, Pick]], benchmark
     rows = []
     for system, by_q in picks.items():
         for kk in range(1, k + 1):
-            r = np.mean([recall_at_k(set(it["relevant_ids"]), by_q[it["qid"]].ids, kk) for it in items if it["qid"] in by_q])
+            r = np.mean(
+                [recall_at_k(set(it["relevant_ids"]), by_q[it["qid"]].ids, kk) for it in items if it["qid"] in by_q]
+            )
             rows.append({"benchmark": benchmark, "system": system, "k": kk, "recall": round(float(r), 4)})
     return rows
 
 
-def evaluate(p: EvaluateParams, embedder: Embedder, selector, progress_factory=None, champion=None, others: dict | None = None) -> tuple[dict, list[dict]]:
+def evaluate(
+    p: EvaluateParams, embedder: Embedder, selector, progress_factory=None, champion=None, others: dict | None = None
+) -> tuple[dict, list[dict]]:
     benches = {bench_name(b): load_items(Path(b), p.max_queries) for b in p.benchmarks.split(",") if b}
     held_out = feedback_items(Path(p.feedback), p.val_fraction, p.max_queries)
     if held_out:
@@ -228,16 +275,27 @@ def main() -> None:
         challengers["ranker"] = folder_record("ranker", Path(p.ranker))
         others["ranker"] = from_record(challengers["ranker"])
     champion = load_champion(challengers, console)
-    console.print(f"evaluate: challengers {', '.join(s.version for s in [selector, *others.values()] if s) or 'none'}; "
-                  f"champion {champion if isinstance(champion, str) else getattr(champion, 'version', 'none')}")  # fmt: skip
+    console.print(
+        f"evaluate: challengers {', '.join(s.version for s in [selector, *others.values()] if s) or 'none'}; "
+        f"champion {champion if isinstance(champion, str) else getattr(champion, 'version', 'none')}"
+    )
     with Progress(console=console) as bar:
-        result, curve = evaluate(p, get_embedder(), selector, lambda name, n: (lambda t=bar.add_task(name, total=n): bar.advance(t)),
-                                 champion, others)  # fmt: skip
+        result, curve = evaluate(
+            p,
+            get_embedder(),
+            selector,
+            lambda name, n: lambda t=bar.add_task(name, total=n): bar.advance(t),
+            champion,
+            others,
+        )
     out = Path(p.out)
     out.mkdir(parents=True, exist_ok=True)
     write_atomic(out / "eval.json", json.dumps(result, indent=2) + "\n")
-    write_atomic(out / "recall_at_k.csv", "benchmark,system,k,recall\n" + "".join(
-        f"{r['benchmark']},{r['system']},{r['k']},{r['recall']}\n" for r in curve))  # fmt: skip
+    write_atomic(
+        out / "recall_at_k.csv",
+        "benchmark,system,k,recall\n"
+        + "".join(f"{r['benchmark']},{r['system']},{r['k']},{r['recall']}\n" for r in curve),
+    )
     if selector is not None:
         log_to_mlflow(json.loads(record_path.read_text()).get("train_run_id"), result)
     print_table(result, console)
@@ -247,6 +305,7 @@ def load_champion(challengers: dict[str, dict], console):
     """The registry's champion as served; the name of the challenger system when it is that very
     model (not run twice); None without one. A registry or model that cannot be reached is
     reported and evaluation goes on without it."""
+
     def identity(r: dict) -> str | None:
         return r.get("gguf_sha256") or r.get("model_sha256")
 
@@ -268,7 +327,9 @@ def log_to_mlflow(run_id: str | None, result: dict) -> None:
     with mlflow.start_run(run_id=run_id) if run_id else mlflow.start_run(run_name="evaluate"):
         for bench, r in result.items():
             for system, row in r["systems"].items():
-                mlflow.log_metrics({f"{bench}/{system}/{m}".replace("@", "_at_"): row[m] for m in (*METRICS, "json_valid", "fallback")})
+                mlflow.log_metrics(
+                    {f"{bench}/{system}/{m}".replace("@", "_at_"): row[m] for m in (*METRICS, "json_valid", "fallback")}
+                )
 
 
 def print_table(result: dict, console) -> None:
@@ -285,7 +346,9 @@ def print_table(result: dict, console) -> None:
             console.print(f"  skipped {r['skipped_no_relevant']} queries with no relevant candidate")
         for name, v in r["paired_bootstrap"].items():
             if name.startswith(("selector", "champion", "cross_encoder", "ranker")):
-                console.print(f"  {name}: recall@5 {v['recall@5_diff']:+.4f} [{v['ci95_low']:+.4f}, {v['ci95_high']:+.4f}]")
+                console.print(
+                    f"  {name}: recall@5 {v['recall@5_diff']:+.4f} [{v['ci95_low']:+.4f}, {v['ci95_high']:+.4f}]"
+                )
 
 
 if __name__ == "__main__":

@@ -47,7 +47,9 @@ def client():
     except Exception as e:  # noqa: BLE001 - mlflow raises RestException for "not found", others when down
         if "RESOURCE_DOES_NOT_EXIST" not in str(e) and "not found" not in str(e).lower():
             raise RegistryError(f"MLflow registry unavailable: {str(e).splitlines()[0][:200]}") from e
-        c.create_registered_model(MODEL, description="Context selectors for pai-brain; alias champion = what the service runs.")
+        c.create_registered_model(
+            MODEL, description="Context selectors for pai-brain; alias champion = what the service runs."
+        )
     return c
 
 
@@ -78,7 +80,10 @@ def store_dir(folder: Path, sha256: str) -> Path:
     return dest
 
 
-FOLDER_KINDS = {"cross_encoder": ("ce_config.json", "ce"), "ranker": ("ranker_config.json", "ranker")}  # kind: (config file, version prefix)
+FOLDER_KINDS = {
+    "cross_encoder": ("ce_config.json", "ce"),
+    "ranker": ("ranker_config.json", "ranker"),
+}  # kind: (config file, version prefix)
 
 
 def folder_record(kind: str, model_dir: Path) -> dict:
@@ -86,10 +91,16 @@ def folder_record(kind: str, model_dir: Path) -> dict:
     config, prefix = FOLDER_KINDS[kind]
     cfg = json.loads((model_dir / config).read_text())
     sha = dir_sha256(model_dir)
-    return {"kind": kind, "version": f"{prefix}:{sha[:12]}", "model_dir": str(model_dir.resolve()), "model_sha256": sha,
-            "base_model": str(cfg.get("base_model", cfg.get("base_model_name", "all-MiniLM-L6-v2"))),
-            "dataset_sha256": cfg.get("dataset_sha256"), "train_run_id": cfg.get("mlflow_run_id"),
-            "prompt_version": cfg.get("input_format", kind)}  # fmt: skip
+    return {
+        "kind": kind,
+        "version": f"{prefix}:{sha[:12]}",
+        "model_dir": str(model_dir.resolve()),
+        "model_sha256": sha,
+        "base_model": str(cfg.get("base_model", cfg.get("base_model_name", "all-MiniLM-L6-v2"))),
+        "dataset_sha256": cfg.get("dataset_sha256"),
+        "train_run_id": cfg.get("mlflow_run_id"),
+        "prompt_version": cfg.get("input_format", kind),
+    }
 
 
 def ce_record(model_dir: Path) -> dict:
@@ -103,12 +114,33 @@ def register(record: dict, metrics: dict[str, float]) -> dict:
     c = client()
     if record["kind"] in FOLDER_KINDS:
         record = {**record, "model_dir": str(store_dir(Path(record["model_dir"]), record["model_sha256"]))}
-        source, what = Path(record["model_dir"]).as_uri(), f"{record['kind'].replace('_', '-')} from {record['base_model']}"
+        source, what = (
+            Path(record["model_dir"]).as_uri(),
+            f"{record['kind'].replace('_', '-')} from {record['base_model']}",
+        )
     else:
         record = {**record, "gguf": str(store_gguf(Path(record["gguf"]), record["gguf_sha256"]))}
-        source, what = Path(record["gguf"]).parent.as_uri(), f"{record['base_model']} + LoRA, {record['quant']}, prompt {record['prompt_version']}"
-    tags = {k: str(record[k]) for k in ("kind", "gguf", "gguf_sha256", "model_dir", "model_sha256", "quant", "prompt_version",
-                                         "base_model", "dataset_sha256", "chunk_tokens", "profile") if record.get(k) is not None}  # fmt: skip
+        source, what = (
+            Path(record["gguf"]).parent.as_uri(),
+            f"{record['base_model']} + LoRA, {record['quant']}, prompt {record['prompt_version']}",
+        )
+    tags = {
+        k: str(record[k])
+        for k in (
+            "kind",
+            "gguf",
+            "gguf_sha256",
+            "model_dir",
+            "model_sha256",
+            "quant",
+            "prompt_version",
+            "base_model",
+            "dataset_sha256",
+            "chunk_tokens",
+            "profile",
+        )
+        if record.get(k) is not None
+    }
     tags.update({k: str(v) for k, v in metrics.items()})
     mv = c.create_model_version(MODEL, source=source, run_id=record.get("train_run_id"), tags=tags, description=what)
     record.update(version=f"{MODEL}:{mv.version}", registry_version=str(mv.version))
@@ -125,10 +157,14 @@ def record_of(version: str) -> dict:
     c = client()
     v = version.split(":")[-1]
     try:
-        mv = c.get_model_version_by_alias(MODEL, v) if v in ("champion", "challenger") else c.get_model_version(MODEL, v)
+        mv = (
+            c.get_model_version_by_alias(MODEL, v) if v in ("champion", "challenger") else c.get_model_version(MODEL, v)
+        )
     except Exception as e:  # noqa: BLE001
         known = sorted(int(m.version) for m in c.search_model_versions(f"name='{MODEL}'"))
-        raise RegistryError(f"no selector version {version!r} in the registry (known: {', '.join(map(str, known)) or 'none'})") from e
+        raise RegistryError(
+            f"no selector version {version!r} in the registry (known: {', '.join(map(str, known)) or 'none'})"
+        ) from e
     if "record" not in mv.tags:
         raise RegistryError(f"{MODEL} version {mv.version} has no record tag (not registered by pai deploy)")
     return json.loads(mv.tags["record"])
@@ -179,7 +215,9 @@ def verify(record: dict) -> None:
         raise RegistryError(f"{record['version']}: GGUF {path} does not match its registered sha256")
 
 
-def move_champion(record: dict, action: str, reason: str | None, wait_s: float, previous: list[str] | None = None) -> MoveResult:
+def move_champion(
+    record: dict, action: str, reason: str | None, wait_s: float, previous: list[str] | None = None
+) -> MoveResult:
     """Make `record` the champion and announce it; if a running service rejects it, move back."""
     verify(record)
     c = client()
@@ -199,8 +237,10 @@ def move_champion(record: dict, action: str, reason: str | None, wait_s: float, 
         if failed:
             _set_champion(c, before, old_hist)
             deployments.announce(conn, before, "revert", f"{record['version']} rejected: {failed[0]['detail']}")
-            raise RegistryError(f"{record['version']} rejected by service {failed[0]['service']}: {failed[0]['detail']}; "
-                                f"champion stays {before['version']}")  # fmt: skip
+            raise RegistryError(
+                f"{record['version']} rejected by service {failed[0]['service']}: {failed[0]['detail']}; "
+                f"champion stays {before['version']}"
+            )
     if record.get("registry_version"):
         try:
             if c.get_model_version_by_alias(MODEL, "challenger").version == record["registry_version"]:

@@ -46,7 +46,10 @@ def evaluate(
     base: SearchParams,
     advance: Callable[[], None] = lambda: None,
 ) -> list[dict]:
-    systems = {"vector (HNSW)": replace(base, hybrid=False), f"hybrid (vector + {base.keyword}, RRF)": replace(base, hybrid=True)}
+    systems = {
+        "vector (HNSW)": replace(base, hybrid=False),
+        f"hybrid (vector + {base.keyword}, RRF)": replace(base, hybrid=True),
+    }
     qvecs = embedder.encode([q for _, q, _ in queries])
     rows = []
     for name, sp in systems.items():
@@ -62,6 +65,12 @@ def evaluate(
             scores["ndcg@10"].append(ndcg_at_k(relevant, ranked, 10))
             scores["mrr"].append(mrr(relevant, ranked))
             advance()
-        rows.append({"system": name, "queries": len(queries), **{k: round(float(np.mean(v)), 4) for k, v in scores.items()},
-                     "sql_p50_ms": round(float(np.percentile(times, 50)) * 1000, 2)})  # fmt: skip
+        rows.append(
+            {
+                "system": name,
+                "queries": len(queries),
+                **{k: round(float(np.mean(v)), 4) for k, v in scores.items()},
+                "sql_p50_ms": round(float(np.percentile(times, 50)) * 1000, 2),
+            }
+        )
     return rows

@@ -31,7 +31,11 @@ class BenchmarkParams:
     out: str = "data/benchmarks"  # scifact-<split>.jsonl (contract-5 items) and stats.json
 
     def problems(self) -> list[str]:
-        return [] if self.split in ("train", "test", "dev") else [f"benchmark.split must be train, test or dev, not {self.split!r}"]
+        return (
+            []
+            if self.split in ("train", "test", "dev")
+            else [f"benchmark.split must be train, test or dev, not {self.split!r}"]
+        )
 
 
 def items_from_search(queries: list[tuple[str, str, set[str]]], search) -> tuple[list[dict], dict]:
@@ -43,11 +47,24 @@ def items_from_search(queries: list[tuple[str, str, set[str]]], search) -> tuple
         if not rel:
             skipped += 1
             continue
-        items.append({"qid": qid, "query": text, "relevant_ids": rel, "answers": [],
-                      "candidates": [{"id": str(c.chunk_id), "title": c.heading, "text": c.text, "source": c.source} for c in cands]})  # fmt: skip
+        items.append(
+            {
+                "qid": qid,
+                "query": text,
+                "relevant_ids": rel,
+                "answers": [],
+                "candidates": [
+                    {"id": str(c.chunk_id), "title": c.heading, "text": c.text, "source": c.source} for c in cands
+                ],
+            }
+        )
     n = [len(it["candidates"]) for it in items]
-    return items, {"queries": len(queries), "items": len(items), "no_relevant_candidate": skipped,
-                   "candidates_mean": round(sum(n) / len(n), 2) if n else 0}  # fmt: skip
+    return items, {
+        "queries": len(queries),
+        "items": len(items),
+        "no_relevant_candidate": skipped,
+        "candidates_mean": round(sum(n) / len(n), 2) if n else 0,
+    }
 
 
 def main() -> None:
@@ -59,17 +76,29 @@ def main() -> None:
     queries = load_scifact(Path(p.benchmark_dir), p.split)
     embedder = get_embedder(load_section("params.yaml", "embed", EmbedParams).batch_size)
     with connect() as conn:
-        (n,) = conn.execute("SELECT count(*) FROM documents WHERE source LIKE %s", ("%scifact/corpus.jsonl#%",)).fetchone()
+        (n,) = conn.execute(
+            "SELECT count(*) FROM documents WHERE source LIKE %s", ("%scifact/corpus.jsonl#%",)
+        ).fetchone()
         if n == 0:
-            items, stats = [], {"queries": len(queries), "items": 0, "skipped": "SciFact corpus not in the database (pai cycle ingests it)"}
+            items, stats = (
+                [],
+                {
+                    "queries": len(queries),
+                    "items": 0,
+                    "skipped": "SciFact corpus not in the database (pai cycle ingests it)",
+                },
+            )
             console.print(f"[yellow]benchmark: {stats['skipped']}; writing an empty {out}[/yellow]")
         else:
             vecs = dict(zip((q for _, q, _ in queries), embedder.encode([q for _, q, _ in queries])))
             items, stats = items_from_search(queries, lambda q: search_vector(conn, q, vecs[q], sp).above)
     write_atomic(out, "".join(json.dumps(it, ensure_ascii=False) + "\n" for it in items))
     write_atomic(out.parent / "stats.json", json.dumps(stats, indent=2) + "\n")
-    console.print(f"benchmark: {out}: {stats['items']} of {stats['queries']} SciFact {p.split} claims have a relevant abstract "
-                  f"among their candidates", soft_wrap=True)  # fmt: skip
+    console.print(
+        f"benchmark: {out}: {stats['items']} of {stats['queries']} SciFact {p.split} claims have a relevant abstract "
+        f"among their candidates",
+        soft_wrap=True,
+    )
 
 
 if __name__ == "__main__":

@@ -48,10 +48,16 @@ def measure(corpus: Path, repo: Path) -> dict:
                 lines_changed += 1
                 code_examples.append(f"{f.relative_to(repo)}:{i}: {b.strip()[:160]}")
     return {
-        "prose": {"corpus": str(corpus), "documents": len(docs), "documents_changed": docs_changed, "tokens": tokens,
-                  "tokens_changed": changed, "examples": prose_examples[:20]},
+        "prose": {
+            "corpus": str(corpus),
+            "documents": len(docs),
+            "documents_changed": docs_changed,
+            "tokens": tokens,
+            "tokens_changed": changed,
+            "examples": prose_examples[:20],
+        },
         "code": {"files": len(files), "lines": lines, "lines_changed": lines_changed, "examples": code_examples[:50]},
-    }  # fmt: skip
+    }
 
 
 def summary(m: dict) -> list[str]:

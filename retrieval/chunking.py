@@ -12,10 +12,36 @@ from dataclasses import dataclass
 
 MARKDOWN_SUFFIXES = {".md", ".markdown", ".mdx", ".rst"}
 CODE_SUFFIXES = {
-    ".py", ".js", ".jsx", ".ts", ".tsx", ".go", ".rs", ".java", ".kt", ".c", ".h", ".cc", ".cpp",
-    ".hpp", ".cs", ".rb", ".php", ".swift", ".scala", ".sh", ".bash", ".sql", ".lua", ".r",
-    ".toml", ".yaml", ".yml", ".ini", ".cfg",
-}  # fmt: skip
+    ".py",
+    ".js",
+    ".jsx",
+    ".ts",
+    ".tsx",
+    ".go",
+    ".rs",
+    ".java",
+    ".kt",
+    ".c",
+    ".h",
+    ".cc",
+    ".cpp",
+    ".hpp",
+    ".cs",
+    ".rb",
+    ".php",
+    ".swift",
+    ".scala",
+    ".sh",
+    ".bash",
+    ".sql",
+    ".lua",
+    ".r",
+    ".toml",
+    ".yaml",
+    ".yml",
+    ".ini",
+    ".cfg",
+}
 TEXT_SUFFIXES = {".txt", ".text", ".log", ""}
 
 ATOMIC_LIMIT = 8  # a fenced code block is kept whole up to this many times chunk_tokens

@@ -14,5 +14,7 @@ def ce_dtype(name: str) -> str:
         raise ValueError(f"cross-encoder dtype {name!r}: expected one of {', '.join(CE_DTYPES)}")
     if name != "auto":
         return name
-    native = any(getattr(torch.cpu, f, lambda: False)() for f in ("_is_avx512_bf16_supported", "_is_amx_tile_supported"))
+    native = any(
+        getattr(torch.cpu, f, lambda: False)() for f in ("_is_avx512_bf16_supported", "_is_amx_tile_supported")
+    )
     return "bfloat16" if native else "float32"

@@ -79,9 +79,7 @@ def migrate(conn: psycopg.Connection) -> list[str]:
             if version in done:
                 continue
             conn.execute(sql)
-            conn.execute(
-                "INSERT INTO schema_migrations (version, name) VALUES (%s, %s)", (version, name)
-            )
+            conn.execute("INSERT INTO schema_migrations (version, name) VALUES (%s, %s)", (version, name))
             applied_now.append(name)
     return applied_now
 

@@ -49,7 +49,10 @@ def latest(conn: psycopg.Connection) -> Deployment | None:
 
 
 def deployments(conn: psycopg.Connection, limit: int = 10) -> list[Deployment]:
-    return [Deployment(*r) for r in conn.execute(f"SELECT {_COLS} FROM selector_deployments ORDER BY id DESC LIMIT %s", (limit,))]
+    return [
+        Deployment(*r)
+        for r in conn.execute(f"SELECT {_COLS} FROM selector_deployments ORDER BY id DESC LIMIT %s", (limit,))
+    ]
 
 
 def last_good(conn: psycopg.Connection, before_id: int) -> Deployment | None:
@@ -65,7 +68,8 @@ def last_good(conn: psycopg.Connection, before_id: int) -> Deployment | None:
 
 def applies(conn: psycopg.Connection, deployment_id: int) -> list[dict]:
     rows = conn.execute(
-        "SELECT service, ok, detail, swap_ms, applied_at FROM selector_applies WHERE deployment_id = %s ORDER BY id", (deployment_id,)
+        "SELECT service, ok, detail, swap_ms, applied_at FROM selector_applies WHERE deployment_id = %s ORDER BY id",
+        (deployment_id,),
     ).fetchall()
     return [dict(zip(("service", "ok", "detail", "swap_ms", "applied_at"), r)) for r in rows]
 
@@ -83,7 +87,9 @@ def record_apply(conn: psycopg.Connection, deployment_id: int, service: str, ok:
 
 def listening_services(conn: psycopg.Connection) -> int:
     """Services currently listening for announcements (by their connection's application_name)."""
-    (n,) = conn.execute("SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE %s", (APP_NAME + ":%",)).fetchone()
+    (n,) = conn.execute(
+        "SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE %s", (APP_NAME + ":%",)
+    ).fetchone()
     return int(n)
 
 

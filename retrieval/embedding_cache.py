@@ -36,7 +36,9 @@ class EmbeddingCache:
         with self._lock:
             for i in range(0, len(keys), 500):
                 chunk = list(dict.fromkeys(keys[i : i + 500]))
-                rows = self._db.execute(f"SELECT key, vec FROM vectors WHERE key IN ({','.join('?' * len(chunk))})", chunk)
+                rows = self._db.execute(
+                    f"SELECT key, vec FROM vectors WHERE key IN ({','.join('?' * len(chunk))})", chunk
+                )
                 found.update((k, np.frombuffer(v, dtype=np.float32)) for k, v in rows)
         missing = list(dict.fromkeys(t for t, k in zip(texts, keys) if k not in found))
         if missing:

@@ -115,13 +115,21 @@ def log_query(
         conn.execute(  # one statement for all N candidates (this is on the query path)
             "INSERT INTO query_candidates (query_id, rank, chunk_id, content_hash, score, pick_rank)"
             " SELECT %s, * FROM unnest(%s::int[], %s::bigint[], %s::text[], %s::real[], %s::int[])",
-            (qid, [c.rank for c in candidates], [c.chunk_id for c in candidates], [c.content_hash for c in candidates],
-             [c.score for c in candidates], [pick.get(c.rank) for c in candidates]),
-        )  # fmt: skip
+            (
+                qid,
+                [c.rank for c in candidates],
+                [c.chunk_id for c in candidates],
+                [c.content_hash for c in candidates],
+                [c.score for c in candidates],
+                [pick.get(c.rank) for c in candidates],
+            ),
+        )
     return qid
 
 
-def record_pick(conn: psycopg.Connection, query_id: int, picked: list[int], status: str, version: str | None = None) -> None:
+def record_pick(
+    conn: psycopg.Connection, query_id: int, picked: list[int], status: str, version: str | None = None
+) -> None:
     """The selector's pick (candidate ranks, best first), when it arrives after the answer;
     `version` names the selector that made it."""
     with conn.transaction():
@@ -136,8 +144,10 @@ def record_pick(conn: psycopg.Connection, query_id: int, picked: list[int], stat
             "UPDATE query_candidates SET pick_rank = array_position(%s::int[], rank) WHERE query_id = %s",
             (picked, query_id),
         )
-        conn.execute("UPDATE queries SET selection_status = %s, picked_by = %s, updated_at = now() WHERE id = %s",
-                     (status, version, query_id))  # fmt: skip
+        conn.execute(
+            "UPDATE queries SET selection_status = %s, picked_by = %s, updated_at = now() WHERE id = %s",
+            (status, version, query_id),
+        )
 
 
 def record_feedback(
@@ -164,7 +174,9 @@ def record_feedback(
             raise FeedbackError(f"unknown query id {query_id}")
         # +1 when this query's rating becomes a thumbs-up, -1 when a thumbs-up is taken back
         up = 0 if rating is None else int(rating == 1) - int(row[1] == 1)
-        by_chunk = dict(conn.execute("SELECT chunk_id, rank FROM query_candidates WHERE query_id = %s", (query_id,)).fetchall())
+        by_chunk = dict(
+            conn.execute("SELECT chunk_id, rank FROM query_candidates WHERE query_id = %s", (query_id,)).fetchall()
+        )
         if used_chunk_ids is not None:
             unknown = [c for c in used_chunk_ids if c not in by_chunk]
             if unknown:
@@ -192,8 +204,10 @@ def record_feedback(
                 (row[0], learned, query_id, correction is not None, max(up, 0)),
             )
         elif up < 0:  # a thumbs-up taken back; the answer it alone planted goes (a correction stays)
-            conn.execute("UPDATE learned_qa SET quality_score = quality_score - 1, updated_at = now() WHERE question = %s",
-                         (row[0],))  # fmt: skip
+            conn.execute(
+                "UPDATE learned_qa SET quality_score = quality_score - 1, updated_at = now() WHERE question = %s",
+                (row[0],),
+            )
             conn.execute(
                 "DELETE FROM learned_qa l WHERE question = %s AND quality_score <= 0 AND NOT EXISTS"
                 " (SELECT 1 FROM queries q WHERE q.id = l.source_query_id AND q.correction IS NOT NULL)",
@@ -219,5 +233,10 @@ def counters(conn: psycopg.Connection) -> dict[str, float]:
                   (SELECT count(*) FROM query_candidates WHERE used), (SELECT count(*) FROM queries WHERE correction IS NOT NULL),
                   (SELECT count(*) FROM queries WHERE selection_status = 'fallback')"""
     ).fetchone()
-    return {"learned_qa_count": learned, "queries": queries, "use_count": used, "corrections": corrections,
-            "fallback_rate": round(fallbacks / queries, 4) if queries else 0.0}  # fmt: skip
+    return {
+        "learned_qa_count": learned,
+        "queries": queries,
+        "use_count": used,
+        "corrections": corrections,
+        "fallback_rate": round(fallbacks / queries, 4) if queries else 0.0,
+    }

@@ -189,8 +189,17 @@ def _ingest_batch(
             report.errors.append(f"{d.source}: not stored ({_first_line(e)})")
 
 
-def _write_one(conn, d: Document, h: str, chunks: list[Chunk], vectors: dict, params: IngestParams,
-               search: SearchParams, embedder: Embedder, report: IngestReport) -> None:  # fmt: skip
+def _write_one(
+    conn,
+    d: Document,
+    h: str,
+    chunks: list[Chunk],
+    vectors: dict,
+    params: IngestParams,
+    search: SearchParams,
+    embedder: Embedder,
+    report: IngestReport,
+) -> None:
     """Concurrent writers of one source (two `pai ingest`, the watcher, the hook, the webhook) take
     turns: state is read again under the lock, and dedup only ever compares with committed chunks
     of other documents, so no writer can skip a chunk because of its own document's rows."""
@@ -209,7 +218,9 @@ def _write_one(conn, d: Document, h: str, chunks: list[Chunk], vectors: dict, pa
         new = [c for c in unique.values() if c.content_hash not in old]
         missing = [c for c in new if c.content_hash not in vectors]
         if missing:
-            vectors.update(zip((c.content_hash for c in missing), embedder.encode_passages([embedding_text(c) for c in missing])))
+            vectors.update(
+                zip((c.content_hash for c in missing), embedder.encode_passages([embedding_text(c) for c in missing]))
+            )
         nearest = store.nearest(conn, np.array([vectors[c.content_hash] for c in new]), doc_id, search.ef_search)
         skipped, near = set(), {}
         for c, n in zip(new, nearest):
@@ -218,10 +229,14 @@ def _write_one(conn, d: Document, h: str, chunks: list[Chunk], vectors: dict, pa
             elif n and n.score >= params.near_threshold:
                 near[c.content_hash] = n
         written = store.write_document(
-            conn, source=d.source, path=d.path, content_hash=h,
+            conn,
+            source=d.source,
+            path=d.path,
+            content_hash=h,
             chunks=[c for c in unique.values() if c.content_hash not in skipped],
-            new_embeddings=vectors, near=near,
-        )  # fmt: skip
+            new_embeddings=vectors,
+            near=near,
+        )
     report.duplicates_skipped += len(skipped)
     report.near_linked += len(near)
     report.chunks_inserted += written.inserted

@@ -16,7 +16,10 @@ def fuse_scores(scores: list[float], fusion: dict | None, lexical: list[float] |
     bias, w_lex = fusion["rank_bias"], fusion.get("bm25_weight", 0.0)
     if w_lex and (lexical is None or len(lexical) != len(scores)):
         raise ValueError("this fusion weighs BM25: pass the candidates' lexical_scores")
-    return [fusion["ce_weight"] * x + bias[min(i, len(bias) - 1)] + (w_lex * lexical[i] if w_lex else 0.0) for i, x in enumerate(scores)]
+    return [
+        fusion["ce_weight"] * x + bias[min(i, len(bias) - 1)] + (w_lex * lexical[i] if w_lex else 0.0)
+        for i, x in enumerate(scores)
+    ]
 
 
 def fuse_for(query: str, texts: list[str], scores: list[float], fusion: dict | None) -> list[float]:

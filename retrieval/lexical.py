@@ -10,7 +10,9 @@ from collections import Counter
 
 import numpy as np
 
-_BM25_WORD = re.compile(r"(?u)\b\w\w+\b")  # bm25s.tokenize's defaults: lowercased words of 2+ characters, English stopwords out
+_BM25_WORD = re.compile(
+    r"(?u)\b\w\w+\b"
+)  # bm25s.tokenize's defaults: lowercased words of 2+ characters, English stopwords out
 
 
 @functools.cache

@@ -20,7 +20,9 @@ def per_query(relevant: dict[str, set[str]], selected: dict[str, list[str]], met
     qids = list(relevant)
     qrels = ranx.Qrels({q: {d: 1 for d in relevant[q]} for q in qids})
     # ranx wants scores: rank r of n gets n - r; a query with an empty selection gets a dummy miss
-    run = ranx.Run({q: ({d: float(len(selected[q]) - i) for i, d in enumerate(selected[q])} or {"__none__": 0.0}) for q in qids})
+    run = ranx.Run(
+        {q: ({d: float(len(selected[q]) - i) for i, d in enumerate(selected[q])} or {"__none__": 0.0}) for q in qids}
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         out = ranx.evaluate(qrels, run, list(metrics), return_mean=False, make_comparable=True)

@@ -38,8 +38,14 @@ def adapt_query(q: np.ndarray, adapter: np.ndarray | None) -> np.ndarray:
     return v / n if n > 0 else q
 
 
-def features(query: str, query_vec: np.ndarray, passage_vecs: np.ndarray, texts: list[str], adapter: np.ndarray | None,
-             lexical: bool = True) -> dict[str, np.ndarray]:  # fmt: skip
+def features(
+    query: str,
+    query_vec: np.ndarray,
+    passage_vecs: np.ndarray,
+    texts: list[str],
+    adapter: np.ndarray | None,
+    lexical: bool = True,
+) -> dict[str, np.ndarray]:
     """Every feature of the candidates (rows of `passage_vecs`, in retrieval order), standardised."""
     n = len(texts)
     return {

@@ -30,25 +30,120 @@ _ASSIGNMENT = r"""(?<![\w.])(?P<key>[A-Za-z_][\w.-]{0,80}?)["']?\]?[ \t]*(?::=|=
 _PASSWORD_WORDS = {"password", "passwd", "passphrase", "passcode", "pass", "pwd", "pw", "pword"}
 _TOKEN_WORDS = {"token", "apitoken", "authtoken", "accesstoken", "refreshtoken"}
 _SECRET_WORDS = {"secret", "credential", "credentials", "creds", "privatekey"}
-_KEY_QUALIFIERS = {"api", "access", "secret", "private", "signing", "encryption", "master", "client", "app",
-                   "consumer", "license", "account", "auth", "service", "subscription", "webhook", "shared"}
+_KEY_QUALIFIERS = {
+    "api",
+    "access",
+    "secret",
+    "private",
+    "signing",
+    "encryption",
+    "master",
+    "client",
+    "app",
+    "consumer",
+    "license",
+    "account",
+    "auth",
+    "service",
+    "subscription",
+    "webhook",
+    "shared",
+}
 # the name's last word says it is about the secret, not the secret itself
-_NOT_THE_VALUE = {"type", "types", "length", "len", "count", "file", "files", "path", "name", "names", "url", "uri",
-                  "endpoint", "expiry", "expires", "expiration", "ttl", "limit", "max", "min", "size", "budget",
-                  "header", "field", "env", "policy", "prompt", "reset", "hint", "format", "mode", "regex",
-                  "pattern", "kind", "version", "dir", "provider", "manager", "store", "ref", "arn", "location",
-                  "label", "description", "help", "required", "enabled", "rotation", "strength", "hash", "class"}
+_NOT_THE_VALUE = {
+    "type",
+    "types",
+    "length",
+    "len",
+    "count",
+    "file",
+    "files",
+    "path",
+    "name",
+    "names",
+    "url",
+    "uri",
+    "endpoint",
+    "expiry",
+    "expires",
+    "expiration",
+    "ttl",
+    "limit",
+    "max",
+    "min",
+    "size",
+    "budget",
+    "header",
+    "field",
+    "env",
+    "policy",
+    "prompt",
+    "reset",
+    "hint",
+    "format",
+    "mode",
+    "regex",
+    "pattern",
+    "kind",
+    "version",
+    "dir",
+    "provider",
+    "manager",
+    "store",
+    "ref",
+    "arn",
+    "location",
+    "label",
+    "description",
+    "help",
+    "required",
+    "enabled",
+    "rotation",
+    "strength",
+    "hash",
+    "class",
+}
 _CODE_VALUE = re.compile(  # a reference to a secret in code, not the secret: os.environ[...], get_token(), ${VAR}
     r"^(?:[A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)*[(\[]|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+$|(?:[a-z]+_)+[a-z]+$|(?:[A-Z]+_)+[A-Z]+$|(?:self|cls|this|os|config|settings|env|process|args|request)\.\w|"
-    r"\$\{?[A-Za-z_]\w*\}?$|\{[\w.]*\}$|\{\{.*\}\}$|<[^<>]+>$|%\(\w+\)s$|\*+$|x{4,}$|\.{3}$)", re.I)
+    r"\$\{?[A-Za-z_]\w*\}?$|\{[\w.]*\}$|\{\{.*\}\}$|<[^<>]+>$|%\(\w+\)s$|\*+$|x{4,}$|\.{3}$)",
+    re.I,
+)
 _SECRET_WORD = re.compile(  # secret-ish words in prose: "password is X", "client secret X", "deploy token ... X"
     r"(?i)(?<![\w-])(?:pass(?:word|wd|phrase|code)|pwd|secret(?:\s+(?:key|access\s+key))?|(?:api|access|private)\s+key"
-    r"|tokens?|credentials?)(?=[\s:=])")
+    r"|tokens?|credentials?)(?=[\s:=])"
+)
 _OPAQUE = re.compile(r"[A-Za-z0-9+/_.~-]+=*")
 _PUNCT = "\"'`.,;:!?)(<>[]{}="
 _MEASURE = re.compile(r"\d+(?:[.,]\d+)?[-–]?[A-Za-z]{1,8}s?|[A-Za-z]+-\d{1,4}")  # 256-bit, 90-day, 10mg, COVID-19
-_CONNECTORS = {"is", "was", "are", "were", "be", "=", ":", "to", "set", "of", "for", "the", "our", "my", "your", "its",
-               "this", "that", "it's", "here", "now", "reads", "equals", "-", "->", "=>", "now:"}
+_CONNECTORS = {
+    "is",
+    "was",
+    "are",
+    "were",
+    "be",
+    "=",
+    ":",
+    "to",
+    "set",
+    "of",
+    "for",
+    "the",
+    "our",
+    "my",
+    "your",
+    "its",
+    "this",
+    "that",
+    "it's",
+    "here",
+    "now",
+    "reads",
+    "equals",
+    "-",
+    "->",
+    "=>",
+    "now:",
+}
 
 
 @dataclass(frozen=True)
@@ -77,8 +172,11 @@ def secret_kind(name: str) -> str | None:
     joined = "".join(words)
     if any(w in _PASSWORD_WORDS for w in words) or any(p in joined for p in ("password", "passwd", "passphrase")):
         return "PASSWORD"
-    if any(w in ("key", "keys") and i > 0 and words[i - 1] in _KEY_QUALIFIERS for i, w in enumerate(words)) \
-            or "apikey" in joined or "accesskey" in joined:
+    if (
+        any(w in ("key", "keys") and i > 0 and words[i - 1] in _KEY_QUALIFIERS for i, w in enumerate(words))
+        or "apikey" in joined
+        or "accesskey" in joined
+    ):
         return "API_KEY" if "private" not in words else "SECRET"
     if any(w in _TOKEN_WORDS for w in words) or joined.endswith("token"):
         return "TOKEN"
@@ -92,19 +190,35 @@ def _not_code(m: re.Match[str], kind: str) -> str | None:
 
 
 PATTERNS: tuple[_Pattern, ...] = (
-    _Pattern("PRIVATE_KEY", re.compile(
-        r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")),
-    _Pattern("PRIVATE_KEY", re.compile(  # a key pasted without its END line: the base64 body that follows
-        r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----(?:\n[ \t]*(?:[A-Za-z0-9+/=]{16,}|[\w-]+: .*)[ \t]*)*")),
+    _Pattern(
+        "PRIVATE_KEY",
+        re.compile(
+            r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
+        ),
+    ),
+    _Pattern(
+        "PRIVATE_KEY",
+        re.compile(  # a key pasted without its END line: the base64 body that follows
+            r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----(?:\n[ \t]*(?:[A-Za-z0-9+/=]{16,}|[\w-]+: .*)[ \t]*)*"
+        ),
+    ),
     _Pattern("SSH_KEY", re.compile(r"\b(?:ssh-(?:rsa|dss|ed25519)|ecdsa-sha2-nistp\d+) AAAA[0-9A-Za-z+/]{40,}={0,3}")),
     _Pattern("AWS_ACCESS_KEY", re.compile(r"\b(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA)[0-9A-Z]{16}\b")),
-    _Pattern("AWS_SECRET_KEY", re.compile(
-        r"(?i)aws.{0,20}?(?:secret|private).{0,20}?['\"]?\s*(?::|=|:=|=>)\s*['\"]?(?P<value>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])"),
-        "value"),
+    _Pattern(
+        "AWS_SECRET_KEY",
+        re.compile(
+            r"(?i)aws.{0,20}?(?:secret|private).{0,20}?['\"]?\s*(?::|=|:=|=>)\s*['\"]?(?P<value>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])"
+        ),
+        "value",
+    ),
     _Pattern("GITHUB_TOKEN", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b")),
     _Pattern("GITLAB_TOKEN", re.compile(r"\bglpat-[A-Za-z0-9_-]{20,}")),
-    _Pattern("SLACK_TOKEN", re.compile(
-        r"\bxox[abposre]-[A-Za-z0-9-]{10,}|https://hooks\.slack\.com/services/T[A-Za-z0-9]+/B[A-Za-z0-9]+/[A-Za-z0-9]+")),
+    _Pattern(
+        "SLACK_TOKEN",
+        re.compile(
+            r"\bxox[abposre]-[A-Za-z0-9-]{10,}|https://hooks\.slack\.com/services/T[A-Za-z0-9]+/B[A-Za-z0-9]+/[A-Za-z0-9]+"
+        ),
+    ),
     _Pattern("STRIPE_KEY", re.compile(r"\b(?:sk|rk|pk|whsec)_(?:live|test)_[A-Za-z0-9]{16,}\b")),
     _Pattern("GOOGLE_API_KEY", re.compile(r"\bAIza[0-9A-Za-z_-]{35}\b")),
     _Pattern("LLM_API_KEY", re.compile(r"\bsk-(?:ant-|proj-)?[A-Za-z0-9_-]{32,}")),
@@ -112,38 +226,84 @@ PATTERNS: tuple[_Pattern, ...] = (
     _Pattern("JWT", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}")),
     _Pattern("BEARER_TOKEN", re.compile(r"(?i)\bbearer\s+(?P<value>[A-Za-z0-9._~+/-]{16,}=*)"), "value"),
     _Pattern("BASIC_AUTH", re.compile(r"(?i)\bauthorization:?\s*basic\s+(?P<value>[A-Za-z0-9+/]{8,}={0,2})"), "value"),
-    _Pattern("DB_PASSWORD", re.compile(
-        r"(?i)\b(?:postgres(?:ql)?|mysql|mariadb|mongodb(?:\+srv)?|rediss?|amqps?|mssql|sqlserver|oracle|cockroachdb)"
-        r"(?:\+\w+)?://[^\s:/@]*:(?P<value>[^\s@/]+)@"), "value", lambda m: _not_code(m, "DB_PASSWORD")),
-    _Pattern("URL_PASSWORD", re.compile(  # user:password@ in any other URL (the user may be empty, as redis has it)
-        r"\b[a-z][a-z0-9+.-]*://[^\s:/@\[\]]*:(?P<value>[^\s@/\[\]]+)@(?=[\w.\[-])", re.I), "value", lambda m: _not_code(m, "URL_PASSWORD")),
-    _Pattern("PASSWORD", re.compile(r"(?<![\w-])(?:-u|--user)[ \t]+[^\s:'\"]+:(?P<value>[^\s'\"]{4,})"), "value",
-             lambda m: _not_code(m, "PASSWORD")),  # curl -u user:pw
-    _Pattern("PASSWORD", re.compile(r"\b(?:mysql\w*|mariadb\w*)\b[^\n]*?[ \t]-p(?P<value>[^\s-][^\s]{3,})"), "value"),  # mysql -pPW
-    _Pattern("PASSWORD", re.compile(
-        r"(?i)(?:(?<![\w-])--?(?:password|passwd|pass|pwd|token|secret|api-?key|auth-token|access-token|client-secret)"
-        r"|\bsshpass\s+-p)(?:=|\s+)['\"]?(?P<value>[^\s'\"]{4,})"), "value",
-        lambda m: _not_code(m, "PASSWORD")),
-    _Pattern("SECRET", re.compile(  # <password>x</password>, <secret>x</secret>
-        r"<(?P<key>[\w.-]{2,40})>(?P<value>[^<>\s]{4,})</(?P=key)>"), "value", lambda m: secret_kind(m.group("key"))),
+    _Pattern(
+        "DB_PASSWORD",
+        re.compile(
+            r"(?i)\b(?:postgres(?:ql)?|mysql|mariadb|mongodb(?:\+srv)?|rediss?|amqps?|mssql|sqlserver|oracle|cockroachdb)"
+            r"(?:\+\w+)?://[^\s:/@]*:(?P<value>[^\s@/]+)@"
+        ),
+        "value",
+        lambda m: _not_code(m, "DB_PASSWORD"),
+    ),
+    _Pattern(
+        "URL_PASSWORD",
+        re.compile(  # user:password@ in any other URL (the user may be empty, as redis has it)
+            r"\b[a-z][a-z0-9+.-]*://[^\s:/@\[\]]*:(?P<value>[^\s@/\[\]]+)@(?=[\w.\[-])", re.I
+        ),
+        "value",
+        lambda m: _not_code(m, "URL_PASSWORD"),
+    ),
+    _Pattern(
+        "PASSWORD",
+        re.compile(r"(?<![\w-])(?:-u|--user)[ \t]+[^\s:'\"]+:(?P<value>[^\s'\"]{4,})"),
+        "value",
+        lambda m: _not_code(m, "PASSWORD"),
+    ),  # curl -u user:pw
+    _Pattern(
+        "PASSWORD", re.compile(r"\b(?:mysql\w*|mariadb\w*)\b[^\n]*?[ \t]-p(?P<value>[^\s-][^\s]{3,})"), "value"
+    ),  # mysql -pPW
+    _Pattern(
+        "PASSWORD",
+        re.compile(
+            r"(?i)(?:(?<![\w-])--?(?:password|passwd|pass|pwd|token|secret|api-?key|auth-token|access-token|client-secret)"
+            r"|\bsshpass\s+-p)(?:=|\s+)['\"]?(?P<value>[^\s'\"]{4,})"
+        ),
+        "value",
+        lambda m: _not_code(m, "PASSWORD"),
+    ),
+    _Pattern(
+        "SECRET",
+        re.compile(  # <password>x</password>, <secret>x</secret>
+            r"<(?P<key>[\w.-]{2,40})>(?P<value>[^<>\s]{4,})</(?P=key)>"
+        ),
+        "value",
+        lambda m: secret_kind(m.group("key")),
+    ),
     _Pattern("SECRET", re.compile(_ASSIGNMENT + _VALUE), "value", _judge_assignment),
-)  # fmt: skip
+)
 
 _REDACTED = re.compile(r"\[REDACTED:[A-Z0-9_]+\]")
 # a secret standing beside a key id: (marker of the id, the secret's shape, its kind)
 _BESIDE_KEY_ID = (
-    ("[REDACTED:AWS_ACCESS_KEY]", re.compile(r"(?<![A-Za-z0-9/+])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])"), "AWS_SECRET_KEY"),
+    (
+        "[REDACTED:AWS_ACCESS_KEY]",
+        re.compile(r"(?<![A-Za-z0-9/+])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])"),
+        "AWS_SECRET_KEY",
+    ),
     ("[REDACTED:TWILIO_API_KEY]", re.compile(r"(?<![0-9A-Za-z])[0-9a-fA-F]{32}(?![0-9A-Za-z])"), "TWILIO_AUTH_TOKEN"),
 )
 _KEY_ID_WINDOW = 200  # characters either side of a key id searched for its secret
 
 # detect-secrets provider plugins (no keyword/entropy/IP plugins: false positives on prose).
 _DS_PLUGINS = (
-    "ArtifactoryDetector", "AzureStorageKeyDetector", "BasicAuthDetector", "CloudantDetector",
-    "DiscordBotTokenDetector", "GitLabTokenDetector", "IbmCloudIamDetector", "IbmCosHmacDetector",
-    "MailchimpDetector", "NpmDetector", "OpenAIDetector", "PypiTokenDetector", "SendGridDetector",
-    "SoftlayerDetector", "SquareOAuthDetector", "TelegramBotTokenDetector", "TwilioKeyDetector",
-)  # fmt: skip
+    "ArtifactoryDetector",
+    "AzureStorageKeyDetector",
+    "BasicAuthDetector",
+    "CloudantDetector",
+    "DiscordBotTokenDetector",
+    "GitLabTokenDetector",
+    "IbmCloudIamDetector",
+    "IbmCosHmacDetector",
+    "MailchimpDetector",
+    "NpmDetector",
+    "OpenAIDetector",
+    "PypiTokenDetector",
+    "SendGridDetector",
+    "SoftlayerDetector",
+    "SquareOAuthDetector",
+    "TelegramBotTokenDetector",
+    "TwilioKeyDetector",
+)
 
 
 @dataclass
@@ -206,7 +366,13 @@ def _credential_like(word: str, strict: bool) -> bool:
     has_alpha, has_digit = any(c.isalpha() for c in word), any(c.isdigit() for c in word)
     has_symbol = any(not c.isalnum() and c not in "'’-." for c in word)  # lover's, well-known: words
     if strict:  # one opaque token: no brackets, quotes or `name=`
-        return len(word) >= 16 and has_alpha and has_digit and _OPAQUE.fullmatch(word) is not None and _entropy(word) >= 3.0
+        return (
+            len(word) >= 16
+            and has_alpha
+            and has_digit
+            and _OPAQUE.fullmatch(word) is not None
+            and _entropy(word) >= 3.0
+        )
     if not has_alpha or word.isalpha() and len(word) < 20:
         return False
     if word.replace("-", "").isalpha() and len(word) < 20:  # hyphenated words: "well-known"

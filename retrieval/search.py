@@ -106,10 +106,8 @@ def search_vector(
     with conn.transaction():
         conn.execute(f"SET LOCAL hnsw.ef_search = {int(params.ef_search)}")
         vector_ids = [
-            i for (i,) in conn.execute(
-                "SELECT id FROM chunks ORDER BY embedding <=> %s LIMIT %s", (qvec, params.top_k)
-            )
-        ]  # fmt: skip
+            i for (i,) in conn.execute("SELECT id FROM chunks ORDER BY embedding <=> %s LIMIT %s", (qvec, params.top_k))
+        ]
         rankings = [vector_ids] + (keyword_rankings(conn, query, params) if keyword is None else keyword)
         fused = rrf(rankings, params.rrf_k)[: params.top_k]
         rows = conn.execute(
@@ -128,11 +126,21 @@ def search_vector(
             krank[i] = min(r, krank.get(i, r))
     candidates = [
         Candidate(
-            rank=n, chunk_id=i, source=by_id[i][1], heading=by_id[i][2], parent_heading=by_id[i][3],
-            start_line=by_id[i][4], end_line=by_id[i][5], text=by_id[i][6], content_hash=by_id[i][7],
-            tokens=by_id[i][8], score=float(by_id[i][9]), vector_rank=vrank.get(i), keyword_rank=krank.get(i),
+            rank=n,
+            chunk_id=i,
+            source=by_id[i][1],
+            heading=by_id[i][2],
+            parent_heading=by_id[i][3],
+            start_line=by_id[i][4],
+            end_line=by_id[i][5],
+            text=by_id[i][6],
+            content_hash=by_id[i][7],
+            tokens=by_id[i][8],
+            score=float(by_id[i][9]),
+            vector_rank=vrank.get(i),
+            keyword_rank=krank.get(i),
         )
         for n, i in enumerate((i for i in fused if i in by_id), start=1)
-    ]  # fmt: skip
+    ]
     above = [c for c in candidates if c.score >= params.threshold]
     return SearchResult(query, candidates, params.threshold, take_budget(above, params.token_budget, params.min_chunks))

@@ -155,8 +155,15 @@ def parse_selection(raw: str, n: int, k: int = DEFAULT_K) -> Selection:
             dropped.append(repr(item)[:20])
         else:
             picked.append(i)
-    problems = [p for p in (problem, f"dropped {', '.join(dropped)}" if dropped else None,
-                            f"kept first {k} of {len(picked)}" if len(picked) > k else None) if p]  # fmt: skip
+    problems = [
+        p
+        for p in (
+            problem,
+            f"dropped {', '.join(dropped)}" if dropped else None,
+            f"kept first {k} of {len(picked)}" if len(picked) > k else None,
+        )
+        if p
+    ]
     if not picked:
         return Selection(similarity_order(n, k), "fallback", "; ".join(problems))
     status = "ok" if not problems and isinstance(obj, dict) else "repaired"

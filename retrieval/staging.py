@@ -126,8 +126,10 @@ def commit_batch(directory: Path, paths: list[Path], message: str) -> str | None
     def git(*args: str) -> str:
         return subprocess.run(
             ["git", "-C", str(directory), "-c", "user.name=pai", "-c", "user.email=pai@localhost", *args],
-            check=True, capture_output=True, text=True,
-        ).stdout.strip()  # fmt: skip
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
 
     if not (directory / ".git").exists():
         git("init", "-q")

@@ -34,22 +34,16 @@ def lock_source(conn: psycopg.Connection, source: str) -> None:
 
 def document_hashes(conn: psycopg.Connection, sources: list[str]) -> dict[str, tuple[int, str]]:
     """source -> (document id, content hash) for the sources already stored."""
-    rows = conn.execute(
-        "SELECT source, id, content_hash FROM documents WHERE source = ANY(%s)", (sources,)
-    ).fetchall()
+    rows = conn.execute("SELECT source, id, content_hash FROM documents WHERE source = ANY(%s)", (sources,)).fetchall()
     return {s: (i, h) for s, i, h in rows}
 
 
 def chunk_hashes(conn: psycopg.Connection, document_id: int) -> dict[str, int]:
-    rows = conn.execute(
-        "SELECT content_hash, id FROM chunks WHERE document_id = %s", (document_id,)
-    ).fetchall()
+    rows = conn.execute("SELECT content_hash, id FROM chunks WHERE document_id = %s", (document_id,)).fetchall()
     return dict(rows)
 
 
-def nearest(
-    conn: psycopg.Connection, vectors: np.ndarray, other_than: int | None, ef_search: int
-) -> list[Near | None]:
+def nearest(conn: psycopg.Connection, vectors: np.ndarray, other_than: int | None, ef_search: int) -> list[Near | None]:
     """Nearest stored chunk (HNSW) of any document but `other_than`, for each vector."""
     if len(vectors) == 0:
         return []
@@ -111,10 +105,7 @@ def write_document(
             cur.executemany(
                 "UPDATE chunks SET ord = %s, start_line = %s, end_line = %s WHERE id = %s"
                 " AND (ord, start_line, end_line) IS DISTINCT FROM (%s, %s, %s)",
-                [
-                    (i, c.start_line, c.end_line, stored[c.content_hash], i, c.start_line, c.end_line)
-                    for i, c in kept
-                ],
+                [(i, c.start_line, c.end_line, stored[c.content_hash], i, c.start_line, c.end_line) for i, c in kept],
             )
             cur.executemany(
                 """
@@ -124,14 +115,24 @@ def write_document(
                 """,
                 [
                     (
-                        doc_id, source, i, c.heading, c.parent_heading, c.level, c.start_line,
-                        c.end_line, c.text, c.content_hash, c.tokens, new_embeddings[c.content_hash],
+                        doc_id,
+                        source,
+                        i,
+                        c.heading,
+                        c.parent_heading,
+                        c.level,
+                        c.start_line,
+                        c.end_line,
+                        c.text,
+                        c.content_hash,
+                        c.tokens,
+                        new_embeddings[c.content_hash],
                         near[c.content_hash].chunk_id if c.content_hash in near else None,
                         near[c.content_hash].score if c.content_hash in near else None,
                     )
                     for i, c in fresh
                 ],
-            )  # fmt: skip
+            )
     return WriteCounts(inserted=len(fresh), kept=len(kept), deleted=deleted)
 
 
@@ -141,8 +142,7 @@ def delete_sources(conn: psycopg.Connection, sources: list[str]) -> tuple[int, i
         return 0, 0
     with conn.transaction():
         (n_chunks,) = conn.execute(
-            "SELECT count(*) FROM chunks c JOIN documents d ON d.id = c.document_id"
-            " WHERE d.source = ANY(%s)",
+            "SELECT count(*) FROM chunks c JOIN documents d ON d.id = c.document_id WHERE d.source = ANY(%s)",
             (sources,),
         ).fetchone()
         n_docs = conn.execute("DELETE FROM documents WHERE source = ANY(%s)", (sources,)).rowcount
@@ -151,9 +151,7 @@ def delete_sources(conn: psycopg.Connection, sources: list[str]) -> tuple[int, i
 
 def sources_for_paths(conn: psycopg.Connection, paths: list[str]) -> dict[str, list[str]]:
     """path -> stored sources, for the given file paths."""
-    rows = conn.execute(
-        "SELECT path, source FROM documents WHERE path = ANY(%s) ORDER BY source", (paths,)
-    ).fetchall()
+    rows = conn.execute("SELECT path, source FROM documents WHERE path = ANY(%s) ORDER BY source", (paths,)).fetchall()
     out: dict[str, list[str]] = {}
     for path, source in rows:
         out.setdefault(path, []).append(source)
@@ -162,17 +160,13 @@ def sources_for_paths(conn: psycopg.Connection, paths: list[str]) -> dict[str, l
 
 def paths_under(conn: psycopg.Connection, directory: str) -> list[str]:
     prefix = directory.rstrip("/") + "/"
-    rows = conn.execute(
-        "SELECT DISTINCT path FROM documents WHERE starts_with(path, %s)", (prefix,)
-    ).fetchall()
+    rows = conn.execute("SELECT DISTINCT path FROM documents WHERE starts_with(path, %s)", (prefix,)).fetchall()
     return [p for (p,) in rows]
 
 
 def ensure_hnsw(conn: psycopg.Connection, m: int, ef_construction: int) -> bool:
     """Rebuild the HNSW index when its (m, ef_construction) differ from params; True if rebuilt."""
-    row = conn.execute(
-        "SELECT reloptions FROM pg_class WHERE relname = 'chunks_embedding_hnsw'"
-    ).fetchone()
+    row = conn.execute("SELECT reloptions FROM pg_class WHERE relname = 'chunks_embedding_hnsw'").fetchone()
     want = {f"m={m}", f"ef_construction={ef_construction}"}
     if row and set(row[0] or []) == want:
         return False

@@ -54,8 +54,10 @@ def is_loopback(host: str) -> bool:
 def check_exposure(host: str) -> None:
     """Beyond loopback every write needs a token: refuse to serve there without one."""
     if not is_loopback(host) and not (os.environ.get(ADMIN_TOKEN) or os.environ.get(WRITE_TOKEN)):
-        raise ValueError(f"listening on {host}, beyond loopback, needs {WRITE_TOKEN} or {ADMIN_TOKEN} set: "
-                         "anyone who can reach it could otherwise ingest notes and post feedback")  # fmt: skip
+        raise ValueError(
+            f"listening on {host}, beyond loopback, needs {WRITE_TOKEN} or {ADMIN_TOKEN} set: "
+            "anyone who can reach it could otherwise ingest notes and post feedback"
+        )
 
 
 def _storable(value: str) -> str:
@@ -98,7 +100,9 @@ class Service:
     swapper: HotSwapper | None = None  # follows the announced selector version (None: pinned selector)
     host: str = "127.0.0.1"  # beyond loopback, admin routes need PAI_ADMIN_TOKEN
     pool: ConnectionPool | None = None
-    keyword_workers: ThreadPoolExecutor = field(default_factory=lambda: ThreadPoolExecutor(8, thread_name_prefix="keyword"))
+    keyword_workers: ThreadPoolExecutor = field(
+        default_factory=lambda: ThreadPoolExecutor(8, thread_name_prefix="keyword")
+    )
 
 
 class QueryIn(BaseModel):
@@ -110,7 +114,9 @@ class QueryIn(BaseModel):
 class FeedbackIn(BaseModel):
     model_config = ConfigDict(strict=True)
     query_id: Id
-    used_chunk_ids: list[Id] | None = Field(None, max_length=1000, description="chunks the consumer used; the other candidates were ignored")
+    used_chunk_ids: list[Id] | None = Field(
+        None, max_length=1000, description="chunks the consumer used; the other candidates were ignored"
+    )
     answer: Text | None = Field(None, max_length=50_000, description="final answer; [n] citations mark used candidates")
     rating: Rating | None = None
     correction: Text | None = Field(None, max_length=50_000)
@@ -136,7 +142,9 @@ class BodyLimit:
             return await self.app(scope, receive, send)
         size = dict(scope["headers"]).get(b"content-length", b"")
         if size.isdigit() and int(size) > self.limit:
-            response = JSONResponse({"error": f"body of {int(size):,} bytes is over the {self.limit:,}-byte limit"}, 413)
+            response = JSONResponse(
+                {"error": f"body of {int(size):,} bytes is over the {self.limit:,}-byte limit"}, 413
+            )
             return await response(scope, receive, send)
         received = 0
 
@@ -156,9 +164,13 @@ def create_app(service: Service) -> FastAPI:
     async def lifespan(app: FastAPI):
         connect(service.db_url).close()  # migrations, once
         service.pool = ConnectionPool(
-            service.db_url, min_size=4, max_size=16, open=True,
-            kwargs={"autocommit": True}, configure=register_vector,
-        )  # fmt: skip
+            service.db_url,
+            min_size=4,
+            max_size=16,
+            open=True,
+            kwargs={"autocommit": True},
+            configure=register_vector,
+        )
         service.embedder.encode(["warm up"])
         if service.swapper is not None:
             service.swapper.start()
@@ -202,7 +214,12 @@ def create_app(service: Service) -> FastAPI:
     def health() -> dict:
         with service.pool.connection() as conn:
             (chunks,) = conn.execute("SELECT count(*) FROM chunks").fetchone()
-        return {"status": "ok", "chunks": chunks, "selector": service.picker.selector.version, "prompt_version": PROMPT_VERSION}
+        return {
+            "status": "ok",
+            "chunks": chunks,
+            "selector": service.picker.selector.version,
+            "prompt_version": PROMPT_VERSION,
+        }
 
     def require_admin(request: Request) -> None:
         token = os.environ.get(ADMIN_TOKEN)
@@ -210,7 +227,9 @@ def create_app(service: Service) -> FastAPI:
             if not _bearer_is(request, token):
                 raise StarletteHTTPException(401, "admin route: missing or wrong bearer token (PAI_ADMIN_TOKEN)")
         elif not is_loopback(service.host):
-            raise StarletteHTTPException(403, f"admin routes are off: the service listens on {service.host}; set PAI_ADMIN_TOKEN")
+            raise StarletteHTTPException(
+                403, f"admin routes are off: the service listens on {service.host}; set PAI_ADMIN_TOKEN"
+            )
 
     def require_writer(request: Request) -> None:
         """Writes (ingest, feedback): open on loopback; beyond it, PAI_WRITE_TOKEN or PAI_ADMIN_TOKEN."""
@@ -218,9 +237,13 @@ def create_app(service: Service) -> FastAPI:
             return
         tokens = [t for t in (os.environ.get(WRITE_TOKEN), os.environ.get(ADMIN_TOKEN)) if t]
         if not tokens:  # check_exposure refuses to start so; the environment changed under us
-            raise StarletteHTTPException(403, f"writes are off: the service listens on {service.host}; set {WRITE_TOKEN}")
+            raise StarletteHTTPException(
+                403, f"writes are off: the service listens on {service.host}; set {WRITE_TOKEN}"
+            )
         if not any(_bearer_is(request, t) for t in tokens):
-            raise StarletteHTTPException(401, f"write route: missing or wrong bearer token ({WRITE_TOKEN} or {ADMIN_TOKEN})")
+            raise StarletteHTTPException(
+                401, f"write route: missing or wrong bearer token ({WRITE_TOKEN} or {ADMIN_TOKEN})"
+            )
 
     @app.get("/selector")
     def get_selector() -> dict:
@@ -229,9 +252,17 @@ def create_app(service: Service) -> FastAPI:
         if service.swapper is not None:
             out.update(service.swapper.status())
             with service.pool.connection() as conn:
-                out["deployments"] = [{"id": d.id, "version": d.version, "action": d.action, "reason": d.reason,
-                                       "created_at": d.created_at.isoformat(), "applies": deployments.applies(conn, d.id)}
-                                      for d in deployments.deployments(conn, 5)]  # fmt: skip
+                out["deployments"] = [
+                    {
+                        "id": d.id,
+                        "version": d.version,
+                        "action": d.action,
+                        "reason": d.reason,
+                        "created_at": d.created_at.isoformat(),
+                        "applies": deployments.applies(conn, d.id),
+                    }
+                    for d in deployments.deployments(conn, 5)
+                ]
         return JSONResponse(jsonable_encoder(out))
 
     @app.post("/selector/reload", dependencies=[Depends(require_admin)])
@@ -259,20 +290,33 @@ def create_app(service: Service) -> FastAPI:
         if body.used_chunk_ids is None and body.answer is None and body.rating is None and body.correction is None:
             return JSONResponse({"error": "empty feedback: give used_chunk_ids, answer, rating or correction"}, 422)
         with service.pool.connection() as conn:
-            used = feedback.record_feedback(conn, body.query_id, used_chunk_ids=body.used_chunk_ids,
-                                            answer=body.answer, rating=body.rating, correction=body.correction)  # fmt: skip
+            used = feedback.record_feedback(
+                conn,
+                body.query_id,
+                used_chunk_ids=body.used_chunk_ids,
+                answer=body.answer,
+                rating=body.rating,
+                correction=body.correction,
+            )
         return {"query_id": body.query_id, "used_ranks": used}
 
     @app.post("/ingest", dependencies=[Depends(require_writer)])
     def ingest(body: IngestIn) -> dict:
-        doc = scrub_names(Document(f"webhook:{body.source}", "webhook:", body.text.replace("\r\n", "\n"), body.kind, body.title))
+        doc = scrub_names(
+            Document(f"webhook:{body.source}", "webhook:", body.text.replace("\r\n", "\n"), body.kind, body.title)
+        )
         with service.pool.connection() as conn:
             report = ingest_documents(conn, [doc], service.ingest, service.search, service.embedder)
         if report.errors:
             return JSONResponse({"error": report.errors[0]}, 422)
-        return {"source": doc.source, "chunks_inserted": report.chunks_inserted, "chunks_kept": report.chunks_kept,
-                "duplicates_skipped": report.duplicates_skipped, "redactions": dict(report.redactions),
-                "seconds": round(report.seconds, 4)}  # fmt: skip
+        return {
+            "source": doc.source,
+            "chunks_inserted": report.chunks_inserted,
+            "chunks_kept": report.chunks_kept,
+            "duplicates_skipped": report.duplicates_skipped,
+            "redactions": dict(report.redactions),
+            "seconds": round(report.seconds, 4),
+        }
 
     return app
 
@@ -303,9 +347,17 @@ def run_query(service: Service, text: str, inline: bool) -> dict:
     sf = staging.from_result(result)
     path = staging.write(sf, Path(service.staging.dir), display_root=os.getcwd())
     with service.pool.connection() as conn:
-        qid = feedback.log_query(conn, text, result.candidates, version, [c.rank for c in chosen],
-                                 prompt_version=PROMPT_VERSION, selection_status=status, staging_path=str(path),
-                                 threshold=service.search.threshold)  # fmt: skip
+        qid = feedback.log_query(
+            conn,
+            text,
+            result.candidates,
+            version,
+            [c.rank for c in chosen],
+            prompt_version=PROMPT_VERSION,
+            selection_status=status,
+            staging_path=str(path),
+            threshold=service.search.threshold,
+        )
     if (status == "pending" or fast) and status != "cached" and shown:  # the slow selector refines for next time
         service.picker.select_later(text, shown, lambda p: _log_pick(service, qid, p), slow)
     return {
@@ -315,7 +367,10 @@ def run_query(service: Service, text: str, inline: bool) -> dict:
         "selection_status": status,
         "context": [_context_item(c) for c in context],
         "learned": [{"question": q, "answer": a, "similarity": round(s, 3)} for q, a, s in learned],
-        "candidates": [{"rank": c.rank, "chunk_id": c.chunk_id, "source": c.source, "score": round(c.score, 4)} for c in result.candidates],
+        "candidates": [
+            {"rank": c.rank, "chunk_id": c.chunk_id, "source": c.source, "score": round(c.score, 4)}
+            for c in result.candidates
+        ],
         "below_threshold": result.below_threshold,
         "staging_file": str(path),
     }
@@ -338,5 +393,13 @@ def _log_pick(service: Service, query_id: int, pick: Pick) -> None:
 
 
 def _context_item(c: Candidate) -> dict:
-    return {"rank": c.rank, "chunk_id": c.chunk_id, "source": c.source, "heading": c.heading,
-            "start_line": c.start_line, "end_line": c.end_line, "score": round(c.score, 4), "text": c.text}  # fmt: skip
+    return {
+        "rank": c.rank,
+        "chunk_id": c.chunk_id,
+        "source": c.source,
+        "heading": c.heading,
+        "start_line": c.start_line,
+        "end_line": c.end_line,
+        "score": round(c.score, 4),
+        "text": c.text,
+    }

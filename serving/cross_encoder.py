@@ -24,8 +24,15 @@ from .interface import SelectorLoadError
 class CrossEncoderSelector:
     """A `train_ce` output folder (model/, ce_config.json) served as a selector."""
 
-    def __init__(self, model_dir: Path, version: str, max_length: int | None = None, threads: int | None = None, batch_size: int = 32,
-                 dtype: str | None = None):  # fmt: skip
+    def __init__(
+        self,
+        model_dir: Path,
+        version: str,
+        max_length: int | None = None,
+        threads: int | None = None,
+        batch_size: int = 32,
+        dtype: str | None = None,
+    ):
         """`max_length` None = the length the model was trained with; `threads` sets torch's (process-wide)
         intra-op threads, None leaves torch's default (one per core); `dtype` None = the folder's
         `serve_dtype` (`retrieval.cpu_dtype.ce_dtype`; float32 for folders that predate it)."""
@@ -38,7 +45,9 @@ class CrossEncoderSelector:
         except (OSError, ValueError) as e:  # no config = no finished training run in this folder
             raise SelectorLoadError(f"not a trained cross-encoder folder: {model_dir}: {e}") from e
         if cfg.get("input_format") != CE_INPUT_FORMAT:
-            raise SelectorLoadError(f"{model_dir}: input format {cfg.get('input_format')!r}, this service renders {CE_INPUT_FORMAT!r}")
+            raise SelectorLoadError(
+                f"{model_dir}: input format {cfg.get('input_format')!r}, this service renders {CE_INPUT_FORMAT!r}"
+            )
         if threads:
             torch.set_num_threads(threads)
         self.max_length = max_length or int(cfg["max_length"])

@@ -30,23 +30,51 @@ log = logging.getLogger("pai.hotswap")
 
 # Known prompts a new selector must answer (parsable, in time) before it serves anything.
 CANARY: tuple[tuple[str, tuple[PromptCandidate, ...]], ...] = (
-    ("does vitamin D prevent bone fractures in older adults?", (
-        PromptCandidate("trials/vitamin-d.md", "Results", "Daily vitamin D3 with calcium reduced hip fractures by 16% in women over 70."),
-        PromptCandidate("notes/gardening.md", None, "Tomatoes need six hours of sun and regular watering."),
-        PromptCandidate("trials/vitamin-d.md", "Methods", "A randomised trial of 36,282 postmenopausal women over seven years."),
-        PromptCandidate("docs/postgres.md", "Indexes", "HNSW indexes trade recall for speed through ef_search."),
-    )),
-    ("how do I rotate the API token?", (
-        PromptCandidate("docs/security.md", "Tokens", "Rotate a token with `pai token rotate`; the old one stops working after 24 h."),
-        PromptCandidate("docs/setup.md", "Install", "Run the installer, then start the service."),
-        PromptCandidate("changelog.md", "0.3", "Token rotation no longer restarts the service."),
-    )),
-    ("what is the capital of France?", tuple(
-        PromptCandidate(f"atlas/europe-{i}.md", None, text) for i, text in enumerate((
-            "Paris is the capital and largest city of France.", "Berlin is the capital of Germany.",
-            "France borders Spain, Italy, Germany, Belgium and Switzerland.", "Madrid is the capital of Spain.",
-            "The Seine flows through Paris.", "Lyon is known for its cuisine."), 1))),
-)  # fmt: skip
+    (
+        "does vitamin D prevent bone fractures in older adults?",
+        (
+            PromptCandidate(
+                "trials/vitamin-d.md",
+                "Results",
+                "Daily vitamin D3 with calcium reduced hip fractures by 16% in women over 70.",
+            ),
+            PromptCandidate("notes/gardening.md", None, "Tomatoes need six hours of sun and regular watering."),
+            PromptCandidate(
+                "trials/vitamin-d.md", "Methods", "A randomised trial of 36,282 postmenopausal women over seven years."
+            ),
+            PromptCandidate("docs/postgres.md", "Indexes", "HNSW indexes trade recall for speed through ef_search."),
+        ),
+    ),
+    (
+        "how do I rotate the API token?",
+        (
+            PromptCandidate(
+                "docs/security.md",
+                "Tokens",
+                "Rotate a token with `pai token rotate`; the old one stops working after 24 h.",
+            ),
+            PromptCandidate("docs/setup.md", "Install", "Run the installer, then start the service."),
+            PromptCandidate("changelog.md", "0.3", "Token rotation no longer restarts the service."),
+        ),
+    ),
+    (
+        "what is the capital of France?",
+        tuple(
+            PromptCandidate(f"atlas/europe-{i}.md", None, text)
+            for i, text in enumerate(
+                (
+                    "Paris is the capital and largest city of France.",
+                    "Berlin is the capital of Germany.",
+                    "France borders Spain, Italy, Germany, Belgium and Switzerland.",
+                    "Madrid is the capital of Spain.",
+                    "The Seine flows through Paris.",
+                    "Lyon is known for its cuisine.",
+                ),
+                1,
+            )
+        ),
+    ),
+)
 
 
 def canary(selector: Selector, timeout_s: float, k: int = 5) -> tuple[bool, str]:
@@ -73,8 +101,14 @@ class HotSwapper:
     """Follows `selector_deployments` for one service: LISTENs on its own connection, applies the
     newest announced version (load + warm + canary beside the old one, then one reference swap)."""
 
-    def __init__(self, picker: Picker, db_url: str, canary_timeout_s: float = 60.0, grace_s: float | None = None,
-                 build: Callable[[dict], Selector] = from_record):  # fmt: skip
+    def __init__(
+        self,
+        picker: Picker,
+        db_url: str,
+        canary_timeout_s: float = 60.0,
+        grace_s: float | None = None,
+        build: Callable[[dict], Selector] = from_record,
+    ):
         self.picker, self.db_url, self.build = picker, db_url, build
         self.canary_timeout_s = canary_timeout_s
         self.grace_s = picker.timeout_s if grace_s is None else grace_s  # old selector closed after in-flight work
@@ -105,8 +139,13 @@ class HotSwapper:
         conn.execute("SELECT pg_notify(%s, 'reload')", (CHANNEL,))
 
     def status(self) -> dict:
-        return {"version": self.picker.selector.version, "deployment_id": self.deployment_id, "since": self.since,
-                "last_error": self.last_error, "service": self.name}  # fmt: skip
+        return {
+            "version": self.picker.selector.version,
+            "deployment_id": self.deployment_id,
+            "since": self.since,
+            "last_error": self.last_error,
+            "service": self.name,
+        }
 
     def _run(self) -> None:
         backoff = 0.5
@@ -121,7 +160,9 @@ class HotSwapper:
                         if any(True for _ in conn.notifies(timeout=0.5, stop_after=1)):
                             self._catch_up(conn, startup=False)
             except psycopg.Error as e:  # the database went away: keep serving, reconnect with backoff
-                self.last_error = f"listener: {type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}"
+                self.last_error = (
+                    f"listener: {type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}"
+                )
                 log.warning("%s; retrying in %.1f s", self.last_error, backoff)
                 self._ready.set()
                 self._stop.wait(backoff)
@@ -177,4 +218,3 @@ def _close_later(selector: Selector, delay_s: float) -> None:
     timer = threading.Timer(delay_s, close)
     timer.daemon = True
     timer.start()
-

@@ -129,7 +129,10 @@ def install_hook(repo: Path, params: Path, pai_home: Path) -> Path:
         raise ValueError(f"{hook}: a post-commit hook exists already; add `pai ingest` to it by hand")
     pai = shutil.which("pai") or str(Path(sys.executable).with_name("pai"))
     hook.parent.mkdir(exist_ok=True)
-    hook.write_text(HOOK.format(home=shlex.quote(str(pai_home.resolve())), pai=shlex.quote(pai),
-                                params=shlex.quote(str(params.resolve()))))  # fmt: skip
+    hook.write_text(
+        HOOK.format(
+            home=shlex.quote(str(pai_home.resolve())), pai=shlex.quote(pai), params=shlex.quote(str(params.resolve()))
+        )
+    )
     hook.chmod(hook.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
     return hook

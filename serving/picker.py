@@ -33,7 +33,11 @@ class Picker:
         still among the candidates (after a hot-swap, the old selector's picks are not served)."""
         with self._lock:
             pick = self._cache.get(normalize_query(query))
-        if pick and pick.version == (selector or self.selector).version and set(pick.ids) <= {c.chunk_id for c in candidates}:
+        if (
+            pick
+            and pick.version == (selector or self.selector).version
+            and set(pick.ids) <= {c.chunk_id for c in candidates}
+        ):
             self._count("cached")
             return pick
         return None
@@ -49,14 +53,24 @@ class Picker:
             raw = self._generate_pool.submit(selector.answer, query, shown, self.k).result(timeout=self.timeout_s)
             selection = parse_selection(raw, n, self.k)
         except FutureTimeout:
-            selection = Selection(similarity_order(n, self.k), "fallback", f"selector timed out after {self.timeout_s:g} s")
+            selection = Selection(
+                similarity_order(n, self.k), "fallback", f"selector timed out after {self.timeout_s:g} s"
+            )
             self._count("timeout")
         except Exception as e:  # noqa: BLE001 - any backend failure must fall back, and is counted
-            selection = Selection(similarity_order(n, self.k), "fallback", f"selector failed: {type(e).__name__}: {e}"[:200])
+            selection = Selection(
+                similarity_order(n, self.k), "fallback", f"selector failed: {type(e).__name__}: {e}"[:200]
+            )
             self._count("error")
         self._count(selection.status)
         picked = [candidates[i - 1] for i in selection.selected]
-        pick = Pick(tuple(c.chunk_id for c in picked), selection.status, time.perf_counter() - t0, selector.version, tuple(c.rank for c in picked))
+        pick = Pick(
+            tuple(c.chunk_id for c in picked),
+            selection.status,
+            time.perf_counter() - t0,
+            selector.version,
+            tuple(c.rank for c in picked),
+        )
         if selection.status != "fallback":
             with self._lock:
                 self._cache[normalize_query(query)] = pick
@@ -65,7 +79,9 @@ class Picker:
                     self._cache.popitem(last=False)
         return pick
 
-    def select_later(self, query: str, candidates: list[Candidate], done: Callable[[Pick], None], selector: Selector | None = None) -> None:
+    def select_later(
+        self, query: str, candidates: list[Candidate], done: Callable[[Pick], None], selector: Selector | None = None
+    ) -> None:
         """Select in the background; `done` gets the pick (its errors are counted, not raised)."""
         selector = selector or self.selector
 

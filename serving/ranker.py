@@ -36,7 +36,9 @@ class RankerSelector:
         except (OSError, ValueError) as e:  # no config = no finished training run in this folder
             raise SelectorLoadError(f"not a trained ranker folder: {model_dir}: {e}") from e
         if cfg.get("input_format") != RANKER_FORMAT:
-            raise SelectorLoadError(f"{model_dir}: input format {cfg.get('input_format')!r}, this service computes {RANKER_FORMAT!r}")
+            raise SelectorLoadError(
+                f"{model_dir}: input format {cfg.get('input_format')!r}, this service computes {RANKER_FORMAT!r}"
+            )
         self.weights = {name: float(cfg["weights"].get(name, 0.0)) for name in FEATURES}
         self.embedder = get_embedder()
         self.version = version

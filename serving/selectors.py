@@ -39,7 +39,9 @@ from .ranker import RankerSelector
 
 # Ollama's Go template for the Qwen2.5 chat format the selector is trained with (trl's qwen2_5.jinja,
 # a system + user turn, then the assistant turn): export writes it into the Modelfile, deploy creates the tag with it.
-OLLAMA_TEMPLATE = "<|im_start|>system\n{{ .System }}<|im_end|>\n<|im_start|>user\n{{ .Prompt }}<|im_end|>\n<|im_start|>assistant\n"
+OLLAMA_TEMPLATE = (
+    "<|im_start|>system\n{{ .System }}<|im_end|>\n<|im_start|>user\n{{ .Prompt }}<|im_end|>\n<|im_start|>assistant\n"
+)
 
 
 class SimilaritySelector:
@@ -87,10 +89,13 @@ class TransformersSelector(ChatSelector):
     def chat(self, messages: list[dict[str, str]], n: int, k: int) -> str:
         import torch
 
-        enc = self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, return_tensors="pt", return_dict=True)
+        enc = self.tokenizer.apply_chat_template(
+            messages, add_generation_prompt=True, return_tensors="pt", return_dict=True
+        )
         with torch.inference_mode():
-            out = self.model.generate(**enc, max_new_tokens=self.max_new_tokens, do_sample=False,
-                                      pad_token_id=self.tokenizer.pad_token_id)  # fmt: skip
+            out = self.model.generate(
+                **enc, max_new_tokens=self.max_new_tokens, do_sample=False, pad_token_id=self.tokenizer.pad_token_id
+            )
         return self.tokenizer.decode(out[0, enc["input_ids"].shape[1] :], skip_special_tokens=True)
 
 
@@ -105,7 +110,15 @@ class LlamaCppSelector(ChatSelector):
 
     ANSWER_CHARS = frozenset('{}[]",: selectd0123456789')
 
-    def __init__(self, gguf: Path, version: str, chunk_tokens: int, n_ctx: int = 4096, max_new_tokens: int = 48, threads: int | None = None):
+    def __init__(
+        self,
+        gguf: Path,
+        version: str,
+        chunk_tokens: int,
+        n_ctx: int = 4096,
+        max_new_tokens: int = 48,
+        threads: int | None = None,
+    ):
         if not Path(gguf).is_file():
             raise SelectorLoadError(f"GGUF not found: {gguf}")
         try:
@@ -114,15 +127,21 @@ class LlamaCppSelector(ChatSelector):
         except ImportError as e:  # pragma: no cover - a dependency of the package
             raise SelectorLoadError("llama-cpp-python is not installed") from e
         try:
-            self.llm = Llama(model_path=str(gguf), n_ctx=n_ctx, n_threads=threads or min(4, os.cpu_count() or 1), verbose=False)
+            self.llm = Llama(
+                model_path=str(gguf), n_ctx=n_ctx, n_threads=threads or min(4, os.cpu_count() or 1), verbose=False
+            )
         except (ValueError, RuntimeError) as e:
             raise SelectorLoadError(f"GGUF does not load: {gguf}: {e}") from e
         template = self.llm.metadata.get("tokenizer.chat_template")
         if not template:
             raise SelectorLoadError(f"GGUF has no chat template: {gguf}")
         special = lambda t: self.llm.detokenize([t], special=True).decode()  # noqa: E731
-        self.formatter = Jinja2ChatFormatter(template=template, eos_token=special(self.llm.token_eos()),
-                                             bos_token=special(self.llm.token_bos()), add_generation_prompt=True)  # fmt: skip
+        self.formatter = Jinja2ChatFormatter(
+            template=template,
+            eos_token=special(self.llm.token_eos()),
+            bos_token=special(self.llm.token_bos()),
+            add_generation_prompt=True,
+        )
         self.answer_tokens = self._answer_tokens()
         self.version, self.chunk_tokens, self.max_new_tokens = version, chunk_tokens, max_new_tokens
         self._lock = threading.Lock()  # one llama context: one generation at a time
@@ -153,6 +172,7 @@ class LlamaCppSelector(ChatSelector):
 
     def chat(self, messages: list[dict[str, str]], n: int, k: int) -> str:
         import llama_cpp
+
         ids = self.prompt_tokens(messages)
         text = ""
         with self._lock:
@@ -173,6 +193,7 @@ class LlamaCppSelector(ChatSelector):
     def forced_argmax(self, prompt_ids: list[int], answer_ids: list[int]) -> list[int]:
         """The model's top token at each answer position, teacher-forced (the export parity check)."""
         import llama_cpp
+
         out = []
         with self._lock:
             self.llm.reset()
@@ -201,12 +222,26 @@ class LlamaCppSelector(ChatSelector):
 class OllamaSelector(ChatSelector):
     """A model served by Ollama (`ollama create pai-selector:<version>` at deploy)."""
 
-    def __init__(self, tag: str, version: str, chunk_tokens: int, host: str | None = None, n_ctx: int = 4096,
-                 keep_alive: str = "30m", timeout_s: float = 60.0):  # fmt: skip
+    def __init__(
+        self,
+        tag: str,
+        version: str,
+        chunk_tokens: int,
+        host: str | None = None,
+        n_ctx: int = 4096,
+        keep_alive: str = "30m",
+        timeout_s: float = 60.0,
+    ):
         import ollama
 
         self.client = ollama.Client(host=host or os.environ.get("OLLAMA_HOST"), timeout=timeout_s)
-        self.tag, self.version, self.chunk_tokens, self.n_ctx, self.keep_alive = tag, version, chunk_tokens, n_ctx, keep_alive
+        self.tag, self.version, self.chunk_tokens, self.n_ctx, self.keep_alive = (
+            tag,
+            version,
+            chunk_tokens,
+            n_ctx,
+            keep_alive,
+        )
         try:
             names = {m.model for m in self.client.list().models}
         except Exception as e:  # noqa: BLE001 - connection refused, timeouts, HTTP errors
@@ -215,8 +250,13 @@ class OllamaSelector(ChatSelector):
             raise SelectorLoadError(f"Ollama has no model {tag!r}")
 
     def chat(self, messages: list[dict[str, str]], n: int, k: int) -> str:
-        r = self.client.chat(model=self.tag, messages=messages, format=output_schema(n, k), keep_alive=self.keep_alive,
-                             options={"temperature": 0, "num_ctx": self.n_ctx})  # fmt: skip
+        r = self.client.chat(
+            model=self.tag,
+            messages=messages,
+            format=output_schema(n, k),
+            keep_alive=self.keep_alive,
+            options={"temperature": 0, "num_ctx": self.n_ctx},
+        )
         return r.message.content or ""
 
 
@@ -295,5 +335,7 @@ def build_selector(name: str) -> Selector:
         return from_record(json.loads(path.read_text()))
     if path.suffix == ".gguf" and path.is_file():
         return LlamaCppSelector(path, f"gguf:{path.stem}", chunk_tokens=200)
-    raise ValueError(f"unknown selector {name!r} (similarity, a trained model folder such as models/selector or models/ranker, "
-                     "an export folder such as models/export, or a .gguf file)")  # fmt: skip
+    raise ValueError(
+        f"unknown selector {name!r} (similarity, a trained model folder such as models/selector or models/ranker, "
+        "an export folder such as models/export, or a .gguf file)"
+    )

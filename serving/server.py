@@ -21,8 +21,14 @@ from .picker import Picker
 from .selectors import SimilaritySelector
 
 
-def build_service(params: Path, selector: Selector | None = None, inline: bool = False,
-                  staging_dir: Path | None = None, timeout_s: float = 30.0, host: str = "127.0.0.1") -> Service:  # fmt: skip
+def build_service(
+    params: Path,
+    selector: Selector | None = None,
+    inline: bool = False,
+    staging_dir: Path | None = None,
+    timeout_s: float = 30.0,
+    host: str = "127.0.0.1",
+) -> Service:
     """A service; with no `selector` it follows the announced champion (hot-swap), starting on the
     similarity order until the first one is loaded. Beyond loopback it needs a write token."""
     check_exposure(host)
@@ -57,7 +63,9 @@ class BackgroundServer:
     def __init__(self, service: Service, host: str = "127.0.0.1", port: int | None = None):
         self.port = port or free_port(host)
         self.url = f"http://{host}:{self.port}"
-        self.server = uvicorn.Server(uvicorn.Config(create_app(service), host=host, port=self.port, log_level="warning"))
+        self.server = uvicorn.Server(
+            uvicorn.Config(create_app(service), host=host, port=self.port, log_level="warning")
+        )
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 
     def __enter__(self) -> BackgroundServer:

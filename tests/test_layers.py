@@ -9,12 +9,21 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 BACKENDS = {"serving", "serving.selectors", "serving.cross_encoder", "serving.interface"}  # what training/eval may use
-ALLOWED = {"retrieval": set(), "serving": {"retrieval"}, "training": {"retrieval", "serving"}, "eval": {"retrieval", "serving"},
-           "cli": {"retrieval", "serving", "training", "eval"}}  # fmt: skip
+ALLOWED = {
+    "retrieval": set(),
+    "serving": {"retrieval"},
+    "training": {"retrieval", "serving"},
+    "eval": {"retrieval", "serving"},
+    "cli": {"retrieval", "serving", "training", "eval"},
+}
 
 
 def modules() -> dict[str, Path]:
-    return {".".join(p.relative_to(REPO).with_suffix("").parts): p for pkg in ALLOWED for p in sorted((REPO / pkg).rglob("*.py"))}
+    return {
+        ".".join(p.relative_to(REPO).with_suffix("").parts): p
+        for pkg in ALLOWED
+        for p in sorted((REPO / pkg).rglob("*.py"))
+    }
 
 
 def imports(name: str, path: Path) -> list[tuple[str, ast.stmt, bool]]:
@@ -25,7 +34,13 @@ def imports(name: str, path: Path) -> list[tuple[str, ast.stmt, bool]]:
         if isinstance(node, ast.Import):
             targets = [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom):
-            base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + [node.module or ""]).strip(".") if node.level else node.module
+            base = (
+                ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + [node.module or ""]).strip(
+                    "."
+                )
+                if node.level
+                else node.module
+            )
             targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in known else base for a in node.names]
         else:
             continue

@@ -13,9 +13,20 @@ from training.train import TrainParams
 from training.train_ce import CrossEncoderParams
 
 REPO = Path(__file__).resolve().parents[1]
-SECTIONS = {"embed": EmbedParams, "ingest": IngestParams, "search": SearchParams, "staging": StagingParams,
-            "pull": PullParams, "build": BuildParams, "train": TrainParams,
-            "train_ce": CrossEncoderParams, "export": ExportParams, "benchmark": BenchmarkParams, "evaluate": EvaluateParams, "deploy": DeployParams}  # fmt: skip
+SECTIONS = {
+    "embed": EmbedParams,
+    "ingest": IngestParams,
+    "search": SearchParams,
+    "staging": StagingParams,
+    "pull": PullParams,
+    "build": BuildParams,
+    "train": TrainParams,
+    "train_ce": CrossEncoderParams,
+    "export": ExportParams,
+    "benchmark": BenchmarkParams,
+    "evaluate": EvaluateParams,
+    "deploy": DeployParams,
+}
 
 
 @pytest.mark.parametrize("section,cls", SECTIONS.items())
@@ -70,5 +81,7 @@ def test_dataclass_defaults_are_the_params_yaml_values():
         for f in dataclasses.fields(cls):
             default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
             if f.name in raw[section] and raw[section][f.name] != default:
-                bad.append(f"{section}.{f.name}: params.yaml {raw[section][f.name]!r}, {cls.__name__} default {default!r}")
+                bad.append(
+                    f"{section}.{f.name}: params.yaml {raw[section][f.name]!r}, {cls.__name__} default {default!r}"
+                )
     assert not bad, "\n".join(bad)

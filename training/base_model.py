@@ -29,14 +29,36 @@ def llama_cpp_tree(cache: Path) -> Path:
     if (root / "models" / VOCAB).exists():
         return root
     with tempfile.TemporaryDirectory() as tmp:
-        subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", ":all:",
-                        LLAMA_CPP_SDIST, "-d", tmp], check=True)  # fmt: skip
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "-q",
+                "--no-deps",
+                "--no-binary",
+                ":all:",
+                LLAMA_CPP_SDIST,
+                "-d",
+                tmp,
+            ],
+            check=True,
+        )
         (sdist,) = Path(tmp).glob("llama_cpp_python-*.tar.gz")
         staging = Path(tmp) / "x"
         with tarfile.open(sdist) as tar:
-            members = [m for m in tar.getmembers() if "/vendor/llama.cpp/" in m.name and (
-                m.name.endswith(f"models/{VOCAB}") or "/gguf-py/" in m.name or "/conversion/" in m.name
-                or m.name.endswith("convert_hf_to_gguf.py"))]  # fmt: skip
+            members = [
+                m
+                for m in tar.getmembers()
+                if "/vendor/llama.cpp/" in m.name
+                and (
+                    m.name.endswith(f"models/{VOCAB}")
+                    or "/gguf-py/" in m.name
+                    or "/conversion/" in m.name
+                    or m.name.endswith("convert_hf_to_gguf.py")
+                )
+            ]
             tar.extractall(staging, members=members, filter="data")
         (src,) = staging.glob("*/vendor/llama.cpp")
         root.parent.mkdir(parents=True, exist_ok=True)
@@ -77,7 +99,15 @@ def tiny_qwen2(vocab_size: int, hidden: int, layers: int, heads: int, kv_heads: 
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
     torch.manual_seed(seed)
-    config = Qwen2Config(vocab_size=vocab_size, hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=heads,
-                         num_key_value_heads=kv_heads, intermediate_size=intermediate, tie_word_embeddings=True,
-                         max_position_embeddings=32768, torch_dtype="float32")  # fmt: skip
+    config = Qwen2Config(
+        vocab_size=vocab_size,
+        hidden_size=hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        num_key_value_heads=kv_heads,
+        intermediate_size=intermediate,
+        tie_word_embeddings=True,
+        max_position_embeddings=32768,
+        torch_dtype="float32",
+    )
     return Qwen2ForCausalLM(config)

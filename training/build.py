@@ -49,7 +49,9 @@ class BuildParams:
 
 def example(query: str, shown: list[dict], used_ranks: set[int], p: BuildParams, meta: dict) -> dict:
     """Contract 4: messages [system, user, assistant] + meta. Numbers are positions in `shown`."""
-    msgs = render_messages(query, [PromptCandidate(c["source"] or "", c["heading"], c["text"]) for c in shown], p.k, p.chunk_tokens)
+    msgs = render_messages(
+        query, [PromptCandidate(c["source"] or "", c["heading"], c["text"]) for c in shown], p.k, p.chunk_tokens
+    )
     selected = [i for i, c in enumerate(shown, start=1) if c["rank"] in used_ranks][: p.k]
     msgs.append({"role": "assistant", "content": render_answer(selected)})
     return {"messages": msgs, "meta": {**meta, "selected": selected, "n": len(shown), "prompt_version": PROMPT_VERSION}}
@@ -82,7 +84,12 @@ def build_examples(
             skipped["nothing used"] += 1
             continue
         split = split_of(rec["query"], p.val_fraction)
-        meta = {"query_id": rec["query_id"], "split": split, "selector_version": rec["selector_version"], "shuffled": False}
+        meta = {
+            "query_id": rec["query_id"],
+            "split": split,
+            "selector_version": rec["selector_version"],
+            "shuffled": False,
+        }
         ex = example(rec["query"], shown, used, p, meta)
         if sum(count_tokens(m["content"]) for m in ex["messages"]) > p.max_tokens:
             skipped["longer than build.max_tokens"] += 1
@@ -100,18 +107,29 @@ def build_examples(
     return splits, pairs, skipped
 
 
-def stats(splits: dict[str, list[dict]], pairs: list[dict], skipped: Counter, count_tokens: Callable[[str], int] = approx_tokens) -> dict:
+def stats(
+    splits: dict[str, list[dict]],
+    pairs: list[dict],
+    skipped: Counter,
+    count_tokens: Callable[[str], int] = approx_tokens,
+) -> dict:
     lengths = [sum(count_tokens(m["content"]) for m in ex["messages"]) for exs in splits.values() for ex in exs]
     n_shown = sum(ex["meta"]["n"] for exs in splits.values() for ex in exs)
     n_sel = sum(len(ex["meta"]["selected"]) for exs in splits.values() for ex in exs)
     pct = (lambda q: int(np.percentile(lengths, q))) if lengths else (lambda q: 0)
     return {
-        "train_examples": len(splits["train"]), "val_examples": len(splits["val"]),
-        "train_queries": sum(not ex["meta"]["shuffled"] for ex in splits["train"]), "pairs": len(pairs),
+        "train_examples": len(splits["train"]),
+        "val_examples": len(splits["val"]),
+        "train_queries": sum(not ex["meta"]["shuffled"] for ex in splits["train"]),
+        "pairs": len(pairs),
         "used_ratio": round(n_sel / n_shown, 4) if n_shown else 0.0,
-        "tokens_p50": pct(50), "tokens_p90": pct(90), "tokens_p99": pct(99), "tokens_max": max(lengths, default=0),
-        "skipped": dict(skipped), "token_count": "approx (chars/4)",
-    }  # fmt: skip
+        "tokens_p50": pct(50),
+        "tokens_p90": pct(90),
+        "tokens_p99": pct(99),
+        "tokens_max": max(lengths, default=0),
+        "skipped": dict(skipped),
+        "token_count": "approx (chars/4)",
+    }
 
 
 def main() -> None:
@@ -129,7 +147,9 @@ def main() -> None:
     if bad:
         skipped["malformed row"] += bad
     if not splits["train"] or not splits["val"]:
-        raise SystemExit(f"build: nothing usable for training ({len(splits['train'])} train, {len(splits['val'])} val; skipped {dict(skipped)})")
+        raise SystemExit(
+            f"build: nothing usable for training ({len(splits['train'])} train, {len(splits['val'])} val; skipped {dict(skipped)})"
+        )
     out = Path(p.out)
     out.mkdir(parents=True, exist_ok=True)
     for name, exs in splits.items():
@@ -137,8 +157,10 @@ def main() -> None:
     write_atomic(out / "pairs.jsonl", "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in pairs))
     s = stats(splits, pairs, skipped)
     write_atomic(out / "stats.json", json.dumps(s, indent=2) + "\n")
-    console.print(f"build: {s['train_examples']} train ({s['train_queries']} queries), {s['val_examples']} val, "
-                  f"{s['pairs']} pairs; tokens p50 {s['tokens_p50']} / p99 {s['tokens_p99']}; skipped {s['skipped']}")  # fmt: skip
+    console.print(
+        f"build: {s['train_examples']} train ({s['train_queries']} queries), {s['val_examples']} val, "
+        f"{s['pairs']} pairs; tokens p50 {s['tokens_p50']} / p99 {s['tokens_p99']}; skipped {s['skipped']}"
+    )
 
 
 if __name__ == "__main__":

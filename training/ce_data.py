@@ -20,7 +20,7 @@ from retrieval.metrics import recall_at_k
 
 
 def split_of3(query: str, val_fraction: float, calibration_fraction: float) -> str:
-    """"val" as the build stage splits, else "calibration" for the next band of `calibration_fraction`, else "train"."""
+    """ "val" as the build stage splits, else "calibration" for the next band of `calibration_fraction`, else "train"."""
     if split_of(query, val_fraction) == "val":
         return "val"
     return "calibration" if query_position(query) < val_fraction + calibration_fraction else "train"
@@ -92,10 +92,14 @@ def build_pairs(
             pairs[split].append({"query": rec["query"], "text": text, "label": int(c["used"])})
             truncated += pair_tokens is not None and pair_tokens(rec["query"], text) > max_length
     stats = {
-        "train_pairs": len(pairs["train"]), "val_pairs": len(pairs["val"]), "calibration_pairs": len(pairs["calibration"]),
-        "train_positives": sum(p["label"] for p in pairs["train"]), "hard_negatives": hard_total,
-        "truncated_pairs": int(truncated), "skipped": dict(skipped),
-    }  # fmt: skip
+        "train_pairs": len(pairs["train"]),
+        "val_pairs": len(pairs["val"]),
+        "calibration_pairs": len(pairs["calibration"]),
+        "train_positives": sum(p["label"] for p in pairs["train"]),
+        "hard_negatives": hard_total,
+        "truncated_pairs": int(truncated),
+        "skipped": dict(skipped),
+    }
     return pairs, stats
 
 
@@ -109,7 +113,9 @@ def rankings(records: list[dict], split: str, val_fraction: float, calibration_f
         cands = labelled(rec, Counter())
         used = [i for i, c in enumerate(cands) if c["used"]]
         if used:
-            out.append({"query": rec["query"], "texts": [ce_passage(c["heading"], c["text"]) for c in cands], "used": used})
+            out.append(
+                {"query": rec["query"], "texts": [ce_passage(c["heading"], c["text"]) for c in cands], "used": used}
+            )
     return out
 
 
@@ -124,7 +130,9 @@ def mean_recall(groups: list[dict], scores: list[list[float]] | None, k: int) ->
     return total / len(groups) if groups else 0.0
 
 
-def fit_fusion(groups: list[dict], scores: list[list[float]], positions: int = 20, l2: float = 1e-2, lexical: bool = True) -> dict:
+def fit_fusion(
+    groups: list[dict], scores: list[list[float]], positions: int = 20, l2: float = 1e-2, lexical: bool = True
+) -> dict:
     """The weights of `retrieval.learned_fusion.fuse_scores`: score = ce_weight * model score + rank_bias[position]
     (+ bm25_weight * the candidates' standardised BM25), fitted by a listwise softmax likelihood of the
     used candidates of each query (a ranking objective, like Recall@k).
@@ -158,13 +166,18 @@ def fit_fusion(groups: list[dict], scores: list[list[float]], positions: int = 2
     def closure():
         opt.zero_grad()
         z = (a * s / scale + b * lex + bias[pos]).masked_fill(~mask, float("-inf"))
-        loss = -(torch.log_softmax(z, dim=1).masked_fill(~mask, 0.0) * used).sum(1).mean() + l2 * (a**2 + b**2 + (bias**2).mean())
+        loss = -(torch.log_softmax(z, dim=1).masked_fill(~mask, 0.0) * used).sum(1).mean() + l2 * (
+            a**2 + b**2 + (bias**2).mean()
+        )
         loss.backward()
         return loss
 
     opt.step(closure)
-    return {"ce_weight": round(max(0.0, float(a.detach()) / float(scale)), 6), "rank_bias": [round(float(x), 6) for x in bias.detach()],
-            "bm25_weight": round(max(0.0, float(b.detach())), 6) if lexical else 0.0}  # fmt: skip
+    return {
+        "ce_weight": round(max(0.0, float(a.detach()) / float(scale)), 6),
+        "rank_bias": [round(float(x), 6) for x in bias.detach()],
+        "bm25_weight": round(max(0.0, float(b.detach())), 6) if lexical else 0.0,
+    }
 
 
 def fused_recall(groups: list[dict], scores: list[list[float]], fusion: dict, k: int) -> float:

@@ -58,7 +58,9 @@ class ExportParams:
         if self.parity_prompts < 1 or self.parity_tokens < 1 or not 0 <= self.parity_min <= 1:
             out.append("export: need parity_prompts >= 1, parity_tokens >= 1, 0 <= parity_min <= 1")
         if "bnb-4bit" in self.gpu_merge_base or "4bit" in self.gpu_merge_base.lower():
-            out.append(f"export.gpu_merge_base must be a 16-bit model, not {self.gpu_merge_base!r} (never merge into 4-bit)")
+            out.append(
+                f"export.gpu_merge_base must be a 16-bit model, not {self.gpu_merge_base!r} (never merge into 4-bit)"
+            )
         return out
 
 
@@ -72,15 +74,17 @@ def modelfile_prompt(system: str, prompt: str) -> str:
 
 
 def modelfile(gguf_name: str, num_ctx: int) -> str:
-    return "\n".join([
-        f"FROM ./{gguf_name}",
-        f'TEMPLATE """{OLLAMA_TEMPLATE}"""',
-        f'PARAMETER stop "{EOS}"',
-        f'PARAMETER stop "{PAD}"',
-        "PARAMETER temperature 0",
-        f"PARAMETER num_ctx {num_ctx}",
-        "",
-    ])  # fmt: skip
+    return "\n".join(
+        [
+            f"FROM ./{gguf_name}",
+            f'TEMPLATE """{OLLAMA_TEMPLATE}"""',
+            f'PARAMETER stop "{EOS}"',
+            f'PARAMETER stop "{PAD}"',
+            "PARAMETER temperature 0",
+            f"PARAMETER num_ctx {num_ctx}",
+            "",
+        ]
+    )
 
 
 def merge(model_dir: Path, train_cfg: dict, p: ExportParams, dest: Path):
@@ -103,8 +107,12 @@ def merge(model_dir: Path, train_cfg: dict, p: ExportParams, dest: Path):
 def convert(merged: Path, f16: Path, cache: Path) -> None:
     tree = llama_cpp_tree(cache)
     env = {**os.environ, "PYTHONPATH": str(tree / "gguf-py"), "NO_LOCAL_GGUF": ""}
-    run = subprocess.run([sys.executable, str(tree / "convert_hf_to_gguf.py"), str(merged), "--outfile", str(f16), "--outtype", "f16"],
-                         capture_output=True, text=True, env=env)  # fmt: skip
+    run = subprocess.run(
+        [sys.executable, str(tree / "convert_hf_to_gguf.py"), str(merged), "--outfile", str(f16), "--outtype", "f16"],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     if run.returncode != 0 or not f16.exists():
         tail = (run.stderr or run.stdout).strip().splitlines()[-1:] or ["no output"]
         raise ExportError(f"convert_hf_to_gguf failed: {tail[0]}")
@@ -161,15 +169,25 @@ def parity(model, tok, gguf: Path, prompts: list[list[dict]], n_tokens: int, num
             n = messages[1]["content"].count("\n[")  # candidates are "[i] source" lines
             ids = tok.apply_chat_template(messages, add_generation_prompt=True, return_dict=True)["input_ids"]
             with torch.inference_mode():
-                out = model.generate(torch.tensor([ids]), attention_mask=torch.ones(1, len(ids), dtype=torch.long),
-                                     max_new_tokens=n_tokens, do_sample=False, pad_token_id=tok.pad_token_id)  # fmt: skip
+                out = model.generate(
+                    torch.tensor([ids]),
+                    attention_mask=torch.ones(1, len(ids), dtype=torch.long),
+                    max_new_tokens=n_tokens,
+                    do_sample=False,
+                    pad_token_id=tok.pad_token_id,
+                )
             hf = [t for t in out[0, len(ids) :].tolist() if t != tok.pad_token_id]
             hf = hf[: hf.index(tok.eos_token_id)] if tok.eos_token_id in hf else hf
             gg = served.complete_tokens(ids, n_tokens)
             # teacher-forced: both models read the reference answer; their top token at each step must match
             ans = tok(answer, add_special_tokens=False)["input_ids"] + [tok.eos_token_id]
             with torch.inference_mode():
-                hf_top = model(torch.tensor([ids + ans])).logits[0, len(ids) - 1 : len(ids) - 1 + len(ans)].argmax(-1).tolist()
+                hf_top = (
+                    model(torch.tensor([ids + ans]))
+                    .logits[0, len(ids) - 1 : len(ids) - 1 + len(ans)]
+                    .argmax(-1)
+                    .tolist()
+                )
             gg_top = served.forced_argmax(ids, ans)
             forced_same += sum(a == b for a, b in zip(hf_top, gg_top))
             forced_total += len(ans)
@@ -179,13 +197,20 @@ def parity(model, tok, gguf: Path, prompts: list[list[dict]], n_tokens: int, num
             same_picks += (hf_pick.selected, hf_pick.status) == (gg_pick.selected, gg_pick.status)
             sel = parse_selection(served.chat(messages, n, 5), n)
             served_ok += sel.status != "fallback"
-            rows.append({"hf": tok.decode(hf[:n_tokens]), "gguf": tok.decode(gg[:n_tokens]), "served": list(sel.selected)})
+            rows.append(
+                {"hf": tok.decode(hf[:n_tokens]), "gguf": tok.decode(gg[:n_tokens]), "served": list(sel.selected)}
+            )
     finally:
         served.close()
     n = len(prompts)
-    return {"prompts": n, "token_agreement": round(same_tokens / n, 4), "pick_agreement": round(same_picks / n, 4),
-            "forced_top1_agreement": round(forced_same / max(forced_total, 1), 4),
-            "served_parse_rate": round(served_ok / n, 4), "examples": rows[:3]}  # fmt: skip
+    return {
+        "prompts": n,
+        "token_agreement": round(same_tokens / n, 4),
+        "pick_agreement": round(same_picks / n, 4),
+        "forced_top1_agreement": round(forced_same / max(forced_total, 1), 4),
+        "served_parse_rate": round(served_ok / n, 4),
+        "examples": rows[:3],
+    }
 
 
 def export(p: ExportParams, data_dir: Path, log=print) -> dict:
@@ -209,26 +234,49 @@ def export(p: ExportParams, data_dir: Path, log=print) -> dict:
         f16_bytes = (Path(tmp) / "f16.gguf").stat().st_size
         t_quant = time.perf_counter() - t0 - t_merge - t_convert
         log(f"export: quantized to {p.quant}; parity on {p.parity_prompts} validation prompts")
-        checks = parity(model, tok, Path(tmp) / "selector.gguf", val_prompts(data_dir, p.parity_prompts), p.parity_tokens, num_ctx,
-                        int(cfg["chunk_tokens"]))  # fmt: skip
+        checks = parity(
+            model,
+            tok,
+            Path(tmp) / "selector.gguf",
+            val_prompts(data_dir, p.parity_prompts),
+            p.parity_tokens,
+            num_ctx,
+            int(cfg["chunk_tokens"]),
+        )
         if checks["pick_agreement"] < p.parity_min:
-            raise ExportError(f"parity: GGUF ({p.quant}) and HF pick the same candidates on {checks['pick_agreement']:.0%} "
-                              f"of {checks['prompts']} prompts, under export.parity_min {p.parity_min:.0%}; try quant q8_0")  # fmt: skip
+            raise ExportError(
+                f"parity: GGUF ({p.quant}) and HF pick the same candidates on {checks['pick_agreement']:.0%} "
+                f"of {checks['prompts']} prompts, under export.parity_min {p.parity_min:.0%}; try quant q8_0"
+            )
         os.replace(Path(tmp) / "selector.gguf", gguf)  # only a GGUF that passed parity lands in out/
     sha = files_sha256(gguf)
     write_atomic(out / "Modelfile", modelfile(gguf.name, num_ctx))
     record = {
-        "kind": "llm", "version": f"gguf:{sha[:12]}", "gguf": str(gguf.resolve()), "gguf_sha256": sha, "quant": p.quant,
-        "num_ctx": num_ctx, "prompt_version": cfg["prompt_version"], "chunk_tokens": cfg["chunk_tokens"], "k": cfg["k"],
-        "base_model": cfg["base_model"], "profile": cfg["profile"], "dataset_sha256": cfg["dataset_sha256"],
-        "train_run_id": cfg.get("mlflow_run_id"), "git_commit": cfg.get("git_commit"),
-    }  # fmt: skip
+        "kind": "llm",
+        "version": f"gguf:{sha[:12]}",
+        "gguf": str(gguf.resolve()),
+        "gguf_sha256": sha,
+        "quant": p.quant,
+        "num_ctx": num_ctx,
+        "prompt_version": cfg["prompt_version"],
+        "chunk_tokens": cfg["chunk_tokens"],
+        "k": cfg["k"],
+        "base_model": cfg["base_model"],
+        "profile": cfg["profile"],
+        "dataset_sha256": cfg["dataset_sha256"],
+        "train_run_id": cfg.get("mlflow_run_id"),
+        "git_commit": cfg.get("git_commit"),
+    }
     write_atomic(out / "selector.json", json.dumps(record, indent=2) + "\n")
     metrics = {
-        "quant": p.quant, "gguf_mb": round(gguf.stat().st_size / 1e6, 2), "f16_mb": round(f16_bytes / 1e6, 2),
-        "merge_s": round(t_merge, 1), "convert_s": round(t_convert, 1), "quantize_s": round(t_quant, 2),
+        "quant": p.quant,
+        "gguf_mb": round(gguf.stat().st_size / 1e6, 2),
+        "f16_mb": round(f16_bytes / 1e6, 2),
+        "merge_s": round(t_merge, 1),
+        "convert_s": round(t_convert, 1),
+        "quantize_s": round(t_quant, 2),
         **{k: v for k, v in checks.items() if k != "examples"},
-    }  # fmt: skip
+    }
     write_atomic(out / "metrics.json", json.dumps(metrics, indent=2) + "\n")
     return {**metrics, "examples": checks["examples"], "sha256": sha}
 
@@ -241,10 +289,13 @@ def main() -> None:
     except ExportError as e:
         console.print(f"[red]export failed:[/red] {e}", soft_wrap=True)
         raise SystemExit(1) from None
-    console.print(f"export: {p.out}/selector.gguf ({m['quant']}, {m['gguf_mb']} MB, sha256 {m['sha256'][:12]}); parity on "
-                  f"{m['prompts']} prompts: picks {m['pick_agreement']:.0%}, greedy tokens {m['token_agreement']:.0%}, "
-                  f"teacher-forced top-1 {m['forced_top1_agreement']:.0%}, "
-                  f"served output parses {m['served_parse_rate']:.0%}", soft_wrap=True)  # fmt: skip
+    console.print(
+        f"export: {p.out}/selector.gguf ({m['quant']}, {m['gguf_mb']} MB, sha256 {m['sha256'][:12]}); parity on "
+        f"{m['prompts']} prompts: picks {m['pick_agreement']:.0%}, greedy tokens {m['token_agreement']:.0%}, "
+        f"teacher-forced top-1 {m['forced_top1_agreement']:.0%}, "
+        f"served output parses {m['served_parse_rate']:.0%}",
+        soft_wrap=True,
+    )
 
 
 if __name__ == "__main__":

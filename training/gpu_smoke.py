@@ -55,22 +55,40 @@ def memory() -> dict:
 
     if not torch.cuda.is_available():
         return {}
-    return {"allocated_gib": round(torch.cuda.memory_allocated() / GIB, 2), "reserved_gib": round(torch.cuda.memory_reserved() / GIB, 2),
-            "peak_allocated_gib": round(torch.cuda.max_memory_allocated() / GIB, 2),
-            "peak_reserved_gib": round(torch.cuda.max_memory_reserved() / GIB, 2)}  # fmt: skip
+    return {
+        "allocated_gib": round(torch.cuda.memory_allocated() / GIB, 2),
+        "reserved_gib": round(torch.cuda.memory_reserved() / GIB, 2),
+        "peak_allocated_gib": round(torch.cuda.max_memory_allocated() / GIB, 2),
+        "peak_reserved_gib": round(torch.cuda.max_memory_reserved() / GIB, 2),
+    }
 
 
 def environment() -> dict:
     import torch
 
     versions = {}
-    for name in ("torch", "transformers", "trl", "peft", "datasets", "accelerate", "bitsandbytes", "unsloth", "unsloth_zoo", "triton"):
+    for name in (
+        "torch",
+        "transformers",
+        "trl",
+        "peft",
+        "datasets",
+        "accelerate",
+        "bitsandbytes",
+        "unsloth",
+        "unsloth_zoo",
+        "triton",
+    ):
         try:
             versions[name] = md.version(name)
         except md.PackageNotFoundError:
             versions[name] = None
     gpu = torch.cuda.get_device_properties(0) if torch.cuda.is_available() else None
-    return {"versions": versions, "gpu": gpu.name if gpu else None, "gpu_memory_gib": round(gpu.total_memory / GIB, 1) if gpu else None}
+    return {
+        "versions": versions,
+        "gpu": gpu.name if gpu else None,
+        "gpu_memory_gib": round(gpu.total_memory / GIB, 1) if gpu else None,
+    }
 
 
 def build_base(size: str, tokenizer_dir: Path, base_dir: Path, seed: int) -> dict:
@@ -80,13 +98,25 @@ def build_base(size: str, tokenizer_dir: Path, base_dir: Path, seed: int) -> dic
 
     tok = AutoTokenizer.from_pretrained(tokenizer_dir)
     tok.chat_template = training_chat_template()
-    shape = QWEN25_14B if size == "14b" else dict(hidden=64, layers=2, heads=4, kv_heads=2, intermediate=128, vocab_size=len(tok))
+    shape = (
+        QWEN25_14B
+        if size == "14b"
+        else dict(hidden=64, layers=2, heads=4, kv_heads=2, intermediate=128, vocab_size=len(tok))
+    )
     cuda = torch.cuda.is_available()
-    config = Qwen2Config(vocab_size=shape["vocab_size"], hidden_size=shape["hidden"], num_hidden_layers=shape["layers"],
-                         num_attention_heads=shape["heads"], num_key_value_heads=shape["kv_heads"],
-                         intermediate_size=shape["intermediate"], max_position_embeddings=32768, rope_theta=1e6,
-                         rms_norm_eps=1e-6, tie_word_embeddings=size != "14b",
-                         torch_dtype="bfloat16" if cuda else "float32")  # fmt: skip
+    config = Qwen2Config(
+        vocab_size=shape["vocab_size"],
+        hidden_size=shape["hidden"],
+        num_hidden_layers=shape["layers"],
+        num_attention_heads=shape["heads"],
+        num_key_value_heads=shape["kv_heads"],
+        intermediate_size=shape["intermediate"],
+        max_position_embeddings=32768,
+        rope_theta=1e6,
+        rms_norm_eps=1e-6,
+        tie_word_embeddings=size != "14b",
+        torch_dtype="bfloat16" if cuda else "float32",
+    )
     torch.manual_seed(seed)
     dtype = torch.bfloat16 if cuda else torch.float32
     previous = torch.get_default_dtype()
@@ -102,7 +132,11 @@ def build_base(size: str, tokenizer_dir: Path, base_dir: Path, seed: int) -> dic
     del model
     if cuda:
         torch.cuda.empty_cache()
-    return {"params_billion": round(params / 1e9, 3), "shape": shape, "checkpoint_gib": round(sum(f.stat().st_size for f in base_dir.glob("*.safetensors")) / GIB, 2)}
+    return {
+        "params_billion": round(params / 1e9, 3),
+        "shape": shape,
+        "checkpoint_gib": round(sum(f.stat().st_size for f in base_dir.glob("*.safetensors")) / GIB, 2),
+    }
 
 
 def load(backend: str, p: TrainParams, base_dir: Path):
@@ -121,15 +155,25 @@ def load(backend: str, p: TrainParams, base_dir: Path):
     if cuda:
         kwargs["device_map"] = {"": 0}
     if backend == "hf4bit":
-        kwargs["quantization_config"] = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True,
-                                                           bnb_4bit_compute_dtype=torch.bfloat16)  # fmt: skip
+        kwargs["quantization_config"] = BitsAndBytesConfig(
+            load_in_4bit=True,
+            bnb_4bit_quant_type="nf4",
+            bnb_4bit_use_double_quant=True,
+            bnb_4bit_compute_dtype=torch.bfloat16,
+        )
     model = AutoModelForCausalLM.from_pretrained(base_dir, **kwargs)
     if backend == "hf4bit":
         model = prepare_model_for_kbit_training(model, use_gradient_checkpointing=True)
     elif cuda:
         model.gradient_checkpointing_enable()
         model.enable_input_require_grads()
-    lora = LoraConfig(r=p.lora_r, lora_alpha=p.lora_alpha, lora_dropout=p.lora_dropout, target_modules=LORA_TARGETS, task_type="CAUSAL_LM")
+    lora = LoraConfig(
+        r=p.lora_r,
+        lora_alpha=p.lora_alpha,
+        lora_dropout=p.lora_dropout,
+        target_modules=LORA_TARGETS,
+        task_type="CAUSAL_LM",
+    )
     return get_peft_model(model, lora), tok
 
 
@@ -149,12 +193,18 @@ def prequantize(p: TrainParams, base_dir: Path, report: Report, keep: bool) -> P
     torch.cuda.reset_peak_memory_stats()
     if not keep:
         shutil.rmtree(base_dir, ignore_errors=True)
-    report.phase("prequantize", seconds=round(time.perf_counter() - t0, 1),
-                 checkpoint_gib=round(sum(f.stat().st_size for f in out.glob("*.safetensors")) / GIB, 2), dir=str(out))  # fmt: skip
+    report.phase(
+        "prequantize",
+        seconds=round(time.perf_counter() - t0, 1),
+        checkpoint_gib=round(sum(f.stat().st_size for f in out.glob("*.safetensors")) / GIB, 2),
+        dir=str(out),
+    )
     return out
 
 
-def train_steps(model, tok, p: TrainParams, rows: list[dict], lengths: list[int], batch: int, steps: int, max_length: int) -> dict:
+def train_steps(
+    model, tok, p: TrainParams, rows: list[dict], lengths: list[int], batch: int, steps: int, max_length: int
+) -> dict:
     """`steps` optimizer steps of the stage's trainer at `batch`; step times and the peak memory."""
     import torch
     from transformers import TrainerCallback
@@ -174,18 +224,38 @@ def train_steps(model, tok, p: TrainParams, rows: list[dict], lengths: list[int]
     if torch.cuda.is_available():
         torch.cuda.reset_peak_memory_stats()
     with tempfile.TemporaryDirectory() as tmp:
-        trainer = sft_trainer(model, tok, replace(p, batch_size=batch), "gpu" if torch.cuda.is_available() else "cpu",
-                              max_length, rows[:n], [], Path(tmp), None, max_steps=steps, save_strategy="no", eval_strategy="no",
-                              disable_tqdm=True)  # fmt: skip
+        trainer = sft_trainer(
+            model,
+            tok,
+            replace(p, batch_size=batch),
+            "gpu" if torch.cuda.is_available() else "cpu",
+            max_length,
+            rows[:n],
+            [],
+            Path(tmp),
+            None,
+            max_steps=steps,
+            save_strategy="no",
+            eval_strategy="no",
+            disable_tqdm=True,
+        )
         trainer.add_callback(Clock())
         result = trainer.train()
     tokens = sum(lengths[:n])
     warm = times[1:] or times
     per_step_tokens = tokens / steps
-    return {"batch": batch, "grad_accum": p.grad_accum, "steps": result.global_step, "tokens_per_step": round(per_step_tokens), "max_tokens_in_batch": max(lengths[:n]),
-            "first_step_s": round(times[0], 2), "step_s_warm": round(sum(warm) / len(warm), 2),
-            "train_tokens_per_s": round(per_step_tokens / (sum(warm) / len(warm)), 1),
-            "loss": [round(h["loss"], 3) for h in trainer.state.log_history if "loss" in h], **memory()}  # fmt: skip
+    return {
+        "batch": batch,
+        "grad_accum": p.grad_accum,
+        "steps": result.global_step,
+        "tokens_per_step": round(per_step_tokens),
+        "max_tokens_in_batch": max(lengths[:n]),
+        "first_step_s": round(times[0], 2),
+        "step_s_warm": round(sum(warm) / len(warm), 2),
+        "train_tokens_per_s": round(per_step_tokens / (sum(warm) / len(warm)), 1),
+        "loss": [round(h["loss"], 3) for h in trainer.state.log_history if "loss" in h],
+        **memory(),
+    }
 
 
 def decode_speed(model, tok, messages: list[dict], backend: str, new_tokens: int = 64) -> dict:
@@ -210,24 +280,55 @@ def decode_speed(model, tok, messages: list[dict], backend: str, new_tokens: int
             if torch.cuda.is_available():
                 torch.cuda.synchronize()
             timings[n] = time.perf_counter() - t0
-    return {"prompt_tokens": int(ids["input_ids"].shape[1]), "prefill_s": round(timings[1], 3),
-            "decode_tokens_per_s": round((new_tokens - 1) / max(timings[new_tokens] - timings[1], 1e-9), 1), **memory()}  # fmt: skip
+    return {
+        "prompt_tokens": int(ids["input_ids"].shape[1]),
+        "prefill_s": round(timings[1], 3),
+        "decode_tokens_per_s": round((new_tokens - 1) / max(timings[new_tokens] - timings[1], 1e-9), 1),
+        **memory(),
+    }
 
 
-def run(data: Path, tokenizer: Path, out: Path, size: str = "14b", backends: list[str] | None = None, batches: list[int] = (1, 2),
-        steps: int = 3, prequantize_4bit: bool = False, base_dir: Path | None = None, params: str = "params.yaml") -> None:  # fmt: skip
+def run(
+    data: Path,
+    tokenizer: Path,
+    out: Path,
+    size: str = "14b",
+    backends: list[str] | None = None,
+    batches: list[int] = (1, 2),
+    steps: int = 3,
+    prequantize_4bit: bool = False,
+    base_dir: Path | None = None,
+    params: str = "params.yaml",
+) -> None:
     """The smoke run (`pai gpu-smoke`): `out` is the JSON report, rewritten after every phase; `backends`
     are tried in order until one trains (default unsloth, hf4bit)."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     report = Report(Path(out))
     p = load_section(params, "train", TrainParams)
-    report.phase("environment", **environment(), params={k: getattr(p, k) for k in ("lora_r", "lora_alpha", "lora_dropout", "gpu_max_length")})
+    report.phase(
+        "environment",
+        **environment(),
+        params={k: getattr(p, k) for k in ("lora_r", "lora_alpha", "lora_dropout", "gpu_max_length")},
+    )
     shm = Path("/dev/shm")
     given_base = base_dir is not None
-    base_dir = Path(base_dir) if given_base else Path(tempfile.mkdtemp(prefix="pai-base-", dir=shm if shm.is_dir() and shutil.disk_usage(shm).free > 40 * GIB else None))
+    base_dir = (
+        Path(base_dir)
+        if given_base
+        else Path(
+            tempfile.mkdtemp(
+                prefix="pai-base-", dir=shm if shm.is_dir() and shutil.disk_usage(shm).free > 40 * GIB else None
+            )
+        )
+    )
     t0 = time.perf_counter()
-    report.phase("build", **build_base(size, Path(tokenizer), base_dir, p.seed), seconds=round(time.perf_counter() - t0, 1), dir=str(base_dir))
+    report.phase(
+        "build",
+        **build_base(size, Path(tokenizer), base_dir, p.seed),
+        seconds=round(time.perf_counter() - t0, 1),
+        dir=str(base_dir),
+    )
     if prequantize_4bit:
         base_dir = prequantize(p, base_dir, report, keep=given_base)
     for backend in backends or ["unsloth", "hf4bit"]:
@@ -237,15 +338,25 @@ def run(data: Path, tokenizer: Path, out: Path, size: str = "14b", backends: lis
             report.phase(f"{backend}:load", seconds=round(time.perf_counter() - t0, 1), **memory())
             max_length = p.gpu_max_length
             rows, dropped = load_examples(Path(data) / "train.jsonl", tok, max_length, None)
-            lengths = [len(tok.apply_chat_template(r["messages"], tokenize=True, return_dict=True)["input_ids"]) for r in rows]
-            order = sorted(range(len(rows)), key=lambda i: -lengths[i])  # the longest prompts: the worst case for memory
+            lengths = [
+                len(tok.apply_chat_template(r["messages"], tokenize=True, return_dict=True)["input_ids"]) for r in rows
+            ]
+            order = sorted(
+                range(len(rows)), key=lambda i: -lengths[i]
+            )  # the longest prompts: the worst case for memory
             rows, lengths = [rows[i] for i in order], [lengths[i] for i in order]
             for batch in batches:
-                report.phase(f"{backend}:train_b{batch}", **train_steps(model, tok, p, rows, lengths, batch, steps, max_length), dropped_too_long=dropped)
+                report.phase(
+                    f"{backend}:train_b{batch}",
+                    **train_steps(model, tok, p, rows, lengths, batch, steps, max_length),
+                    dropped_too_long=dropped,
+                )
             report.phase(f"{backend}:decode", **decode_speed(model, tok, rows[0]["messages"], backend))
             break
         except Exception as e:  # the next backend still measures something; the reason is kept
-            report.phase(f"{backend}:failed", error=f"{type(e).__name__}: {e}", traceback=traceback.format_exc()[-3000:])
+            report.phase(
+                f"{backend}:failed", error=f"{type(e).__name__}: {e}", traceback=traceback.format_exc()[-3000:]
+            )
             import torch
 
             model = tok = None

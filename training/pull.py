@@ -31,7 +31,14 @@ class PullParams:
     lag_seconds: float = 5.0  # rows younger than this wait for the next pull
 
     def problems(self) -> list[str]:
-        return [p for p, bad in (("pull.batch must be >= 1", self.batch < 1), ("pull.lag_seconds must be >= 0", self.lag_seconds < 0)) if bad]
+        return [
+            p
+            for p, bad in (
+                ("pull.batch must be >= 1", self.batch < 1),
+                ("pull.lag_seconds must be >= 0", self.lag_seconds < 0),
+            )
+            if bad
+        ]
 
 
 _SQL = """
@@ -51,7 +58,21 @@ GROUP BY q.id ORDER BY q.updated_at, q.id LIMIT %s
 
 def to_record(row: tuple, redactions: Counter) -> FeedbackRecord:
     """One exported query (contract 3, as a file); free text scrubbed again on the way out."""
-    qid, text, created, updated, version, picked_by, prompt_version, status, threshold, rating, correction, answer, cands = row
+    (
+        qid,
+        text,
+        created,
+        updated,
+        version,
+        picked_by,
+        prompt_version,
+        status,
+        threshold,
+        rating,
+        correction,
+        answer,
+        cands,
+    ) = row
 
     def clean(s: str | None) -> str | None:
         if s is None:
@@ -61,11 +82,22 @@ def to_record(row: tuple, redactions: Counter) -> FeedbackRecord:
         return r.text
 
     return {
-        "query_id": qid, "query": clean(text), "created_at": created.isoformat(), "updated_at": updated.isoformat(),
-        "selector_version": version, "picked_by": picked_by, "prompt_version": prompt_version, "selection_status": status,
-        "threshold": threshold, "rating": rating, "correction": clean(correction), "answer": clean(answer),
-        "candidates": [{k: (clean(c[k]) if k in ("text", "source", "heading") else c[k]) for k in CANDIDATE_KEYS} for c in cands],
-    }  # fmt: skip
+        "query_id": qid,
+        "query": clean(text),
+        "created_at": created.isoformat(),
+        "updated_at": updated.isoformat(),
+        "selector_version": version,
+        "picked_by": picked_by,
+        "prompt_version": prompt_version,
+        "selection_status": status,
+        "threshold": threshold,
+        "rating": rating,
+        "correction": clean(correction),
+        "answer": clean(answer),
+        "candidates": [
+            {k: (clean(c[k]) if k in ("text", "source", "heading") else c[k]) for k in CANDIDATE_KEYS} for c in cands
+        ],
+    }
 
 
 def check_record(rec: dict) -> str | None:
@@ -92,14 +124,18 @@ def merge(old: dict[int, dict], new: list[dict]) -> dict[int, dict]:
 def summarize(records: dict[int, dict], pulled: int, skipped: Counter, redactions: Counter) -> dict:
     cands = [c for r in records.values() for c in r["candidates"]]
     return {
-        "queries": len(records), "pulled_now": pulled,
+        "queries": len(records),
+        "pulled_now": pulled,
         "with_used": sum(any(c["used"] for c in r["candidates"]) for r in records.values()),
-        "used": sum(c["used"] is True for c in cands), "ignored": sum(c["used"] is False for c in cands),
-        "unlabelled": sum(c["used"] is None for c in cands), "text_missing": sum(c["text"] is None for c in cands),
+        "used": sum(c["used"] is True for c in cands),
+        "ignored": sum(c["used"] is False for c in cands),
+        "unlabelled": sum(c["used"] is None for c in cands),
+        "text_missing": sum(c["text"] is None for c in cands),
         "thumbs_up": sum(r["rating"] == 1 for r in records.values()),
         "thumbs_down": sum(r["rating"] == -1 for r in records.values()),
-        "skipped": dict(skipped), "redactions": dict(redactions),
-    }  # fmt: skip
+        "skipped": dict(skipped),
+        "redactions": dict(redactions),
+    }
 
 
 def read_state(out: Path) -> tuple[dict[int, dict], tuple[str, int]]:
@@ -140,7 +176,9 @@ def pull(params: PullParams, progress=None) -> dict:
             if progress:
                 progress(pulled)
     # 1. the data, then 2. the watermark: a kill between the two re-pulls rows, which merge absorbs
-    write_atomic(out / FEEDBACK_FILE, "".join(json.dumps(records[k], ensure_ascii=False) + "\n" for k in sorted(records)))
+    write_atomic(
+        out / FEEDBACK_FILE, "".join(json.dumps(records[k], ensure_ascii=False) + "\n" for k in sorted(records))
+    )
     write_atomic(out / WATERMARK_FILE, json.dumps({"updated_at": mark[0], "query_id": mark[1]}) + "\n")
     metrics = summarize(records, pulled, skipped, redactions)
     write_atomic(out / METRICS_FILE, json.dumps(metrics, indent=2) + "\n")
@@ -152,8 +190,10 @@ def main() -> None:
     console = Console(stderr=True)
     with console.status("pulling feedback") as status:
         metrics = pull(params, lambda n: status.update(f"pulling feedback: {n} queries"))
-    console.print(f"pull: {metrics['pulled_now']} new/updated queries, {metrics['queries']} in {params.out}/{FEEDBACK_FILE} "
-                  f"({metrics['with_used']} with used chunks; skipped {metrics['skipped'] or 0})")  # fmt: skip
+    console.print(
+        f"pull: {metrics['pulled_now']} new/updated queries, {metrics['queries']} in {params.out}/{FEEDBACK_FILE} "
+        f"({metrics['with_used']} with used chunks; skipped {metrics['skipped'] or 0})"
+    )
     if metrics["queries"] == 0:
         raise SystemExit("pull: the feedback log is empty (run `pai simulate` or serve some queries first)")
 

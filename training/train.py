@@ -101,10 +101,14 @@ def gpu_model_and_tokenizer(p: TrainParams):  # pragma: no cover - needs CUDA an
     model, tok = FastLanguageModel.from_pretrained(p.gpu_base_model, max_seq_length=p.gpu_max_length, load_in_4bit=True)
     tok.chat_template = training_chat_template()  # generation markers for assistant-only loss, as on CPU
     model = FastLanguageModel.get_peft_model(
-        model, r=p.lora_r, lora_alpha=p.lora_alpha, lora_dropout=p.lora_dropout,
+        model,
+        r=p.lora_r,
+        lora_alpha=p.lora_alpha,
+        lora_dropout=p.lora_dropout,
         target_modules=LORA_TARGETS,
-        use_gradient_checkpointing="unsloth", random_state=p.seed,
-    )  # fmt: skip
+        use_gradient_checkpointing="unsloth",
+        random_state=p.seed,
+    )
     return model, tok, p.gpu_base_model
 
 
@@ -119,22 +123,51 @@ def can_resume(checkpoints: Path, fingerprint: str) -> bool:
     return False
 
 
-def sft_trainer(model, tok, p: TrainParams, profile: str, max_length: int, train_rows: list[dict], val_rows: list[dict],
-                output_dir: Path, peft_config=None, **overrides):
+def sft_trainer(
+    model,
+    tok,
+    p: TrainParams,
+    profile: str,
+    max_length: int,
+    train_rows: list[dict],
+    val_rows: list[dict],
+    output_dir: Path,
+    peft_config=None,
+    **overrides,
+):
     """TRL's SFTTrainer as both profiles (and the GPU smoke run) configure it: assistant-only loss."""
     from datasets import Dataset
     from trl import SFTConfig, SFTTrainer
 
-    config = SFTConfig(**{
-        "output_dir": str(output_dir), "max_length": max_length, "assistant_only_loss": True,
-        "per_device_train_batch_size": p.batch_size, "gradient_accumulation_steps": p.grad_accum,
-        "learning_rate": p.learning_rate, "num_train_epochs": p.epochs, "seed": p.seed,
-        "logging_steps": 1, "eval_strategy": "epoch" if val_rows else "no", "save_strategy": "epoch", "save_total_limit": 1,
-        "report_to": [], "use_cpu": profile == "cpu", "bf16": profile == "gpu", "disable_tqdm": False, **overrides,
-    })  # fmt: skip
-    return SFTTrainer(model=model, args=config, train_dataset=Dataset.from_list(train_rows),
-                      eval_dataset=Dataset.from_list(val_rows) if val_rows else None,
-                      processing_class=tok, peft_config=peft_config)  # fmt: skip
+    config = SFTConfig(
+        **{
+            "output_dir": str(output_dir),
+            "max_length": max_length,
+            "assistant_only_loss": True,
+            "per_device_train_batch_size": p.batch_size,
+            "gradient_accumulation_steps": p.grad_accum,
+            "learning_rate": p.learning_rate,
+            "num_train_epochs": p.epochs,
+            "seed": p.seed,
+            "logging_steps": 1,
+            "eval_strategy": "epoch" if val_rows else "no",
+            "save_strategy": "epoch",
+            "save_total_limit": 1,
+            "report_to": [],
+            "use_cpu": profile == "cpu",
+            "bf16": profile == "gpu",
+            "disable_tqdm": False,
+            **overrides,
+        }
+    )
+    return SFTTrainer(
+        model=model,
+        args=config,
+        train_dataset=Dataset.from_list(train_rows),
+        eval_dataset=Dataset.from_list(val_rows) if val_rows else None,
+        processing_class=tok,
+        peft_config=peft_config,
+    )
 
 
 def train(p: TrainParams, prompt: BuildParams = BuildParams()) -> dict:
@@ -147,16 +180,27 @@ def train(p: TrainParams, prompt: BuildParams = BuildParams()) -> dict:
     else:
         model, tok, base = cpu_model_and_tokenizer(p)
         max_length, limit = p.cpu_max_length, p.cpu_max_examples
-        peft_config = LoraConfig(r=p.lora_r, lora_alpha=p.lora_alpha, lora_dropout=p.lora_dropout,
-                                 target_modules="all-linear", task_type="CAUSAL_LM")  # fmt: skip
+        peft_config = LoraConfig(
+            r=p.lora_r,
+            lora_alpha=p.lora_alpha,
+            lora_dropout=p.lora_dropout,
+            target_modules="all-linear",
+            task_type="CAUSAL_LM",
+        )
     data = Path(p.data)
     train_rows, dropped_train = load_examples(data / "train.jsonl", tok, max_length, limit)
-    val_rows, dropped_val = load_examples(data / "val.jsonl", tok, max_length, None if limit is None else max(8, limit // 5))
+    val_rows, dropped_val = load_examples(
+        data / "val.jsonl", tok, max_length, None if limit is None else max(8, limit // 5)
+    )
     if not train_rows:
-        raise SystemExit(f"train: no example fits max_length {max_length} ({dropped_train} dropped); lower build.chunk_tokens")
+        raise SystemExit(
+            f"train: no example fits max_length {max_length} ({dropped_train} dropped); lower build.chunk_tokens"
+        )
     out = Path(p.out)
     # checkpoints are resumed only by a run with the same data, params and prompt; others start over
-    fingerprint = files_sha256(data / "train.jsonl", data / "val.jsonl") + json.dumps([asdict(p), asdict(prompt), profile], sort_keys=True)
+    fingerprint = files_sha256(data / "train.jsonl", data / "val.jsonl") + json.dumps(
+        [asdict(p), asdict(prompt), profile], sort_keys=True
+    )
     if profile == "cpu":  # a base built from a config exists nowhere else: keep it beside the adapter
         model.save_pretrained(out / "base")
     else:  # the base lives in the model cache; base/ only names it (one output layout for DVC)
@@ -171,14 +215,28 @@ def train(p: TrainParams, prompt: BuildParams = BuildParams()) -> dict:
     tok.save_pretrained(str(out / "adapter"))
     losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
     metrics = {
-        "profile": profile, "base_model": base, "train_examples": len(train_rows), "val_examples": len(val_rows),
-        "dropped_too_long": dropped_train + dropped_val, "steps": result.global_step, "seconds": round(seconds, 1),
-        "train_loss_first": round(losses[0], 4) if losses else None, "train_loss_last": round(losses[-1], 4) if losses else None,
+        "profile": profile,
+        "base_model": base,
+        "train_examples": len(train_rows),
+        "val_examples": len(val_rows),
+        "dropped_too_long": dropped_train + dropped_val,
+        "steps": result.global_step,
+        "seconds": round(seconds, 1),
+        "train_loss_first": round(losses[0], 4) if losses else None,
+        "train_loss_last": round(losses[-1], 4) if losses else None,
         "eval_loss": round(eval_loss, 4) if eval_loss is not None else None,
-    }  # fmt: skip
-    record = {"prompt_version": PROMPT_VERSION, "chunk_tokens": prompt.chunk_tokens, "k": prompt.k, "base_model": base,
-              "max_length": max_length, **asdict(p), "profile": profile,
-              "dataset_sha256": files_sha256(data / "train.jsonl", data / "val.jsonl"), "git_commit": git_commit()}  # fmt: skip
+    }
+    record = {
+        "prompt_version": PROMPT_VERSION,
+        "chunk_tokens": prompt.chunk_tokens,
+        "k": prompt.k,
+        "base_model": base,
+        "max_length": max_length,
+        **asdict(p),
+        "profile": profile,
+        "dataset_sha256": files_sha256(data / "train.jsonl", data / "val.jsonl"),
+        "git_commit": git_commit(),
+    }
     write_atomic(out / "train_config.json", json.dumps(record, indent=2) + "\n")
     record["mlflow_run_id"] = log_run(record, metrics, trainer.state.log_history, out)
     write_atomic(out / "train_config.json", json.dumps(record, indent=2) + "\n")
@@ -207,8 +265,10 @@ def main() -> None:
     console = Console(stderr=True)
     console.print(f"train: profile {resolve_profile(p.profile)} (params train.profile = {p.profile})")
     m = train(p, load_section("params.yaml", "build", BuildParams))
-    console.print(f"train: {m['train_examples']} examples, {m['steps']} steps in {m['seconds']} s on {m['base_model']}; "
-                  f"loss {m['train_loss_first']} -> {m['train_loss_last']}, eval loss {m['eval_loss']}")  # fmt: skip
+    console.print(
+        f"train: {m['train_examples']} examples, {m['steps']} steps in {m['seconds']} s on {m['base_model']}; "
+        f"loss {m['train_loss_first']} -> {m['train_loss_last']}, eval loss {m['eval_loss']}"
+    )
 
 
 if __name__ == "__main__":

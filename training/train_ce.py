@@ -63,7 +63,9 @@ class CrossEncoderParams:
     evals: int = 3  # val Recall@k evaluations spread evenly over training, the last at its end
     patience: int = 2  # stop after this many evals without a better val Recall@5
     max_val_queries: int = 0  # cap on val queries ranked per eval (CPU time); 0 = all
-    calibration_fraction: float = 0.15  # train queries held out of training; the fusion with the retrieval order is fitted on them
+    calibration_fraction: float = (
+        0.15  # train queries held out of training; the fusion with the retrieval order is fitted on them
+    )
     fusion_bm25: bool = True  # the fusion also weighs the candidates' BM25 (keyword evidence a small model misses)
     serve_dtype: str = "auto"  # the selector's precision: auto = bfloat16 where the CPU has it natively, else float32
     k: int = 5  # Recall@k of the val ranking (the selector picks k)
@@ -88,8 +90,6 @@ class CrossEncoderParams:
         if not 0 <= self.calibration_fraction < 0.5:
             out.append("train_ce.calibration_fraction must be in [0, 0.5)")
         return out
-
-
 
 
 def ce_scores(model, groups: list[dict], batch_size: int = 32) -> list[list[float]]:
@@ -131,7 +131,9 @@ def build_model(base: str, layers: int, max_length: int):
 
     encoder = Transformer(base, config_kwargs={"num_hidden_layers": layers}, max_seq_length=max_length)
     dim = encoder.get_embedding_dimension()
-    return CrossEncoder(modules=[encoder, Pooling(dim, "mean"), Dense(dim, 1, activation_function=None, module_output_name="scores")])
+    return CrossEncoder(
+        modules=[encoder, Pooling(dim, "mean"), Dense(dim, 1, activation_function=None, module_output_name="scores")]
+    )
 
 
 def pooled(model, pairs: list[tuple[str, str]], batch_size: int = 32):
@@ -163,7 +165,10 @@ def fit_head(x, y, l2: float = 1e-3, steps: int = 200):
 
     def closure():
         opt.zero_grad()
-        loss = torch.nn.functional.binary_cross_entropy_with_logits(z @ w + b, y, pos_weight=pos_weight) + l2 * (w**2).sum()
+        loss = (
+            torch.nn.functional.binary_cross_entropy_with_logits(z @ w + b, y, pos_weight=pos_weight)
+            + l2 * (w**2).sum()
+        )
         loss.backward()
         return loss
 
@@ -177,7 +182,9 @@ def probe_head(model, pairs: list[dict], n: int, rng: random.Random) -> None:
     import torch
 
     sample = rng.sample(pairs, min(n, len(pairs)))
-    weight, bias = fit_head(pooled(model, [(q["query"], q["text"]) for q in sample]), torch.tensor([q["label"] for q in sample]))
+    weight, bias = fit_head(
+        pooled(model, [(q["query"], q["text"]) for q in sample]), torch.tensor([q["label"] for q in sample])
+    )
     with torch.no_grad():
         model[2].linear.weight.copy_(weight)
         model[2].linear.bias.copy_(bias)
@@ -196,14 +203,33 @@ def fine_tune(model, pairs: list[dict], evaluator, p: CrossEncoderParams, checkp
     every = max(1, math.ceil(math.ceil(len(pairs) / p.batch_size) * p.epochs / p.evals))
     loss = BinaryCrossEntropyLoss(model, pos_weight=torch.tensor((len(pairs) - n_pos) / max(n_pos, 1)))
     args = CrossEncoderTrainingArguments(
-        output_dir=str(checkpoints), num_train_epochs=p.epochs, per_device_train_batch_size=p.batch_size,
-        learning_rate=p.learning_rate, warmup_steps=p.warmup_ratio, seed=p.seed, use_cpu=not torch.cuda.is_available(),
-        eval_strategy="steps", eval_steps=every, save_strategy="steps", save_steps=every, save_total_limit=2,
-        load_best_model_at_end=True, metric_for_best_model=f"eval_recall@{p.k}", greater_is_better=True,
-        logging_steps=max(1, every // 4), report_to=[], disable_tqdm=False,
-    )  # fmt: skip
-    trainer = CrossEncoderTrainer(model=model, args=args, train_dataset=Dataset.from_list(pairs), loss=loss, evaluator=evaluator,
-                                  callbacks=[EarlyStoppingCallback(early_stopping_patience=p.patience)])  # fmt: skip
+        output_dir=str(checkpoints),
+        num_train_epochs=p.epochs,
+        per_device_train_batch_size=p.batch_size,
+        learning_rate=p.learning_rate,
+        warmup_steps=p.warmup_ratio,
+        seed=p.seed,
+        use_cpu=not torch.cuda.is_available(),
+        eval_strategy="steps",
+        eval_steps=every,
+        save_strategy="steps",
+        save_steps=every,
+        save_total_limit=2,
+        load_best_model_at_end=True,
+        metric_for_best_model=f"eval_recall@{p.k}",
+        greater_is_better=True,
+        logging_steps=max(1, every // 4),
+        report_to=[],
+        disable_tqdm=False,
+    )
+    trainer = CrossEncoderTrainer(
+        model=model,
+        args=args,
+        train_dataset=Dataset.from_list(pairs),
+        loss=loss,
+        evaluator=evaluator,
+        callbacks=[EarlyStoppingCallback(early_stopping_patience=p.patience)],
+    )
     trainer.train()
     return trainer.state
 
@@ -223,8 +249,15 @@ def train(p: CrossEncoderParams, val_fraction: float = BuildParams.val_fraction)
     model = build_model(base, p.layers, p.max_length)
 
     # 2. pairs with hard negatives; val queries ranked whole, and the retrieval order as the baseline
-    pairs, stats = build_pairs(records, val_fraction, p.max_negatives_per_query, p.seed,
-                               lambda q, t: len(model.tokenizer(q, t)["input_ids"]), p.max_length, p.calibration_fraction)  # fmt: skip
+    pairs, stats = build_pairs(
+        records,
+        val_fraction,
+        p.max_negatives_per_query,
+        p.seed,
+        lambda q, t: len(model.tokenizer(q, t)["input_ids"]),
+        p.max_length,
+        p.calibration_fraction,
+    )
     rng = random.Random(p.seed)
     train_pairs = pairs["train"]
     if p.max_train_pairs and len(train_pairs) > p.max_train_pairs:
@@ -232,7 +265,9 @@ def train(p: CrossEncoderParams, val_fraction: float = BuildParams.val_fraction)
     groups = rankings(records, "val", val_fraction, p.calibration_fraction)[: p.max_val_queries or None]
     calibration = rankings(records, "calibration", val_fraction, p.calibration_fraction)
     if not train_pairs or not groups:
-        raise SystemExit(f"train_ce: nothing to learn from ({len(train_pairs)} train pairs, {len(groups)} val queries; skipped {stats['skipped']})")
+        raise SystemExit(
+            f"train_ce: nothing to learn from ({len(train_pairs)} train pairs, {len(groups)} val queries; skipped {stats['skipped']})"
+        )
     similarity = mean_recall(groups, None, p.k)
 
     # 3. linear probe, scored as step 0 of the val curve
@@ -264,19 +299,33 @@ def train(p: CrossEncoderParams, val_fraction: float = BuildParams.val_fraction)
     shutil.rmtree(out / MODEL_DIR, ignore_errors=True)
     model.save_pretrained(str(out / MODEL_DIR))
     metrics = {
-        **{k: v for k, v in stats.items() if k != "skipped"}, "train_pairs_used": len(train_pairs),
-        "skipped": stats["skipped"], "val_queries": len(groups),
-        f"val_recall@{p.k}": round(fused, 4), f"val_recall@{p.k}_similarity": round(similarity, 4),
-        f"val_recall@{p.k}_model_only": best["recall"], f"val_recall@{p.k}_probe": evaluator.curve[0]["recall"],
-        "calibration_queries": len(calibration), "fusion_ce_weight": fusion["ce_weight"] if fusion else None,
+        **{k: v for k, v in stats.items() if k != "skipped"},
+        "train_pairs_used": len(train_pairs),
+        "skipped": stats["skipped"],
+        "val_queries": len(groups),
+        f"val_recall@{p.k}": round(fused, 4),
+        f"val_recall@{p.k}_similarity": round(similarity, 4),
+        f"val_recall@{p.k}_model_only": best["recall"],
+        f"val_recall@{p.k}_probe": evaluator.curve[0]["recall"],
+        "calibration_queries": len(calibration),
+        "fusion_ce_weight": fusion["ce_weight"] if fusion else None,
         "fusion_bm25_weight": fusion["bm25_weight"] if fusion else None,
-        "steps": state.global_step, "best_step": best["step"], "train_seconds": round(train_seconds, 1),
-    }  # fmt: skip
+        "steps": state.global_step,
+        "best_step": best["step"],
+        "train_seconds": round(train_seconds, 1),
+    }
     record = {
-        "input_format": CE_INPUT_FORMAT, "base_model": base, "base_model_name": "sentence-transformers/all-MiniLM-L6-v2",
-        "val_fraction": val_fraction, **asdict(p), "dataset_sha256": hashlib.sha256(raw).hexdigest(), "git_commit": git_commit(),
-        "val_curve": evaluator.curve, "best_step": best["step"], "fusion": fusion,
-    }  # fmt: skip
+        "input_format": CE_INPUT_FORMAT,
+        "base_model": base,
+        "base_model_name": "sentence-transformers/all-MiniLM-L6-v2",
+        "val_fraction": val_fraction,
+        **asdict(p),
+        "dataset_sha256": hashlib.sha256(raw).hexdigest(),
+        "git_commit": git_commit(),
+        "val_curve": evaluator.curve,
+        "best_step": best["step"],
+        "fusion": fusion,
+    }
     record["mlflow_run_id"] = log_run(record, metrics, state.log_history, out)
     metrics["stage_seconds"] = round(time.perf_counter() - t_stage, 1)
     write_atomic(out / METRICS_FILE, json.dumps(metrics, indent=2) + "\n")
@@ -306,12 +355,14 @@ def main(params: str = "params.yaml") -> None:
     console = Console(stderr=True)
     m = train(p, val_fraction)
     k = p.k
-    console.print(f"train_ce: {m['train_pairs_used']} train pairs ({m['hard_negatives']} hard negatives), {m['steps']} steps "
-                  f"in {m['train_seconds']} s (best step {m['best_step']}); val Recall@{k} {m[f'val_recall@{k}']:.4f} "
-                  f"(model alone {m[f'val_recall@{k}_model_only']:.4f}, fused with the retrieval order on "
-                  f"{m['calibration_queries']} calibration queries, weights model {m['fusion_ce_weight']}, bm25 {m['fusion_bm25_weight']}) "
-                  f"vs similarity order {m[f'val_recall@{k}_similarity']:.4f} on {m['val_queries']} queries; "
-                  f"skipped {m['skipped']}")  # fmt: skip
+    console.print(
+        f"train_ce: {m['train_pairs_used']} train pairs ({m['hard_negatives']} hard negatives), {m['steps']} steps "
+        f"in {m['train_seconds']} s (best step {m['best_step']}); val Recall@{k} {m[f'val_recall@{k}']:.4f} "
+        f"(model alone {m[f'val_recall@{k}_model_only']:.4f}, fused with the retrieval order on "
+        f"{m['calibration_queries']} calibration queries, weights model {m['fusion_ce_weight']}, bm25 {m['fusion_bm25_weight']}) "
+        f"vs similarity order {m[f'val_recall@{k}_similarity']:.4f} on {m['val_queries']} queries; "
+        f"skipped {m['skipped']}"
+    )
 
 
 if __name__ == "__main__":

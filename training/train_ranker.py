@@ -116,7 +116,10 @@ def fit_adapter(groups: list[dict], p: RankerParams) -> np.ndarray:
         opt.zero_grad()
         qa = q + q @ w
         qa = qa / qa.norm(dim=1, keepdim=True)
-        loss = _listwise_loss(torch.einsum("bd,bnd->bn", qa, cands) / p.temperature, mask, target) + p.adapter_l2 * (w**2).sum()
+        loss = (
+            _listwise_loss(torch.einsum("bd,bnd->bn", qa, cands) / p.temperature, mask, target)
+            + p.adapter_l2 * (w**2).sum()
+        )
         loss.backward()
         opt.step()
     return w.detach().numpy().astype(np.float32)
@@ -156,7 +159,9 @@ def train(p: RankerParams, val_fraction: float, progress=None) -> tuple[np.ndarr
     records = [json.loads(line) for line in raw.decode("utf-8").splitlines() if line.strip()]
     groups = {s: rankings(records, s, val_fraction, p.calibration_fraction) for s in ("train", "calibration", "val")}
     if not groups["train"]:
-        raise SystemExit(f"train_ranker: no train query with a used candidate ({ {s: len(g) for s, g in groups.items()} })")
+        raise SystemExit(
+            f"train_ranker: no train query with a used candidate ({ {s: len(g) for s, g in groups.items()} })"
+        )
     # a small log may leave a band empty: the fusion is then fitted on the train queries (said in the metrics)
     fusion_split = "calibration" if groups["calibration"] else "train"
 
@@ -170,19 +175,26 @@ def train(p: RankerParams, val_fraction: float, progress=None) -> tuple[np.ndarr
     val, fv = groups["val"], feats["val"]
     k = p.k
     metrics = {
-        **{f"{s}_queries": len(g) for s, g in groups.items()}, "fusion_fitted_on": fusion_split,
+        **{f"{s}_queries": len(g) for s, g in groups.items()},
+        "fusion_fitted_on": fusion_split,
         f"val_recall@{k}": round(mean_recall(val, [ranker_scores(f, weights) for f in fv], k), 4),
         f"val_recall@{k}_retrieval_order": round(mean_recall(val, [f["prior"] for f in fv], k), 4),
         f"val_recall@{k}_similarity": round(mean_recall(val, [f["similarity"] for f in fv], k), 4),
         f"val_recall@{k}_adapter_only": round(mean_recall(val, [f["adapted"] for f in fv], k), 4),
         f"val_recall@{k}_bm25": round(mean_recall(val, [f["bm25"] for f in fv], k), 4),
-        "adapter_norm": round(float(np.linalg.norm(w)), 4), **{f"weight_{n}": v for n, v in weights.items()},
+        "adapter_norm": round(float(np.linalg.norm(w)), 4),
+        **{f"weight_{n}": v for n, v in weights.items()},
         "seconds": round(time.perf_counter() - t0, 1),
-    }  # fmt: skip
+    }
     record = {
-        "input_format": RANKER_FORMAT, "base_model_name": "sentence-transformers/all-MiniLM-L6-v2", "val_fraction": val_fraction,
-        **asdict(p), "weights": weights, "dataset_sha256": hashlib.sha256(raw).hexdigest(), "git_commit": git_commit(),
-    }  # fmt: skip
+        "input_format": RANKER_FORMAT,
+        "base_model_name": "sentence-transformers/all-MiniLM-L6-v2",
+        "val_fraction": val_fraction,
+        **asdict(p),
+        "weights": weights,
+        "dataset_sha256": hashlib.sha256(raw).hexdigest(),
+        "git_commit": git_commit(),
+    }
     return w, record, metrics
 
 
@@ -217,11 +229,13 @@ def main(params: str = "params.yaml") -> None:
         w, record, m = train(p, val_fraction, lambda done, total: bar.update(task, completed=done, total=total))
     write(Path(p.out), w, record, m, track=True)
     k = p.k
-    console.print(f"train_ranker: adapter on {m['train_queries']} queries, fusion on {m['calibration_queries']}; val Recall@{k} "
-                  f"{m[f'val_recall@{k}']:.4f} (retrieval order {m[f'val_recall@{k}_retrieval_order']:.4f}, similarity "
-                  f"{m[f'val_recall@{k}_similarity']:.4f}, adapter alone {m[f'val_recall@{k}_adapter_only']:.4f}, bm25 "
-                  f"{m[f'val_recall@{k}_bm25']:.4f}) on {m['val_queries']} queries; weights {record['weights']}; {m['seconds']} s",
-                  soft_wrap=True)  # fmt: skip
+    console.print(
+        f"train_ranker: adapter on {m['train_queries']} queries, fusion on {m['calibration_queries']}; val Recall@{k} "
+        f"{m[f'val_recall@{k}']:.4f} (retrieval order {m[f'val_recall@{k}_retrieval_order']:.4f}, similarity "
+        f"{m[f'val_recall@{k}_similarity']:.4f}, adapter alone {m[f'val_recall@{k}_adapter_only']:.4f}, bm25 "
+        f"{m[f'val_recall@{k}_bm25']:.4f}) on {m['val_queries']} queries; weights {record['weights']}; {m['seconds']} s",
+        soft_wrap=True,
+    )
 
 
 if __name__ == "__main__":

@@ -51,9 +51,19 @@ def test_database_down_is_a_clean_exit(monkeypatch, tmp_path):
 def test_pai_eval_prints_all_baselines_as_json(tmp_path, monkeypatch):
     monkeypatch.setenv("PAI_HOME", str(tmp_path / "home"))  # an empty registry: no champion to compare
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
-    items = [{"qid": str(i), "query": f"capital of country {i}?", "relevant_ids": [f"{i}a"], "answers": ["Paris"],
-              "candidates": [{"id": f"{i}a", "title": "France", "text": f"Paris is the capital of country {i}."},
-                             {"id": f"{i}b", "title": "Rivers", "text": "Rivers flow to the sea."}]} for i in range(4)]  # fmt: skip
+    items = [
+        {
+            "qid": str(i),
+            "query": f"capital of country {i}?",
+            "relevant_ids": [f"{i}a"],
+            "answers": ["Paris"],
+            "candidates": [
+                {"id": f"{i}a", "title": "France", "text": f"Paris is the capital of country {i}."},
+                {"id": f"{i}b", "title": "Rivers", "text": "Rivers flow to the sea."},
+            ],
+        }
+        for i in range(4)
+    ]
     bench = tmp_path / "b.jsonl"
     bench.write_text("".join(json.dumps(it) + "\n" for it in items))
     r = runner.invoke(app, ["eval", "--benchmark", str(bench), "--model", str(tmp_path / "none"), "--json"])
@@ -74,7 +84,16 @@ def test_piped_output_keeps_every_line_whole_and_tables_readable(capsys):
     line = "deploy: " + " ".join(f"figure{i}=0.{i:04d}" for i in range(30))
     console.print(line)
     t = Table(title="eval")
-    for col in ("system", "recall@5", "precision@5", "ndcg@5", "mrr", "json_valid", "answer_in_context", "latency_p50_ms"):
+    for col in (
+        "system",
+        "recall@5",
+        "precision@5",
+        "ndcg@5",
+        "mrr",
+        "json_valid",
+        "answer_in_context",
+        "latency_p50_ms",
+    ):
         t.add_column(col)
     t.add_row("cross_encoder", "0.8652", "0.2731", "0.7751", "0.8013", "1.0", "None", "37.02")
     console.print(t)

@@ -44,7 +44,9 @@ def test_pai_cycle_in_a_fresh_clone(db_url, benchmark_dir, tmp_path):
     scifact_slice(benchmark_dir / "scifact", bench / "scifact")
     (bench / "hotpotqa").symlink_to(benchmark_dir / "hotpotqa")
     params = (clone / "params.yaml").read_text().replace("lag_seconds: 5.0", "lag_seconds: 0.0")
-    params = params.replace("  max_queries: 0 ", "  max_queries: 10 ").replace("llm_max_queries: 100 ", "llm_max_queries: 10 ")
+    params = params.replace("  max_queries: 0 ", "  max_queries: 10 ").replace(
+        "llm_max_queries: 100 ", "llm_max_queries: 10 "
+    )
     (clone / "params.yaml").write_text(params)
     venv_bin = Path(sys.executable).parent
     # a state folder of its own (no test runs in the developer's MLflow), sharing only the model cache
@@ -56,8 +58,14 @@ def test_pai_cycle_in_a_fresh_clone(db_url, benchmark_dir, tmp_path):
     # PATH without the venv, as the README's `.venv/bin/pai cycle` runs: dvc's stages must still find its python
     path = os.pathsep.join(d for d in os.environ["PATH"].split(os.pathsep) if Path(d) != venv_bin)
     env = os.environ | {"PAI_HOME": str(home), "DATABASE_URL": db_url, "PYTHONPATH": str(clone), "PATH": path}
-    run = subprocess.run([sys.executable, "-m", "cli.main", "cycle", "--benchmark-dir", str(bench), "--json"],
-                         cwd=clone, env=env, capture_output=True, text=True, timeout=1200)  # fmt: skip
+    run = subprocess.run(
+        [sys.executable, "-m", "cli.main", "cycle", "--benchmark-dir", str(bench), "--json"],
+        cwd=clone,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     result = json.loads(run.stdout)
     assert result["ingest"]["documents_new"] >= 150
@@ -66,12 +74,25 @@ def test_pai_cycle_in_a_fresh_clone(db_url, benchmark_dir, tmp_path):
     assert result["pipeline"]["dataset"]["train_examples"] > 0
     assert result["pipeline"]["train"]["profile"] == "cpu" and result["pipeline"]["train"]["steps"] > 0
     hotpot = result["pipeline"]["eval"]["hotpotqa/test"]["systems"]
-    assert set(hotpot) == {"similarity", "bm25", "hybrid", "selector", "cross_encoder", "ranker"} and hotpot["selector"]["queries"] == 10
+    assert (
+        set(hotpot) == {"similarity", "bm25", "hybrid", "selector", "cross_encoder", "ranker"}
+        and hotpot["selector"]["queries"] == 10
+    )
     assert hotpot["selector"]["json_valid"] == 1.0  # the exported GGUF, run as served (grammar-constrained)
-    assert result["pipeline"]["export"]["pick_agreement"] >= 0.95 and result["pipeline"]["export"]["served_parse_rate"] == 1.0
+    assert (
+        result["pipeline"]["export"]["pick_agreement"] >= 0.95
+        and result["pipeline"]["export"]["served_parse_rate"] == 1.0
+    )
     deploy = result["pipeline"]["deploy"]
-    assert {c["kind"] for c in deploy["challengers"].values()} == {"llm", "cross_encoder", "ranker"}  # every kind registered
-    assert deploy["version"] in ("pai-selector:1", "pai-selector:2", "pai-selector:3") and deploy["alias"] in ("champion", "challenger")
+    assert {c["kind"] for c in deploy["challengers"].values()} == {
+        "llm",
+        "cross_encoder",
+        "ranker",
+    }  # every kind registered
+    assert deploy["version"] in ("pai-selector:1", "pai-selector:2", "pai-selector:3") and deploy["alias"] in (
+        "champion",
+        "challenger",
+    )
     assert deploy["passed_gate"] == (deploy["alias"] == "champion") and (deploy["passed_gate"] or deploy["reasons"])
     assert [r["queries"] for r in result["retrieval"]] == [10, 10]
     assert (clone / "dvc.lock").exists() and (clone / "data" / "datasets" / "train.jsonl").exists()

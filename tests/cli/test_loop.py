@@ -9,9 +9,11 @@ from retrieval.metrics import mean_ci
 
 
 def test_scifact_records_are_the_scifact_queries_oldest_first(tmp_path):
-    recs = [{"query_id": 9, "candidates": [{"source": "/b/scifact/corpus.jsonl#1"}]},
-            {"query_id": 3, "candidates": [{"source": "/b/hotpotqa/test.jsonl#x"}]},
-            {"query_id": 5, "candidates": [{"source": "/b/hotpotqa/x"}, {"source": "/b/scifact/corpus.jsonl#2"}]}]  # fmt: skip
+    recs = [
+        {"query_id": 9, "candidates": [{"source": "/b/scifact/corpus.jsonl#1"}]},
+        {"query_id": 3, "candidates": [{"source": "/b/hotpotqa/test.jsonl#x"}]},
+        {"query_id": 5, "candidates": [{"source": "/b/hotpotqa/x"}, {"source": "/b/scifact/corpus.jsonl#2"}]},
+    ]
     f = tmp_path / "feedback.jsonl"
     f.write_text("".join(json.dumps(r) + "\n" for r in recs))
     assert [r["query_id"] for r in scifact_records(f)] == [5, 9]

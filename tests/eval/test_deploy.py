@@ -18,7 +18,11 @@ def result(selector, ci, champion=None, champion_diff=None, **baselines):
     versus = {f"selector_vs_{ref}": {"recall@5_diff": diff, "ci95_low": ci[0], "ci95_high": ci[1]}}
     if champion:
         systems["champion"] = champion
-        versus["selector_vs_champion"] = {"recall@5_diff": champion_diff, "ci95_low": champion_diff - 0.05, "ci95_high": champion_diff + 0.05}
+        versus["selector_vs_champion"] = {
+            "recall@5_diff": champion_diff,
+            "ci95_low": champion_diff - 0.05,
+            "ci95_high": champion_diff + 0.05,
+        }
     return {"systems": systems, "paired_bootstrap": versus}
 
 
@@ -36,7 +40,9 @@ def test_out_of_domain_it_may_trail_by_the_tolerance_only():
     good = result(row(0.80), (0.03, 0.13))
     assert gate({"a": good, "o": result(row(0.71), (-0.04, 0.02))}, ood).passed  # -0.01: within 0.02, CI irrelevant
     d = gate({"a": good, "o": result(row(0.69), (-0.06, 0.0))}, ood)  # -0.03
-    assert not d.passed and d.reasons[0].startswith("o (out of domain): recall@5 -0.0300 vs hybrid loses more than 0.02")
+    assert not d.passed and d.reasons[0].startswith(
+        "o (out of domain): recall@5 -0.0300 vs hybrid loses more than 0.02"
+    )
     assert d.details["o"]["domain"] == "out"
 
 

@@ -10,8 +10,12 @@ from serving.cli import app
 
 
 def items():
-    cands = [{"id": f"c{i}", "text": t} for i, t in enumerate(["Bees make honey from nectar.", "Rivers run to the sea.",
-                                                                "Compilers emit machine code."])]  # fmt: skip
+    cands = [
+        {"id": f"c{i}", "text": t}
+        for i, t in enumerate(
+            ["Bees make honey from nectar.", "Rivers run to the sea.", "Compilers emit machine code."]
+        )
+    ]
     return [
         {"qid": "1", "query": "how do bees make honey", "candidates": cands, "relevant_ids": ["c0"]},
         {"qid": "2", "query": "what is the meaning of life", "candidates": cands, "relevant_ids": []},
@@ -27,6 +31,8 @@ def test_queries_without_a_relevant_id_are_skipped_and_counted(tmp_path, embedde
     r = result["marco/dev"]
     assert r["skipped_no_relevant"] == 1 and r["systems"]["similarity"]["queries"] == 2
     assert {c["k"] for c in curve} == {1, 2, 3, 4, 5}
-    out = CliRunner().invoke(app, ["eval", "--benchmark", str(path), "--selector", "similarity", "--model", str(tmp_path / "none")])
+    out = CliRunner().invoke(
+        app, ["eval", "--benchmark", str(path), "--selector", "similarity", "--model", str(tmp_path / "none")]
+    )
     assert out.exit_code == 0, out.output
     assert "skipped 1 queries with no relevant candidate" in out.output and "Traceback" not in out.output

@@ -15,8 +15,15 @@ def items(n=60):
         gold = random.Random(i).sample(range(10), 2)
         for j in gold:
             cands[j]["text"] = f"GOLD fact {j} for question {i}: the answer is Paris"
-        out.append({"qid": str(i), "query": f"question {i}", "candidates": cands,
-                    "relevant_ids": [f"{i}-{j}" for j in gold], "answers": ["Paris"]})  # fmt: skip
+        out.append(
+            {
+                "qid": str(i),
+                "query": f"question {i}",
+                "candidates": cands,
+                "relevant_ids": [f"{i}-{j}" for j in gold],
+                "answers": ["Paris"],
+            }
+        )
     return out
 
 
@@ -48,7 +55,13 @@ def test_perfect_selector_scores_one(embedder):
     its = items()
     r = score(its, run_systems(its, embedder, 5, Perfect()), seed=0)
     sel = r["systems"]["selector"]
-    assert (sel["recall@5"], sel["precision@5"], sel["mrr"], sel["json_valid"], sel["answer_in_context"]) == (1.0, 0.4, 1.0, 1.0, 1.0)
+    assert (sel["recall@5"], sel["precision@5"], sel["mrr"], sel["json_valid"], sel["answer_in_context"]) == (
+        1.0,
+        0.4,
+        1.0,
+        1.0,
+        1.0,
+    )
     assert sel["context_tokens"] < sel["all_candidates_tokens"]
     # the perfect selector beats every baseline with a CI above zero, or ties one that is perfect too
     for base in ("similarity", "bm25", "hybrid"):
@@ -83,8 +96,22 @@ def test_scifact_benchmark_items_mark_chunks_of_relevant_abstracts():
     from retrieval.search import Candidate
 
     def search(claim):
-        return [Candidate(r, 100 + r, f"x/scifact/corpus.jsonl#{doc}", "Abstract", None, 1, 2, f"text {r}", f"h{r}", 0.9 - r / 50, 3)
-                for r, doc in enumerate(["7", "8", "7", "9"], start=1)]  # fmt: skip
+        return [
+            Candidate(
+                r,
+                100 + r,
+                f"x/scifact/corpus.jsonl#{doc}",
+                "Abstract",
+                None,
+                1,
+                2,
+                f"text {r}",
+                f"h{r}",
+                0.9 - r / 50,
+                3,
+            )
+            for r, doc in enumerate(["7", "8", "7", "9"], start=1)
+        ]
 
     items, stats = items_from_search([("q1", "claim one", {"7"}), ("q2", "claim two", {"42"})], search)
     assert stats == {"queries": 2, "items": 1, "no_relevant_candidate": 1, "candidates_mean": 4.0}

@@ -26,7 +26,14 @@ Other text.
 def test_markdown_sections_keep_heading_hierarchy_and_lines():
     assert chunk_markdown(MD, 200) == [
         Chunk("# Guide\n\nIntro para.", 1, 3, "Guide", None, 1),
-        Chunk("## Install\n\nRun this:\n\n```bash\npip install x\n\n# not a heading\n```\n\nDone.", 5, 15, "Install", "Guide", 2),
+        Chunk(
+            "## Install\n\nRun this:\n\n```bash\npip install x\n\n# not a heading\n```\n\nDone.",
+            5,
+            15,
+            "Install",
+            "Guide",
+            2,
+        ),
         Chunk("### Sub\nSub text.", 17, 18, "Sub", "Install", 3),
         Chunk("## Other\nOther text.", 19, 20, "Other", "Guide", 2),
     ]
@@ -59,12 +66,16 @@ def test_code_splits_at_top_level_definitions():
     src = "import os\n\n\ndef a():\n    return 1\n\n\nclass B:\n    x = 1\n\n    def m(self):\n        pass\n"
     # small blocks are packed together; a class is not cut while it fits the budget
     assert [(c.heading, c.start_line, c.end_line) for c in chunk_code(src, 13)] == [
-        ("import os", 1, 5), ("class B:", 8, 12),
-    ]  # fmt: skip
+        ("import os", 1, 5),
+        ("class B:", 8, 12),
+    ]
     # over budget, a block is cut between lines
     assert [(c.heading, c.start_line, c.end_line) for c in chunk_code(src, 8)] == [
-        ("import os", 1, 1), ("def a():", 4, 5), ("class B:", 8, 9), ("def m(self):", 11, 12),
-    ]  # fmt: skip
+        ("import os", 1, 1),
+        ("def a():", 4, 5),
+        ("class B:", 8, 9),
+        ("def m(self):", 11, 12),
+    ]
 
 
 def test_text_packs_paragraphs_and_splits_long_ones():

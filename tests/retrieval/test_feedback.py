@@ -10,17 +10,22 @@ from retrieval.feedback import (
     log_query,
     record_feedback,
     record_pick,
-)  # fmt: skip
+)
 from retrieval.search import Candidate
 
 
 def cands(n=4):
-    return [Candidate(r, 100 + r, f"/d/{r}.md", None, None, 1, 2, f"text {r}", f"h{r}", 1 - r / 10, 3) for r in range(1, n + 1)]
+    return [
+        Candidate(r, 100 + r, f"/d/{r}.md", None, None, 1, 2, f"text {r}", f"h{r}", 1 - r / 10, 3)
+        for r in range(1, n + 1)
+    ]
 
 
 def rows(conn, qid):
-    return conn.execute("SELECT rank, chunk_id, content_hash, pick_rank, used FROM query_candidates"
-                        " WHERE query_id = %s ORDER BY rank", (qid,)).fetchall()  # fmt: skip
+    return conn.execute(
+        "SELECT rank, chunk_id, content_hash, pick_rank, used FROM query_candidates WHERE query_id = %s ORDER BY rank",
+        (qid,),
+    ).fetchall()
 
 
 def test_cited_ranks_literals():
@@ -30,12 +35,20 @@ def test_cited_ranks_literals():
 
 def test_query_log_then_used_and_ignored(conn):
     qid = log_query(conn, "how?", cands(), "similarity", picked=[2, 1], selection_status="ok")
-    assert rows(conn, qid) == [(1, 101, "h1", 2, None), (2, 102, "h2", 1, None), (3, 103, "h3", None, None), (4, 104, "h4", None, None)]
+    assert rows(conn, qid) == [
+        (1, 101, "h1", 2, None),
+        (2, 102, "h2", 1, None),
+        (3, 103, "h3", None, None),
+        (4, 104, "h4", None, None),
+    ]
     assert record_feedback(conn, qid, used_chunk_ids=[102]) == [2]
     assert [u for *_, u in rows(conn, qid)] == [False, True, False, False]
     assert record_feedback(conn, qid, answer="Per [4] and [1].") == [4, 1]
     assert [u for *_, u in rows(conn, qid)] == [True, False, False, True]
-    assert conn.execute("SELECT selector_version, answer FROM queries WHERE id = %s", (qid,)).fetchone() == ("similarity", "Per [4] and [1].")
+    assert conn.execute("SELECT selector_version, answer FROM queries WHERE id = %s", (qid,)).fetchone() == (
+        "similarity",
+        "Per [4] and [1].",
+    )
 
 
 def test_bad_feedback_writes_nothing(conn):
@@ -72,7 +85,13 @@ def test_thumbs_up_learns_and_correction_replaces(conn):
     related = learned_answers(conn, "rotate database password")
     assert [a for _, a, _ in related] == ["Run `pai rotate` instead."] and related[0][2] >= 0.15
     assert learned_answers(conn, "bananas in pyjamas") == []
-    assert counters(conn) == {"learned_qa_count": 1, "queries": 3, "use_count": 2, "corrections": 1, "fallback_rate": 0.0}
+    assert counters(conn) == {
+        "learned_qa_count": 1,
+        "queries": 3,
+        "use_count": 2,
+        "corrections": 1,
+        "fallback_rate": 0.0,
+    }
 
 
 def test_pick_and_feedback_racing_on_one_query_never_deadlock(db_url, conn):
@@ -91,8 +110,10 @@ def test_pick_and_feedback_racing_on_one_query_never_deadlock(db_url, conn):
                 except Exception as e:  # noqa: BLE001
                     errors.append(e)
 
-    threads = [threading.Thread(target=hammer, args=(lambda c: record_pick(c, qid, [2, 1], "ok"),)),
-               threading.Thread(target=hammer, args=(lambda c: record_feedback(c, qid, used_chunk_ids=[101], rating=1),))]  # fmt: skip
+    threads = [
+        threading.Thread(target=hammer, args=(lambda c: record_pick(c, qid, [2, 1], "ok"),)),
+        threading.Thread(target=hammer, args=(lambda c: record_feedback(c, qid, used_chunk_ids=[101], rating=1),)),
+    ]
     for t in threads:
         t.start()
     for t in threads:

@@ -27,7 +27,9 @@ Run the command line tool with a query.
 def snapshot(conn):
     """Every row with its xmin: any write, even a no-op UPDATE, changes it."""
     docs = conn.execute("SELECT id, xmin::text, content_hash FROM documents ORDER BY id").fetchall()
-    chunks = conn.execute("SELECT id, xmin::text, source, start_line, end_line, text FROM chunks ORDER BY id").fetchall()
+    chunks = conn.execute(
+        "SELECT id, xmin::text, source, start_line, end_line, text FROM chunks ORDER BY id"
+    ).fetchall()
     return docs, chunks
 
 
@@ -42,10 +44,19 @@ def test_ingest_chunks_scrubs_and_stores(conn, embedder, tmp_path):
     r = ingest(conn, embedder, tmp_path)
     assert (r.files, r.documents_new, r.chunks_inserted, r.skipped_files, r.errors) == (2, 2, 3, 1, [])
     assert r.redactions == {"PASSWORD": 1}
-    rows = conn.execute("SELECT heading, parent_heading, level, start_line, end_line, text FROM chunks"
-                        " WHERE source LIKE '%guide.md' ORDER BY ord").fetchall()  # fmt: skip
+    rows = conn.execute(
+        "SELECT heading, parent_heading, level, start_line, end_line, text FROM chunks"
+        " WHERE source LIKE '%guide.md' ORDER BY ord"
+    ).fetchall()
     assert rows == [
-        ("Install", "Guide", 2, 3, 5, '## Install\n\nInstall with pip. The password = "[REDACTED:PASSWORD]" must never be stored.'),
+        (
+            "Install",
+            "Guide",
+            2,
+            3,
+            5,
+            '## Install\n\nInstall with pip. The password = "[REDACTED:PASSWORD]" must never be stored.',
+        ),
         ("Usage", "Guide", 2, 7, 9, "## Usage\n\nRun the command line tool with a query."),
     ]
     assert "hunter22" not in str(conn.execute("SELECT array_agg(text) FROM chunks").fetchone())
@@ -64,7 +75,9 @@ def test_changed_file_replaces_only_changed_chunks(conn, embedder, tmp_path):
     f = tmp_path / "guide.md"
     f.write_text(GUIDE)
     ingest(conn, embedder, f)
-    f.write_text(GUIDE.replace("Install with pip.", "Install with pipx, then restart your shell.") + "\nTrailing line.\n")
+    f.write_text(
+        GUIDE.replace("Install with pip.", "Install with pipx, then restart your shell.") + "\nTrailing line.\n"
+    )
     r = ingest(conn, embedder, f)
     assert (r.documents_updated, r.chunks_inserted, r.chunks_kept, r.chunks_deleted) == (1, 2, 0, 2)
     rows = conn.execute("SELECT id, heading, text FROM chunks ORDER BY ord").fetchall()
@@ -100,15 +113,18 @@ def test_deleted_files_lose_their_chunks(conn, embedder, tmp_path):
 
 
 def test_duplicates_skipped_and_near_chunks_linked(conn, embedder, tmp_path):
-    (tmp_path / "a.txt").write_text("The cat sat on the warm windowsill all afternoon.\n\n"
-                                    "Boil the pasta for ten minutes in salted water.\n")  # fmt: skip
+    (tmp_path / "a.txt").write_text(
+        "The cat sat on the warm windowsill all afternoon.\n\nBoil the pasta for ten minutes in salted water.\n"
+    )
     ingest(conn, embedder, tmp_path / "a.txt", params=replace(IP, chunk_tokens=16))
-    (tmp_path / "b.txt").write_text("All afternoon the cat sat on the warm windowsill.\n\n"       # cos 0.95: duplicate
-                                    "Cook pasta in boiling salted water for about ten minutes.\n")  # cos 0.91: near  # fmt: skip
+    (tmp_path / "b.txt").write_text(
+        "All afternoon the cat sat on the warm windowsill.\n\n"  # cos 0.95: duplicate
+        "Cook pasta in boiling salted water for about ten minutes.\n"
+    )  # cos 0.91: near
     r = ingest(conn, embedder, tmp_path / "b.txt", params=replace(IP, chunk_tokens=16))
     assert (r.duplicates_skipped, r.near_linked, r.chunks_inserted) == (1, 1, 1)
     row = conn.execute("""SELECT c.text, n.text, round(c.near_score::numeric, 2) FROM chunks c
-                          JOIN chunks n ON n.id = c.near_chunk_id""").fetchone()  # fmt: skip
+                          JOIN chunks n ON n.id = c.near_chunk_id""").fetchone()
     assert row[0].startswith("Cook pasta") and row[1].startswith("Boil the pasta") and 0.75 <= row[2] < 0.92
 
 
@@ -119,8 +135,12 @@ def test_bad_inputs_are_one_line_each_and_the_rest_goes_on(conn, embedder, tmp_p
     (tmp_path / "latin1.txt").write_bytes("caf\xe9 cr\xe8me".encode("latin-1"))
     (tmp_path / "big.txt").write_text("x" * 5000)
     (tmp_path / "corpus.jsonl").write_text(
-        json.dumps({"_id": "1", "title": "One", "text": "First record text."}) + "\n{not json\n"
-        + json.dumps({"_id": "2"}) + "\n" + json.dumps({"id": "3", "text": "Third record text."}) + "\n"
+        json.dumps({"_id": "1", "title": "One", "text": "First record text."})
+        + "\n{not json\n"
+        + json.dumps({"_id": "2"})
+        + "\n"
+        + json.dumps({"id": "3", "text": "Third record text."})
+        + "\n"
     )
     r = ingest(conn, embedder, tmp_path, tmp_path / "missing.md", params=replace(IP, max_file_bytes=4000))
     errors = sorted(e.replace(str(tmp_path) + "/", "") for e in r.errors)
@@ -140,7 +160,10 @@ def test_bad_inputs_are_one_line_each_and_the_rest_goes_on(conn, embedder, tmp_p
 
 def test_corpus_records_removed_from_a_jsonl_go(conn, embedder, tmp_path):
     f = tmp_path / "c.jsonl"
-    recs = [{"_id": str(i), "text": t} for i, t in enumerate(["Rivers flow to the sea.", "Compilers parse code.", "Bees make honey."])]
+    recs = [
+        {"_id": str(i), "text": t}
+        for i, t in enumerate(["Rivers flow to the sea.", "Compilers parse code.", "Bees make honey."])
+    ]
     f.write_text("\n".join(json.dumps(r) for r in recs))
     assert ingest(conn, embedder, f).documents_new == 3
     f.write_text("\n".join(json.dumps(r) for r in recs[:2]))

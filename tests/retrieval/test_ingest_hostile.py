@@ -24,12 +24,15 @@ def hostile_folder(tmp_path: Path) -> Path:
     (d / "a_good.md").write_text("# Good\n\nThe good note about zqgoodmarker survives its neighbours.\n")
     (d / "late_nul.txt").write_bytes(b"plain text\n" * 1000 + b"then a \x00 byte\n")  # NUL past the first 8 KB
     (d / "records.jsonl").write_text(
-        json.dumps({"_id": "ok", "text": "A fine record about zqrecordmarker."}) + "\n"
+        json.dumps({"_id": "ok", "text": "A fine record about zqrecordmarker."})
+        + "\n"
         + '{"_id": "nul", "text": "a \\u0000 inside"}\n'
         + '{"_id": "surrogate", "text": "half a pair \\ud800 here"}\n'
-        + json.dumps({"_id": "x" * 5000, "text": "an id too long for a b-tree"}) + "\n"
-        + json.dumps({"_id": "t", "title": "bad \u0000 title", "text": "text"}) + "\n"
-    )  # fmt: skip
+        + json.dumps({"_id": "x" * 5000, "text": "an id too long for a b-tree"})
+        + "\n"
+        + json.dumps({"_id": "t", "title": "bad \u0000 title", "text": "text"})
+        + "\n"
+    )
     (d / "empty.jsonl").write_bytes(b"")
     os.symlink("self.md", d / "self.md")
     (d / "wide.txt").write_text(" ".join(f"w{i}" for i in range(400_000)) + " zqwidemarker\n")  # 2.4 MB, one line
@@ -56,7 +59,9 @@ def test_each_bad_file_is_one_line_and_the_rest_goes_on(conn, embedder, tmp_path
     assert "self.md: cannot read" in errors
     assert len(report.errors) == 7, errors
     for word in ("zqgoodmarker", "zqrecordmarker", "zqwidemarker", "zqlastmarker"):
-        (hits,) = conn.execute("SELECT count(*) FROM chunk_terms WHERE tsv @@ plainto_tsquery('english', %s)", (word,)).fetchone()
+        (hits,) = conn.execute(
+            "SELECT count(*) FROM chunk_terms WHERE tsv @@ plainto_tsquery('english', %s)", (word,)
+        ).fetchone()
         assert hits == 1, word
     assert invariant_breaks(conn) == []
     (longest,) = conn.execute("SELECT max(length(text)) FROM chunks").fetchone()
@@ -67,8 +72,15 @@ def test_a_chunk_too_big_for_a_tsvector_is_still_stored(conn):
     """The floor under chunking: full-text terms come from the first 100,000 characters."""
     text = " ".join(f"w{i}" for i in range(400_000))
     chunk = Chunk(text, 1, 1)
-    written = store.write_document(conn, source="big", path="big", content_hash="h", chunks=[chunk],
-                                   new_embeddings={chunk.content_hash: np.ones(384, dtype=np.float32) / 384**0.5}, near={})  # fmt: skip
+    written = store.write_document(
+        conn,
+        source="big",
+        path="big",
+        content_hash="h",
+        chunks=[chunk],
+        new_embeddings={chunk.content_hash: np.ones(384, dtype=np.float32) / 384**0.5},
+        near={},
+    )
     assert written.inserted == 1
     assert conn.execute("SELECT count(*) FROM chunk_terms").fetchone() == (1,)
 

@@ -14,8 +14,20 @@ from retrieval.ingest import ingest_paths
 from retrieval.params import IngestParams, SearchParams
 
 REPO = Path(__file__).resolve().parents[2]
-TOPICS = ["bees", "rivers", "compilers", "glaciers", "violins", "lichens", "tides", "kilns", "comets", "ferns",
-          "owls", "quarries"]  # fmt: skip
+TOPICS = [
+    "bees",
+    "rivers",
+    "compilers",
+    "glaciers",
+    "violins",
+    "lichens",
+    "tides",
+    "kilns",
+    "comets",
+    "ferns",
+    "owls",
+    "quarries",
+]
 
 
 def write_notes(folder: Path, version: str = "") -> None:
@@ -43,14 +55,22 @@ def test_two_pai_ingest_processes_on_one_folder(db_url, embedder, tmp_path, inva
     write_notes(notes)
     env = {**os.environ, "DATABASE_URL": db_url}
     pai = Path(sys.executable).with_name("pai")
-    procs = [subprocess.Popen([str(pai), "ingest", str(notes), "--json", "--params", str(REPO / "params.yaml")],
-                              cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for _ in range(2)]  # fmt: skip
+    procs = [
+        subprocess.Popen(
+            [str(pai), "ingest", str(notes), "--json", "--params", str(REPO / "params.yaml")],
+            cwd=tmp_path,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
     reports = []
     for p in procs:
         out, err = p.communicate(timeout=300)
         assert p.returncode == 0, err
-        reports.append(json.loads(out[out.index("{"):]))
+        reports.append(json.loads(out[out.index("{") :]))
     # between them, each document written once or found unchanged; none lost
     assert sum(r["documents_new"] + r["documents_updated"] for r in reports) >= len(TOPICS)
     with connect(db_url) as conn:

@@ -7,26 +7,47 @@ from retrieval.scrub import scrub
 GH = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
 CASES = [  # (kind, text, expected text)
     ("AWS_ACCESS_KEY", "id AKIAIOSFODNN7EXAMPLE ok", "id [REDACTED:AWS_ACCESS_KEY] ok"),
-    ("AWS_SECRET_KEY", "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
-     "aws_secret_access_key = [REDACTED:AWS_SECRET_KEY]"),
+    (
+        "AWS_SECRET_KEY",
+        "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+        "aws_secret_access_key = [REDACTED:AWS_SECRET_KEY]",
+    ),
     ("GITHUB_TOKEN", f"clone with {GH} now", "clone with [REDACTED:GITHUB_TOKEN] now"),
     ("GITHUB_TOKEN", "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz", "[REDACTED:GITHUB_TOKEN]"),
     ("SLACK_TOKEN", "xoxb-123456789012-abcdefghijkl", "[REDACTED:SLACK_TOKEN]"),
-    ("SLACK_TOKEN", "post to https://hooks.slack.com/services/T0000/B0000/XXXXXXXX",
-     "post to [REDACTED:SLACK_TOKEN]"),
+    ("SLACK_TOKEN", "post to https://hooks.slack.com/services/T0000/B0000/XXXXXXXX", "post to [REDACTED:SLACK_TOKEN]"),
     ("STRIPE_KEY", "sk_live_4eC39HqLyjWDarjtT1zdp7dc", "[REDACTED:STRIPE_KEY]"),
-    ("JWT", "t=eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
-     "t=[REDACTED:JWT]"),
+    (
+        "JWT",
+        "t=eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+        "t=[REDACTED:JWT]",
+    ),
     ("BEARER_TOKEN", "Authorization: Bearer abcdefghijklmnop1234", "Authorization: Bearer [REDACTED:BEARER_TOKEN]"),
-    ("PRIVATE_KEY", "a\n-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA\nxyz\n-----END RSA PRIVATE KEY-----\nb",
-     "a\n[REDACTED:PRIVATE_KEY]\n\n\n\nb"),
-    ("PRIVATE_KEY", "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END OPENSSH PRIVATE KEY-----",
-     "[REDACTED:PRIVATE_KEY]\n\n"),
-    ("SSH_KEY", "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl me@host",
-     "[REDACTED:SSH_KEY] me@host"),
-    ("DB_PASSWORD", "DATABASE_URL=postgres://admin:s3cr3t!@db.example.com:5432/app",
-     "DATABASE_URL=postgres://admin:[REDACTED:DB_PASSWORD]@db.example.com:5432/app"),
-    ("DB_PASSWORD", "mongodb+srv://u:pa55word@cluster0.mongodb.net", "mongodb+srv://u:[REDACTED:DB_PASSWORD]@cluster0.mongodb.net"),
+    (
+        "PRIVATE_KEY",
+        "a\n-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA\nxyz\n-----END RSA PRIVATE KEY-----\nb",
+        "a\n[REDACTED:PRIVATE_KEY]\n\n\n\nb",
+    ),
+    (
+        "PRIVATE_KEY",
+        "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END OPENSSH PRIVATE KEY-----",
+        "[REDACTED:PRIVATE_KEY]\n\n",
+    ),
+    (
+        "SSH_KEY",
+        "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl me@host",
+        "[REDACTED:SSH_KEY] me@host",
+    ),
+    (
+        "DB_PASSWORD",
+        "DATABASE_URL=postgres://admin:s3cr3t!@db.example.com:5432/app",
+        "DATABASE_URL=postgres://admin:[REDACTED:DB_PASSWORD]@db.example.com:5432/app",
+    ),
+    (
+        "DB_PASSWORD",
+        "mongodb+srv://u:pa55word@cluster0.mongodb.net",
+        "mongodb+srv://u:[REDACTED:DB_PASSWORD]@cluster0.mongodb.net",
+    ),
     ("PASSWORD", 'password = "hunter2"', 'password = "[REDACTED:PASSWORD]"'),
     ("PASSWORD", "DB_PASSWORD=hunter22", "DB_PASSWORD=[REDACTED:PASSWORD]"),
     ("API_KEY", "api_key: abcd1234efgh", "api_key: [REDACTED:API_KEY]"),
@@ -34,9 +55,12 @@ CASES = [  # (kind, text, expected text)
     ("TOKEN", "GITLAB_TOKEN=abc123def456", "GITLAB_TOKEN=[REDACTED:TOKEN]"),
     ("GOOGLE_API_KEY", "key=AIzaSyA1234567890abcdefghijklmnopqrstuv", "key=[REDACTED:GOOGLE_API_KEY]"),
     ("LLM_API_KEY", "sk-proj-abcdefghijklmnopqrstuvwxyz0123456789", "[REDACTED:LLM_API_KEY]"),
-    ("SENDGRID_API_KEY", "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",
-     "[REDACTED:SENDGRID_API_KEY]"),
-]  # fmt: skip
+    (
+        "SENDGRID_API_KEY",
+        "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",
+        "[REDACTED:SENDGRID_API_KEY]",
+    ),
+]
 
 
 @pytest.mark.parametrize("kind,text,expected", CASES, ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)])

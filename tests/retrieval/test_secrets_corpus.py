@@ -27,8 +27,22 @@ from training.pull import to_record
 REPO = Path(__file__).resolve().parents[2]
 CORPUS = [json.loads(line) for line in open(REPO / "tests" / "data" / "secrets_corpus.jsonl")]
 SECRETS = [s for e in CORPUS for s in e["secrets"]]
-SUFFIX = {"prose": ".md", "yaml": ".yaml", ".env": ".txt", "json": ".txt", "shell": ".sh", "code": ".py", "url": ".txt",
-          "pem": ".txt", "fenced": ".md", "xml": ".txt", "ini": ".ini", "connstring": ".txt", "http": ".txt", "ssh": ".txt"}  # fmt: skip
+SUFFIX = {
+    "prose": ".md",
+    "yaml": ".yaml",
+    ".env": ".txt",
+    "json": ".txt",
+    "shell": ".sh",
+    "code": ".py",
+    "url": ".txt",
+    "pem": ".txt",
+    "fenced": ".md",
+    "xml": ".txt",
+    "ini": ".ini",
+    "connstring": ".txt",
+    "http": ".txt",
+    "ssh": ".txt",
+}
 IP, SP = IngestParams(), SearchParams()
 
 
@@ -37,8 +51,17 @@ def leaks(text: str) -> list[str]:
 
 
 def test_corpus_is_big_and_varied():
-    assert len(CORPUS) >= 40 and {e["form"] for e in CORPUS} >= {"prose", "yaml", ".env", "json", "shell", "code",
-                                                                "url", "pem", "fenced"}  # fmt: skip
+    assert len(CORPUS) >= 40 and {e["form"] for e in CORPUS} >= {
+        "prose",
+        "yaml",
+        ".env",
+        "json",
+        "shell",
+        "code",
+        "url",
+        "pem",
+        "fenced",
+    }
 
 
 @pytest.mark.parametrize("entry", CORPUS, ids=[f"{e['id']}-{e['form']}" for e in CORPUS])
@@ -80,8 +103,14 @@ def test_watcher_stores_no_secret(conn, embedder, tmp_path, all_text):
 def test_pai_ingest_as_the_git_hook_runs_it_stores_no_secret(db_url, tmp_path, all_text):
     notes = corpus_files(tmp_path / "repo")
     pai = Path(sys.executable).with_name("pai")
-    r = subprocess.run([str(pai), "ingest", str(notes), "--params", str(REPO / "params.yaml")], cwd=tmp_path,
-                       env={**os.environ, "DATABASE_URL": db_url}, capture_output=True, text=True, timeout=300)  # fmt: skip
+    r = subprocess.run(
+        [str(pai), "ingest", str(notes), "--params", str(REPO / "params.yaml")],
+        cwd=tmp_path,
+        env={**os.environ, "DATABASE_URL": db_url},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr
     assert leaks(r.stdout + r.stderr) == []
     with connect(db_url) as conn:
@@ -107,8 +136,17 @@ def test_training_export_scrubs_rows_stored_before_the_scrubber_knew(all_text):
     """The export scrubs again on the way out: rows written by an older scrubber (raw here)."""
     now = datetime.now(UTC)
     for e in CORPUS:
-        cand = {"rank": 1, "chunk_id": 1, "content_hash": "h", "score": 0.5, "source": f"notes/{e['text'][:80]}",
-                "heading": e["text"][:200], "text": e["text"], "pick_rank": 1, "used": True}  # fmt: skip
+        cand = {
+            "rank": 1,
+            "chunk_id": 1,
+            "content_hash": "h",
+            "score": 0.5,
+            "source": f"notes/{e['text'][:80]}",
+            "heading": e["text"][:200],
+            "text": e["text"],
+            "pick_rank": 1,
+            "used": True,
+        }
         row = (1, e["text"], now, now, "similarity", None, "p/1", "ok", 0.2, 1, e["text"], e["text"], [cand])
         rec = to_record(row, Counter())
         assert leaks(json.dumps(rec)) == [], e["id"]

@@ -14,12 +14,19 @@ from retrieval.selection import (
     parse_selection,
     render_answer,
     render_messages,
-)  # fmt: skip
+)
 
 
 def test_render_messages_literal():
-    msgs = render_messages("Why is the sky blue?", [PromptCandidate("/home/u/notes/a.md", "Optics", "Rayleigh scattering."),
-                                                   PromptCandidate("b.md", None, "x" * 40)], k=1, chunk_tokens=5)  # fmt: skip
+    msgs = render_messages(
+        "Why is the sky blue?",
+        [
+            PromptCandidate("/home/u/notes/a.md", "Optics", "Rayleigh scattering."),
+            PromptCandidate("b.md", None, "x" * 40),
+        ],
+        k=1,
+        chunk_tokens=5,
+    )
     assert [m["role"] for m in msgs] == ["system", "user"]
     assert "numbered 1 to 2" in msgs[0]["content"] and "at most 1" in msgs[0]["content"]
     assert json.loads(msgs[0]["content"].split("JSON schema: ")[1]) == output_schema(2, 1)
@@ -43,8 +50,12 @@ def test_parse_valid_and_empty():
 
 def test_parse_repairs():
     assert parse_selection('{"selected": [2, 2, 9, "3", 1.0]}', n=5) == Selection((2, 3, 1), "repaired", "dropped 2, 9")
-    assert parse_selection('Sure! ```json\n{"selected": [4]}\n```', n=5) == Selection((4,), "repaired", "JSON embedded in other text")
-    assert parse_selection('{"selected": [1,2,3,4,5,6,7]}', n=10) == Selection((1, 2, 3, 4, 5), "repaired", "kept first 5 of 7")
+    assert parse_selection('Sure! ```json\n{"selected": [4]}\n```', n=5) == Selection(
+        (4,), "repaired", "JSON embedded in other text"
+    )
+    assert parse_selection('{"selected": [1,2,3,4,5,6,7]}', n=10) == Selection(
+        (1, 2, 3, 4, 5), "repaired", "kept first 5 of 7"
+    )
     assert parse_selection("[2, 1]", n=3) == Selection((2, 1), "repaired", "bare list instead of an object")
 
 
@@ -56,12 +67,20 @@ def test_parse_falls_back_to_similarity_order():
 
 
 @settings(max_examples=500, deadline=None)
-@given(raw=st.one_of(
-    st.text(max_size=200),
-    st.recursive(st.none() | st.booleans() | st.integers(-5, 30) | st.floats() | st.text(max_size=5),
-                 lambda inner: st.lists(inner, max_size=8) | st.dictionaries(st.sampled_from(["selected", "x"]), inner, max_size=3),
-                 max_leaves=20).map(json.dumps),
-), n=st.integers(0, 20), k=st.integers(1, 8))  # fmt: skip
+@given(
+    raw=st.one_of(
+        st.text(max_size=200),
+        st.recursive(
+            st.none() | st.booleans() | st.integers(-5, 30) | st.floats() | st.text(max_size=5),
+            lambda inner: (
+                st.lists(inner, max_size=8) | st.dictionaries(st.sampled_from(["selected", "x"]), inner, max_size=3)
+            ),
+            max_leaves=20,
+        ).map(json.dumps),
+    ),
+    n=st.integers(0, 20),
+    k=st.integers(1, 8),
+)
 def test_any_output_parses_or_falls_back(raw, n, k):
     s = parse_selection(raw, n=n, k=k)
     assert s.status in ("ok", "repaired", "fallback")

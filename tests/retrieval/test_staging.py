@@ -11,9 +11,20 @@ from retrieval.search import Candidate, SearchResult
 
 
 def cand(rank, score, text="text", source="/repo/docs/a.md", **kw):
-    base = dict(chunk_id=rank * 10, source=source, heading="Setup", parent_heading="Guide", start_line=3,
-                end_line=9, text=text, content_hash="ab" * 32, score=score, tokens=len(text) // 4 + 1,
-                vector_rank=rank, keyword_rank=None)  # fmt: skip
+    base = dict(
+        chunk_id=rank * 10,
+        source=source,
+        heading="Setup",
+        parent_heading="Guide",
+        start_line=3,
+        end_line=9,
+        text=text,
+        content_hash="ab" * 32,
+        score=score,
+        tokens=len(text) // 4 + 1,
+        vector_rank=rank,
+        keyword_rank=None,
+    )
     base.update(kw)
     return Candidate(rank=rank, **base)
 
@@ -69,6 +80,7 @@ def test_not_a_staging_file():
 def test_commit_batch_makes_one_commit_per_batch(tmp_path):
     paths = [staging.write(staging.from_result(result(), query_id=f"q{i}", now=NOW), tmp_path) for i in range(3)]
     sha = staging.commit_batch(tmp_path, paths, "batch 1")
-    log = subprocess.run(["git", "-C", str(tmp_path), "log", "--format=%H %s", "--name-only"],
-                         capture_output=True, text=True, check=True).stdout  # fmt: skip
+    log = subprocess.run(
+        ["git", "-C", str(tmp_path), "log", "--format=%H %s", "--name-only"], capture_output=True, text=True, check=True
+    ).stdout
     assert log.startswith(f"{sha} batch 1") and log.count(".md") == 3

@@ -52,8 +52,15 @@ class Garbage:
 @pytest.fixture
 def serve(db_url, embedder, tmp_path):
     def start(selector=None, inline=False, timeout_s=5.0):
-        service = Service(db_url, embedder, Picker(selector or SimilaritySelector(), timeout_s=timeout_s),
-                          SearchParams(threshold=0.0), IngestParams(), StagingParams(dir=str(tmp_path / "staging")), inline)  # fmt: skip
+        service = Service(
+            db_url,
+            embedder,
+            Picker(selector or SimilaritySelector(), timeout_s=timeout_s),
+            SearchParams(threshold=0.0),
+            IngestParams(),
+            StagingParams(dir=str(tmp_path / "staging")),
+            inline,
+        )
         return BackgroundServer(service)
 
     return start
@@ -83,11 +90,22 @@ def test_query_feedback_and_rows(serve, conn):
         assert first["context"][0]["source"] == "webhook:bees"
         assert [c["rank"] for c in first["candidates"]] == [1, 2, 3, 4]
         # the background selector's pick lands in the log ...
-        status = wait_for(lambda: (s := conn.execute("SELECT selection_status FROM queries WHERE id = %s",
-                                                      (first["query_id"],)).fetchone()[0]) != "pending" and s or None)  # fmt: skip
+        status = wait_for(
+            lambda: (
+                (
+                    s := conn.execute(
+                        "SELECT selection_status FROM queries WHERE id = %s", (first["query_id"],)
+                    ).fetchone()[0]
+                )
+                != "pending"
+                and s
+                or None
+            )
+        )
         assert status == "ok"
-        picks = conn.execute("SELECT rank, pick_rank FROM query_candidates WHERE query_id = %s ORDER BY rank",
-                             (first["query_id"],)).fetchall()  # fmt: skip
+        picks = conn.execute(
+            "SELECT rank, pick_rank FROM query_candidates WHERE query_id = %s ORDER BY rank", (first["query_id"],)
+        ).fetchall()
         assert picks == [(1, 4), (2, 3), (3, 2), (4, 1)]
         # ... and serves the next same query (case and spacing ignored)
         again = client.post("/query", json={"query": "How do  bees make honey?"}).json()
@@ -95,10 +113,19 @@ def test_query_feedback_and_rows(serve, conn):
         assert [c["rank"] for c in again["context"]] == [4, 3, 2, 1]
 
         bees = first["context"][0]["chunk_id"]
-        r = client.post("/feedback", json={"query_id": first["query_id"], "used_chunk_ids": [bees], "rating": 1,
-                                           "answer": "They store nectar as honey [1]."})  # fmt: skip
+        r = client.post(
+            "/feedback",
+            json={
+                "query_id": first["query_id"],
+                "used_chunk_ids": [bees],
+                "rating": 1,
+                "answer": "They store nectar as honey [1].",
+            },
+        )
         assert r.status_code == 200 and r.json()["used_ranks"] == [1]
-        used = conn.execute("SELECT rank, used FROM query_candidates WHERE query_id = %s ORDER BY rank", (first["query_id"],)).fetchall()
+        used = conn.execute(
+            "SELECT rank, used FROM query_candidates WHERE query_id = %s ORDER BY rank", (first["query_id"],)
+        ).fetchall()
         assert used == [(1, True), (2, False), (3, False), (4, False)]
         learned = client.post("/query", json={"query": "how do bees make honey"}).json()["learned"]
         assert learned and learned[0]["answer"] == "They store nectar as honey [1]."
@@ -113,13 +140,27 @@ def test_bad_input_is_4xx_and_writes_nothing(serve, conn):
     with serve() as srv, httpx.Client(base_url=srv.url) as client:
         ingest_notes(client)
         qid = client.post("/query", json={"query": "rivers"}).json()["query_id"]
-        before = conn.execute("SELECT count(*), count(used), count(rating) FROM queries JOIN query_candidates ON id = query_id").fetchone()
+        before = conn.execute(
+            "SELECT count(*), count(used), count(rating) FROM queries JOIN query_candidates ON id = query_id"
+        ).fetchone()
         cases = [
-            (client.post("/query", content=b"{not json", headers={"content-type": "application/json"}), 400, "not a valid"),
-            (client.post("/query", content=b'{"query": "caf\xe9"}', headers={"content-type": "application/json"}), 400, "UTF-8"),
+            (
+                client.post("/query", content=b"{not json", headers={"content-type": "application/json"}),
+                400,
+                "not a valid",
+            ),
+            (
+                client.post("/query", content=b'{"query": "caf\xe9"}', headers={"content-type": "application/json"}),
+                400,
+                "UTF-8",
+            ),
             (client.post("/query", json={"query": ""}), 422, "query"),
             (client.post("/feedback", json={"query_id": 99999, "used_chunk_ids": [1]}), 404, "unknown query id 99999"),
-            (client.post("/feedback", json={"query_id": qid, "used_chunk_ids": [424242]}), 422, "not among its candidates"),
+            (
+                client.post("/feedback", json={"query_id": qid, "used_chunk_ids": [424242]}),
+                422,
+                "not among its candidates",
+            ),
             (client.post("/feedback", json={"query_id": qid}), 422, "empty feedback"),
             (client.post("/feedback", json={"query_id": qid, "rating": 5}), 422, "rating"),
             (client.post("/ingest", json={"source": "big", "text": "x" * 2_100_000}), 413, "limit"),
@@ -128,9 +169,13 @@ def test_bad_input_is_4xx_and_writes_nothing(serve, conn):
         for r, code, msg in cases:
             assert r.status_code == code, (r.status_code, r.text)
             assert msg in r.json()["error"]
-        after = conn.execute("SELECT count(*), count(used), count(rating) FROM queries JOIN query_candidates ON id = query_id").fetchone()
+        after = conn.execute(
+            "SELECT count(*), count(used), count(rating) FROM queries JOIN query_candidates ON id = query_id"
+        ).fetchone()
         assert after == before
-        assert conn.execute("SELECT count(*) FROM documents WHERE source IN ('webhook:big', 'webhook:nul')").fetchone() == (0,)
+        assert conn.execute(
+            "SELECT count(*) FROM documents WHERE source IN ('webhook:big', 'webhook:nul')"
+        ).fetchone() == (0,)
 
 
 @pytest.mark.parametrize("selector,count", [(Crash(), "error"), (Hang(), "timeout"), (Garbage(), "fallback")])

@@ -15,9 +15,14 @@ from retrieval.selection import PromptCandidate, parse_selection
 from serving.cross_encoder import CrossEncoderSelector
 from serving.interface import SelectorLoadError
 
-TOPICS = [("starch", "Amylase digests starch into sugars."), ("volcano", "Lava erupts from a volcano."),
-          ("planet", "Jupiter is the largest planet."), ("river", "The Nile river flows north."),
-          ("piano", "A piano has eighty-eight keys."), ("honey", "Bees make honey from nectar.")]  # fmt: skip
+TOPICS = [
+    ("starch", "Amylase digests starch into sugars."),
+    ("volcano", "Lava erupts from a volcano."),
+    ("planet", "Jupiter is the largest planet."),
+    ("river", "The Nile river flows north."),
+    ("piano", "A piano has eighty-eight keys."),
+    ("honey", "Bees make honey from nectar."),
+]
 FILLERS = ["Cars have wheels.", "Snow is cold.", "Paris is in France.", "Glass is brittle."]
 
 
@@ -33,16 +38,48 @@ def model_dir(tmp_path_factory):
     rows = []
     for n, (word, text) in enumerate(TOPICS):
         cands = [(f, False) for f in FILLERS[:2]] + [(text, True)] + [(f, False) for f in FILLERS[2:]]
-        rows.append({"query_id": n, "query": query(word), "threshold": None, "selector_version": "similarity",
-                     "candidates": [{"rank": r, "chunk_id": r, "content_hash": "h", "score": 0.5, "source": "/d.md", "heading": None,
-                                     "text": t, "pick_rank": None, "used": u} for r, (t, u) in enumerate(cands, start=1)]})  # fmt: skip
+        rows.append(
+            {
+                "query_id": n,
+                "query": query(word),
+                "threshold": None,
+                "selector_version": "similarity",
+                "candidates": [
+                    {
+                        "rank": r,
+                        "chunk_id": r,
+                        "content_hash": "h",
+                        "score": 0.5,
+                        "source": "/d.md",
+                        "heading": None,
+                        "text": t,
+                        "pick_rank": None,
+                        "used": u,
+                    }
+                    for r, (t, u) in enumerate(cands, start=1)
+                ],
+            }
+        )
     (tmp / "fb").mkdir()
     (tmp / "fb" / "feedback.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp}/mlflow.db")
         # the probe head is fitted on exactly these pairs; the fine-tune steps only exercise the loop
-        train(CrossEncoderParams(feedback=str(tmp / "fb"), out=str(tmp / "out"), layers=2, max_length=32, probe_pairs=64,
-                                 epochs=1.0, batch_size=8, learning_rate=1e-7, evals=2, patience=1), val_fraction=0.3)  # fmt: skip
+        train(
+            CrossEncoderParams(
+                feedback=str(tmp / "fb"),
+                out=str(tmp / "out"),
+                layers=2,
+                max_length=32,
+                probe_pairs=64,
+                epochs=1.0,
+                batch_size=8,
+                learning_rate=1e-7,
+                evals=2,
+                patience=1,
+            ),
+            val_fraction=0.3,
+        )
     return tmp / "out"
 
 
@@ -76,7 +113,10 @@ def test_picks_follow_the_scores_fused_with_the_retrieval_order(selector, monkey
     monkeypatch.setattr(selector, "fusion", {"ce_weight": 0.0, "rank_bias": [-float(i) for i in range(20)]})
     assert json.loads(selector.answer("tell me about planets", cands, 5))["selected"] == [1, 2, 3, 4, 5]
     monkeypatch.setattr(selector, "fusion", None)
-    assert json.loads(selector.answer("tell me about planets", cands, 5))["selected"] == sorted(range(1, 13), key=lambda i: -scores[i - 1])[:5]
+    assert (
+        json.loads(selector.answer("tell me about planets", cands, 5))["selected"]
+        == sorted(range(1, 13), key=lambda i: -scores[i - 1])[:5]
+    )
     assert selector.answer("q", [], 5) == '{"selected": []}'
 
 
@@ -84,10 +124,17 @@ def test_trained_model_scores_the_relevant_passage_highest(selector):
     from training.ce_data import split_of3
     from training.train_ce import CrossEncoderParams
 
-    trained = [(w, t) for w, t in TOPICS if split_of3(query(w), 0.3, CrossEncoderParams.calibration_fraction) == "train"]
+    trained = [
+        (w, t) for w, t in TOPICS if split_of3(query(w), 0.3, CrossEncoderParams.calibration_fraction) == "train"
+    ]
     assert len(trained) >= 3
-    for word, text in trained:  # last in retrieval order, so the model alone must lift it (the answer adds the order's prior)
-        scores = selector.scores(query(word), [PromptCandidate("/d.md", None, t) for t in FILLERS] + [PromptCandidate("/d.md", None, text)])
+    for (
+        word,
+        text,
+    ) in trained:  # last in retrieval order, so the model alone must lift it (the answer adds the order's prior)
+        scores = selector.scores(
+            query(word), [PromptCandidate("/d.md", None, t) for t in FILLERS] + [PromptCandidate("/d.md", None, text)]
+        )
         assert max(range(5), key=scores.__getitem__) == 4, word
 
 
@@ -132,7 +179,10 @@ def test_auto_precision_is_bfloat16_only_where_the_cpu_computes_it():
 def test_bfloat16_serving_scores_as_float32_does(model_dir):
     import torch
 
-    f32, b16 = CrossEncoderSelector(model_dir, "f32", dtype="float32"), CrossEncoderSelector(model_dir, "b16", dtype="bfloat16")
+    f32, b16 = (
+        CrossEncoderSelector(model_dir, "f32", dtype="float32"),
+        CrossEncoderSelector(model_dir, "b16", dtype="bfloat16"),
+    )
     assert next(f32.model.parameters()).dtype == torch.float32 and next(b16.model.parameters()).dtype == torch.bfloat16
     for word, _ in TOPICS:
         a, b = f32.scores(query(word), candidates(12)), b16.scores(query(word), candidates(12))
@@ -158,12 +208,21 @@ def test_serves_in_the_folders_precision_and_refuses_an_unknown_one(tmp_path, mo
 def test_latency_bench_times_every_call_on_the_shared_benchmark(model_dir, benchmark_dir):
     from eval.bench_ce import bench, hotpotqa_sets, scifact_sets
 
-    hotpot, scifact = hotpotqa_sets(benchmark_dir / "hotpotqa" / "test.jsonl", 3), scifact_sets(benchmark_dir / "scifact", 3)
+    hotpot, scifact = (
+        hotpotqa_sets(benchmark_dir / "hotpotqa" / "test.jsonl", 3),
+        scifact_sets(benchmark_dir / "scifact", 3),
+    )
     for sets in (hotpot, scifact):
         assert len(sets) == 3 and all(len(c) == 20 for _, c in sets) and len({q for q, _ in sets}) == 3
         assert all(len({c.source for c in cands}) == 20 for _, cands in sets)
     row = bench(model_dir, scifact, repeats=2, dtype="float32")
-    assert (row["calls"], row["candidates"], row["layers"], row["max_length"], row["dtype"]) == (6, 20, 2, 32, "float32")
+    assert (row["calls"], row["candidates"], row["layers"], row["max_length"], row["dtype"]) == (
+        6,
+        20,
+        2,
+        32,
+        "float32",
+    )
     assert 0 < row["p50_ms"] <= row["p95_ms"]
 
 
@@ -172,8 +231,15 @@ def test_fusion_ablation_scores_each_variant(tmp_path, model_dir):
 
     fusion = {"ce_weight": 1.0, "rank_bias": [-0.5 * i for i in range(20)], "bm25_weight": 0.0}
     texts = ["a", "b", "c"]
-    v = variant_scores([0.0, 0.0, 3.0], texts, "q", {"position": fusion, "position+bm25": fusion, "no model": {**fusion, "ce_weight": 0.0}})
-    assert list(v) == list(VARIANTS) and v["retrieval order"] == [0.0, -1.0, -2.0] and v["model alone"] == [0.0, 0.0, 3.0]
+    v = variant_scores(
+        [0.0, 0.0, 3.0],
+        texts,
+        "q",
+        {"position": fusion, "position+bm25": fusion, "no model": {**fusion, "ce_weight": 0.0}},
+    )
+    assert (
+        list(v) == list(VARIANTS) and v["retrieval order"] == [0.0, -1.0, -2.0] and v["model alone"] == [0.0, 0.0, 3.0]
+    )
     assert v["+ position prior"] == [0.0, -0.5, 2.0] and v["prior + BM25, no model"] == [0.0, -0.5, -1.0]
 
     params = tmp_path / "params.yaml"
@@ -188,8 +254,23 @@ def test_fusion_ablation_scores_each_variant(tmp_path, model_dir):
 
     from cli.main import app
 
-    r = CliRunner().invoke(app, ["ablation", "--model-dir", str(model_dir), "--max-queries", "10", "--params", str(params),
-                                 "--dtype", "float32", "--json", "--out", str(tmp_path / "ablation.json")])  # fmt: skip
+    r = CliRunner().invoke(
+        app,
+        [
+            "ablation",
+            "--model-dir",
+            str(model_dir),
+            "--max-queries",
+            "10",
+            "--params",
+            str(params),
+            "--dtype",
+            "float32",
+            "--json",
+            "--out",
+            str(tmp_path / "ablation.json"),
+        ],
+    )
     assert r.exit_code == 0, r.output
     assert json.loads(r.stdout) == json.loads((tmp_path / "ablation.json").read_text()) == json.loads(json.dumps(out))
 
@@ -202,18 +283,37 @@ def test_sweep_reuses_a_matching_folder_trains_a_new_size_and_compares_them(tmp_
         parse_config("3-64")
     fb = json.loads((model_dir / "ce_config.json").read_text())["feedback"]
     params = tmp_path / "params.yaml"
-    params.write_text(f"build:\n  val_fraction: 0.3\nevaluate:\n  benchmarks: ''\n  feedback: {fb}\n  val_fraction: 0.3\n"
-                      f"train_ce:\n  feedback: {fb}\n  probe_pairs: 64\n  batch_size: 8\n  learning_rate: 1.0e-7\n  evals: 1\n  patience: 1\n")  # fmt: skip
+    params.write_text(
+        f"build:\n  val_fraction: 0.3\nevaluate:\n  benchmarks: ''\n  feedback: {fb}\n  val_fraction: 0.3\n"
+        f"train_ce:\n  feedback: {fb}\n  probe_pairs: 64\n  batch_size: 8\n  learning_rate: 1.0e-7\n  evals: 1\n  patience: 1\n"
+    )
     shutil.copytree(model_dir, tmp_path / "sweep" / "2x32")  # the fixture's size: reused as it is
     logs: list[str] = []
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path}/mlflow.db")
-        rows = sweep([(2, 32), (1, 24)], tmp_path / "sweep", ["float32", "bfloat16"], benchmark_dir, queries=2, max_queries=5,
-                     params=str(params), log=logs.append)  # fmt: skip
-    assert [m for m in logs if "training" in m] == [f"ce_sweep: training {tmp_path / 'sweep' / '1x24'} (1 layers, 24 word pieces)"]
+        rows = sweep(
+            [(2, 32), (1, 24)],
+            tmp_path / "sweep",
+            ["float32", "bfloat16"],
+            benchmark_dir,
+            queries=2,
+            max_queries=5,
+            params=str(params),
+            log=logs.append,
+        )
+    assert [m for m in logs if "training" in m] == [
+        f"ce_sweep: training {tmp_path / 'sweep' / '1x24'} (1 layers, 24 word pieces)"
+    ]
     assert json.loads((tmp_path / "sweep" / "1x24" / "ce_config.json").read_text())["max_length"] == 24
-    assert [(r["config"], r["dtype"]) for r in rows] == [("2x32", "float32"), ("2x32", "bfloat16"), ("1x24", "float32"), ("1x24", "bfloat16")]
+    assert [(r["config"], r["dtype"]) for r in rows] == [
+        ("2x32", "float32"),
+        ("2x32", "bfloat16"),
+        ("1x24", "float32"),
+        ("1x24", "bfloat16"),
+    ]
     for r in rows:
-        assert set(r["latency"]) == {"hotpotqa", "scifact"} and all(v["max_length"] == r["max_length"] for v in r["latency"].values())
+        assert set(r["latency"]) == {"hotpotqa", "scifact"} and all(
+            v["max_length"] == r["max_length"] for v in r["latency"].values()
+        )
         assert set(r["recall"]) == {"train_ce val (served order)", "feedback/val"}
     assert table(rows).row_count == 4

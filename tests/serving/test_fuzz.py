@@ -21,24 +21,51 @@ from serving.selectors import SimilaritySelector
 from serving.server import BackgroundServer
 
 FUZZ = settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
-HOSTILE = ["\x00", "\ud800", "\udfff", "\u202e", "\u200f", "\ufeff", "\u0301", "𝔘", "\r\n", "[REDACTED:X]", "'; DROP TABLE chunks; --"]
+HOSTILE = [
+    "\x00",
+    "\ud800",
+    "\udfff",
+    "\u202e",
+    "\u200f",
+    "\ufeff",
+    "\u0301",
+    "𝔘",
+    "\r\n",
+    "[REDACTED:X]",
+    "'; DROP TABLE chunks; --",
+]
 chars = st.characters(exclude_categories=())  # surrogates included
 text = st.one_of(
     st.text(chars, max_size=60),
     st.lists(st.sampled_from(HOSTILE) | st.text(chars, max_size=8), max_size=8).map("".join),
     st.sampled_from([" " * 3, "x" * 3999, "x" * 4000, "x" * 4001, "y " * 5_000]),
 )
-anything = st.one_of(st.none(), st.booleans(), st.integers(min_value=-(2**70), max_value=2**70), st.floats(allow_nan=False),
-                     text, st.lists(st.integers(-3, 10**6), max_size=4), st.dictionaries(st.text(max_size=3), st.integers(), max_size=2))  # fmt: skip
+anything = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(allow_nan=False),
+    text,
+    st.lists(st.integers(-3, 10**6), max_size=4),
+    st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
+)
 
 
 @pytest.fixture
 def client(db_url, embedder, tmp_path):
-    service = Service(db_url, embedder, Picker(SimilaritySelector(), timeout_s=5), SearchParams(threshold=0.0),
-                      IngestParams(chunk_tokens=1000), StagingParams(dir=str(tmp_path / "staging")))  # fmt: skip
+    service = Service(
+        db_url,
+        embedder,
+        Picker(SimilaritySelector(), timeout_s=5),
+        SearchParams(threshold=0.0),
+        IngestParams(chunk_tokens=1000),
+        StagingParams(dir=str(tmp_path / "staging")),
+    )
     with BackgroundServer(service) as srv, httpx.Client(base_url=srv.url, timeout=120) as c:
         for name in ("bees", "rivers"):
-            assert c.post("/ingest", json={"source": name, "text": f"# {name}\n\nA note about {name}."}).status_code == 200
+            assert (
+                c.post("/ingest", json={"source": name, "text": f"# {name}\n\nA note about {name}."}).status_code == 200
+            )
         yield c
 
 
@@ -65,7 +92,11 @@ def check_db(conn, invariant_breaks):
 
 def test_query_never_5xx(client, conn, invariant_breaks):
     @FUZZ
-    @given(st.one_of(st.fixed_dictionaries({"query": anything}, optional={"inline": anything}), anything, st.binary(max_size=300)))
+    @given(
+        st.one_of(
+            st.fixed_dictionaries({"query": anything}, optional={"inline": anything}), anything, st.binary(max_size=300)
+        )
+    )
     def run(body):
         post(client, "/query", body)
 
@@ -79,9 +110,13 @@ def test_feedback_never_5xx_and_stays_one_state(client, conn, invariant_breaks):
     good_id = st.sampled_from(qids)
     body = st.fixed_dictionaries(
         {"query_id": good_id | anything},
-        optional={"used_chunk_ids": st.lists(st.sampled_from(chunk_ids), max_size=2) | anything, "answer": text | anything,
-                  "rating": st.sampled_from([1, -1]) | anything, "correction": text | anything},
-    )  # fmt: skip
+        optional={
+            "used_chunk_ids": st.lists(st.sampled_from(chunk_ids), max_size=2) | anything,
+            "answer": text | anything,
+            "rating": st.sampled_from([1, -1]) | anything,
+            "correction": text | anything,
+        },
+    )
 
     @FUZZ
     @given(body | st.binary(max_size=200))
@@ -118,9 +153,15 @@ def test_concurrent_writers(client, conn, invariant_breaks):
         try:
             for j in range(6):
                 for source in ("shared-1", "shared-2"):
-                    text = f"# Shared\n\nVersion {j % 3} of a shared note, written by many.\n\nSecond paragraph {j % 2}."
+                    text = (
+                        f"# Shared\n\nVersion {j % 3} of a shared note, written by many.\n\nSecond paragraph {j % 2}."
+                    )
                     post(client, "/ingest", {"source": source, "text": text})
-                post(client, "/feedback", {"query_id": qids[j % 2], "rating": 1 if (i + j) % 3 else -1, "answer": "bees [1]"})
+                post(
+                    client,
+                    "/feedback",
+                    {"query_id": qids[j % 2], "rating": 1 if (i + j) % 3 else -1, "answer": "bees [1]"},
+                )
         except AssertionError as e:
             errors.append(e)
 
@@ -139,9 +180,23 @@ def test_concurrent_writers(client, conn, invariant_breaks):
 file_bytes = st.one_of(
     st.binary(max_size=400),
     text.map(lambda s: s.encode("utf-8", "surrogatepass")),
-    st.lists(st.sampled_from([b"# T\n\n", b"plain words ", b"\x00", b"\xff\xfe", b"\n", b"x" * 9000, b'{"_id": 1, "text": "t"}\n',
-                              b'{"_id": "\\u0000", "text": "\\ud800"}\n', b"password = hunter22\n"]), max_size=8).map(b"".join),
-)  # fmt: skip
+    st.lists(
+        st.sampled_from(
+            [
+                b"# T\n\n",
+                b"plain words ",
+                b"\x00",
+                b"\xff\xfe",
+                b"\n",
+                b"x" * 9000,
+                b'{"_id": 1, "text": "t"}\n',
+                b'{"_id": "\\u0000", "text": "\\ud800"}\n',
+                b"password = hunter22\n",
+            ]
+        ),
+        max_size=8,
+    ).map(b"".join),
+)
 
 
 def test_pai_ingest_never_tracebacks(db_url, tmp_path, monkeypatch, conn, invariant_breaks):

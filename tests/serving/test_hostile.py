@@ -25,8 +25,15 @@ GH = "ghp_" + "Zq4Xw8Rt2Yu6Io0Pa3Sd7Fg1Hj5Kl9Mn2Bv6C"  # synthetic, as in the co
 @pytest.fixture
 def serve(db_url, embedder, tmp_path):
     def start(host="127.0.0.1", ingest=IngestParams()):
-        service = Service(db_url, embedder, Picker(SimilaritySelector(), timeout_s=5), SearchParams(threshold=0.0),
-                          ingest, StagingParams(dir=str(tmp_path / "staging")), host=host)  # fmt: skip
+        service = Service(
+            db_url,
+            embedder,
+            Picker(SimilaritySelector(), timeout_s=5),
+            SearchParams(threshold=0.0),
+            ingest,
+            StagingParams(dir=str(tmp_path / "staging")),
+            host=host,
+        )
         return BackgroundServer(service)  # binds 127.0.0.1 whatever `host` the service believes it has
 
     return start
@@ -41,7 +48,12 @@ def test_writes_need_the_token_beyond_loopback(serve, monkeypatch):
     monkeypatch.delenv("PAI_ADMIN_TOKEN", raising=False)
     monkeypatch.setenv("PAI_WRITE_TOKEN", "w-token")
     with serve(host="0.0.0.0") as srv, httpx.Client(base_url=srv.url, timeout=60) as client:
-        for headers in ({}, {"authorization": "Bearer wrong"}, {"authorization": b"Bearer caf\xe9"}, {"authorization": "w-token"}):
+        for headers in (
+            {},
+            {"authorization": "Bearer wrong"},
+            {"authorization": b"Bearer caf\xe9"},
+            {"authorization": "w-token"},
+        ):
             r = note(client, headers=headers)
             assert r.status_code == 401 and "bearer token" in r.json()["error"], r.text
         assert note(client, headers={"authorization": "Bearer w-token"}).status_code == 200
@@ -81,8 +93,10 @@ def test_client_mistakes_are_one_line_4xx_and_write_nothing(serve, conn):
     with serve() as srv, httpx.Client(base_url=srv.url, timeout=60) as client:
         assert note(client).status_code == 200
         qid = client.post("/query", json={"query": "bees"}).json()["query_id"]
-        before = conn.execute("SELECT (SELECT count(*) FROM queries), (SELECT count(rating) FROM queries),"
-                              " (SELECT count(*) FROM documents), (SELECT count(*) FROM learned_qa)").fetchone()  # fmt: skip
+        before = conn.execute(
+            "SELECT (SELECT count(*) FROM queries), (SELECT count(rating) FROM queries),"
+            " (SELECT count(*) FROM documents), (SELECT count(*) FROM learned_qa)"
+        ).fetchone()
 
         def raw(path, body: bytes, **kw):
             return client.post(path, content=body, headers={"content-type": "application/json"}, **kw)
@@ -116,8 +130,10 @@ def test_client_mistakes_are_one_line_4xx_and_write_nothing(serve, conn):
             assert r.status_code == code, (i, r.status_code, r.text)
             body = r.json()
             assert list(body) == ["error"] and "\n" not in body["error"], (i, body)
-        after = conn.execute("SELECT (SELECT count(*) FROM queries), (SELECT count(rating) FROM queries),"
-                             " (SELECT count(*) FROM documents), (SELECT count(*) FROM learned_qa)").fetchone()  # fmt: skip
+        after = conn.execute(
+            "SELECT (SELECT count(*) FROM queries), (SELECT count(rating) FROM queries),"
+            " (SELECT count(*) FROM documents), (SELECT count(*) FROM learned_qa)"
+        ).fetchone()
         assert after == before
 
 
@@ -130,7 +146,9 @@ def test_a_megabyte_single_line_note_is_ingested_in_pieces(serve, conn, invarian
         assert r.status_code == 200, r.text
         assert r.json()["chunks_inserted"] >= 20
     assert invariant_breaks(conn) == []
-    (hits,) = conn.execute("SELECT count(*) FROM chunk_terms WHERE tsv @@ plainto_tsquery('english', 'zqlongmarker')").fetchone()
+    (hits,) = conn.execute(
+        "SELECT count(*) FROM chunk_terms WHERE tsv @@ plainto_tsquery('english', 'zqlongmarker')"
+    ).fetchone()
     assert hits == 1
 
 
@@ -181,8 +199,18 @@ def test_no_secret_is_stored_or_served_from_the_service(serve, conn, all_text):
         # the case: a thumbs-up answer holding a DB URI and a GitHub token, served as learned Q&A
         qid = client.post("/query", json={"query": "how do I reach the orders database?"}).json()["query_id"]
         answer = f"Use postgresql://app:Wv7Kp2Qz9x@db.internal:5432/app with token {GH} [1]"
-        assert client.post("/feedback", json={"query_id": qid, "rating": 1, "answer": answer,
-                                              "correction": f"or redis://:Rz7uQp2mVx9w@cache.internal, token {GH}"}).status_code == 200  # fmt: skip
+        assert (
+            client.post(
+                "/feedback",
+                json={
+                    "query_id": qid,
+                    "rating": 1,
+                    "answer": answer,
+                    "correction": f"or redis://:Rz7uQp2mVx9w@cache.internal, token {GH}",
+                },
+            ).status_code
+            == 200
+        )
         learned = client.post("/query", json={"query": "how do I reach the orders database"}).json()["learned"]
         assert learned and "[REDACTED:" in learned[0]["answer"]
         served = json.dumps(learned)

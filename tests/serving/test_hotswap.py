@@ -52,11 +52,21 @@ def wait_for(fn, timeout=15.0):
 @pytest.fixture
 def service(db_url, embedder, tmp_path):
     picker = Picker(SimilaritySelector(), timeout_s=5)
-    svc = Service(db_url, embedder, picker, SearchParams(threshold=0.0), IngestParams(), StagingParams(dir=str(tmp_path / "st")),
-                  inline=True, swapper=HotSwapper(picker, db_url, canary_timeout_s=5, grace_s=0, build=build))  # fmt: skip
+    svc = Service(
+        db_url,
+        embedder,
+        picker,
+        SearchParams(threshold=0.0),
+        IngestParams(),
+        StagingParams(dir=str(tmp_path / "st")),
+        inline=True,
+        swapper=HotSwapper(picker, db_url, canary_timeout_s=5, grace_s=0, build=build),
+    )
     with BackgroundServer(svc) as server, httpx.Client(base_url=server.url, timeout=30) as client:
         for name in ("bees", "rivers", "compilers"):
-            client.post("/ingest", json={"source": name, "text": f"# {name}\n\nA note about {name} and how they work."}).raise_for_status()
+            client.post(
+                "/ingest", json={"source": name, "text": f"# {name}\n\nA note about {name} and how they work."}
+            ).raise_for_status()
         yield client
 
 
@@ -67,7 +77,9 @@ def test_announced_version_is_swapped_in_and_tags_responses_and_feedback(service
         wait_for(lambda: service.get("/selector").json()["version"] == "v1")
         r = service.post("/query", json={"query": "how do bees work?"}).json()
         assert r["selector_version"] == "v1" and r["active_selector"] == "v1"
-        assert [c["rank"] for c in r["context"]] == sorted((c["rank"] for c in r["candidates"]), reverse=True)[: len(r["context"])]
+        assert [c["rank"] for c in r["context"]] == sorted((c["rank"] for c in r["candidates"]), reverse=True)[
+            : len(r["context"])
+        ]
         (logged,) = conn.execute("SELECT selector_version FROM queries WHERE id = %s", (r["query_id"],)).fetchone()
         assert logged == "v1"
         (apply,) = deployments.applies(conn, dep)
@@ -105,8 +117,16 @@ def test_at_start_a_bad_newest_version_falls_back_to_the_last_good_one(db_url, e
 
 def test_admin_routes_need_the_token_beyond_loopback(db_url, embedder, tmp_path, monkeypatch):
     picker = Picker(SimilaritySelector(), timeout_s=5)
-    svc = Service(db_url, embedder, picker, SearchParams(), IngestParams(), StagingParams(dir=str(tmp_path / "st")),
-                  swapper=HotSwapper(picker, db_url, build=build), host="0.0.0.0")  # fmt: skip
+    svc = Service(
+        db_url,
+        embedder,
+        picker,
+        SearchParams(),
+        IngestParams(),
+        StagingParams(dir=str(tmp_path / "st")),
+        swapper=HotSwapper(picker, db_url, build=build),
+        host="0.0.0.0",
+    )
     with BackgroundServer(svc) as server, httpx.Client(base_url=server.url, timeout=30) as client:
         monkeypatch.delenv("PAI_ADMIN_TOKEN", raising=False)
         r = client.post("/selector/reload")
@@ -129,16 +149,29 @@ def test_cascade_answers_with_the_fast_selector_and_caches_the_slow_ones_pick(db
 
     cascade = CascadeSelector(First("ce:1"), Fixed("llm:1"))
     # background mode: only the cascade's fast side runs inline
-    svc = Service(db_url, embedder, Picker(cascade, timeout_s=5), SearchParams(threshold=0.0), IngestParams(),
-                  StagingParams(dir=str(tmp_path / "st")))  # fmt: skip
+    svc = Service(
+        db_url,
+        embedder,
+        Picker(cascade, timeout_s=5),
+        SearchParams(threshold=0.0),
+        IngestParams(),
+        StagingParams(dir=str(tmp_path / "st")),
+    )
     with BackgroundServer(svc) as server, httpx.Client(base_url=server.url, timeout=30) as client:
         for name in ("bees", "rivers", "compilers"):
-            client.post("/ingest", json={"source": name, "text": f"# {name}\n\nA note about {name} and how they work."}).raise_for_status()
+            client.post(
+                "/ingest", json={"source": name, "text": f"# {name}\n\nA note about {name} and how they work."}
+            ).raise_for_status()
         first = client.post("/query", json={"query": "how do bees work?"}).json()
         assert (first["selector_version"], first["selection_status"]) == ("ce:1", "ok")
         assert [c["rank"] for c in first["context"]] == [1] and first["active_selector"] == "cascade(ce:1>llm:1)"
         with connect(db_url) as conn:  # the slow pick is logged against the query, by name
-            wait_for(lambda: conn.execute("SELECT picked_by FROM queries WHERE id = %s", (first["query_id"],)).fetchone()[0] == "llm:1")
+            wait_for(
+                lambda: (
+                    conn.execute("SELECT picked_by FROM queries WHERE id = %s", (first["query_id"],)).fetchone()[0]
+                    == "llm:1"
+                )
+            )
         again = client.post("/query", json={"query": "How do bees  work?"}).json()
         n = len(again["candidates"])
         assert (again["selector_version"], again["selection_status"]) == ("llm:1", "cached")

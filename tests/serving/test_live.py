@@ -47,14 +47,21 @@ def test_inbox_files_move_to_processed_or_failed(conn, embedder, tmp_path):
 def test_post_commit_hook_ingests_what_a_commit_touches(db_url, tmp_path):
     repo = tmp_path / "notes"
     repo.mkdir()
-    git = lambda *a: subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", *a],  # noqa: E731
-                                    check=True, capture_output=True)  # fmt: skip
+    git = lambda *a: subprocess.run(
+        ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", *a],  # noqa: E731
+        check=True,
+        capture_output=True,
+    )
     git("init", "-q")
     install_hook(repo, REPO / "params.yaml", tmp_path / ".pai")
     (repo / "a.md").write_text("# A\n\nThe hook should ingest this note.\n")
     env = os.environ | {"DATABASE_URL": db_url, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
-    subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", "add", "a.md"], check=True, env=env)
-    subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "a"], check=True, env=env)
+    subprocess.run(
+        ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", "add", "a.md"], check=True, env=env
+    )
+    subprocess.run(
+        ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "a"], check=True, env=env
+    )
     import psycopg
 
     deadline = time.monotonic() + 90

@@ -11,7 +11,10 @@ from serving.picker import Picker
 
 
 def cands(n):
-    return [Candidate(r, 100 + r, f"/d/{r}.md", None, None, 1, 2, f"text {r}", f"h{r}", 1 - r / 50, 3) for r in range(1, n + 1)]
+    return [
+        Candidate(r, 100 + r, f"/d/{r}.md", None, None, 1, 2, f"text {r}", f"h{r}", 1 - r / 50, 3)
+        for r in range(1, n + 1)
+    ]
 
 
 class Echo:
@@ -27,8 +30,14 @@ class Echo:
 
 
 @settings(max_examples=300, deadline=None)
-@given(raw=st.one_of(st.text(max_size=80), st.builds(lambda xs: json.dumps({"selected": xs}), st.lists(st.integers(-3, 25), max_size=9)),
-                     st.just(ValueError("boom"))), n=st.integers(1, 20))  # fmt: skip
+@given(
+    raw=st.one_of(
+        st.text(max_size=80),
+        st.builds(lambda xs: json.dumps({"selected": xs}), st.lists(st.integers(-3, 25), max_size=9)),
+        st.just(ValueError("boom")),
+    ),
+    n=st.integers(1, 20),
+)
 def test_any_selector_output_gives_a_valid_pick(raw, n):
     picker = Picker(Echo(raw), k=5, timeout_s=5)
     try:

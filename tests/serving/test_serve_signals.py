@@ -22,9 +22,25 @@ def test_pai_serve_stops_cleanly_on_sigterm_as_on_sigint(tmp_path, sig):
     env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"} | {"PAI_HOME": str(tmp_path / "home")}
     port = free_port()
     pai = Path(sys.executable).with_name("pai")
-    proc = subprocess.Popen([str(pai), "serve", "--port", str(port), "--selector", "similarity", "--params", str(REPO / "params.yaml"),
-                             "--staging-dir", str(tmp_path / "st")], cwd=tmp_path, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # fmt: skip
+    proc = subprocess.Popen(
+        [
+            str(pai),
+            "serve",
+            "--port",
+            str(port),
+            "--selector",
+            "similarity",
+            "--params",
+            str(REPO / "params.yaml"),
+            "--staging-dir",
+            str(tmp_path / "st"),
+        ],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 180
         while True:

@@ -10,10 +10,24 @@ P = BuildParams(val_fraction=0.5, shuffles=1, seed=1, max_tokens=400, chunk_toke
 
 
 def rec(qid, query, used, threshold=0.2, scores=(0.9, 0.8, 0.5, 0.1), text=None):
-    return {"query_id": qid, "query": query, "threshold": threshold, "selector_version": "similarity",
-            "candidates": [{"rank": r, "chunk_id": 10 * qid + r, "score": s, "source": f"/d{r}.md", "heading": None,
-                            "text": f"passage {r}" if text is None else text, "used": r in used}
-                           for r, s in enumerate(scores, start=1)]}  # fmt: skip
+    return {
+        "query_id": qid,
+        "query": query,
+        "threshold": threshold,
+        "selector_version": "similarity",
+        "candidates": [
+            {
+                "rank": r,
+                "chunk_id": 10 * qid + r,
+                "score": s,
+                "source": f"/d{r}.md",
+                "heading": None,
+                "text": f"passage {r}" if text is None else text,
+                "used": r in used,
+            }
+            for r, s in enumerate(scores, start=1)
+        ],
+    }
 
 
 def test_split_is_by_normalised_query():
@@ -28,7 +42,9 @@ def test_example_shape_and_labels():
     assert json.loads(ex["messages"][2]["content"]) == {"selected": [1, 3]}  # by retrieval rank
     assert ex["meta"]["n"] == 3  # the 0.1 candidate was below threshold: not shown
     assert "[3] d3.md\npassage 3" in ex["messages"][1]["content"] and "[4]" not in ex["messages"][1]["content"]
-    assert pairs == [{"query": "alpha", "pos": ["passage 1", "passage 3"], "neg": ["passage 2"], "split": "train", "query_id": 1}]
+    assert pairs == [
+        {"query": "alpha", "pos": ["passage 1", "passage 3"], "neg": ["passage 2"], "split": "train", "query_id": 1}
+    ]
     assert parse_selection(ex["messages"][2]["content"], n=3).status == "ok"
 
 
@@ -52,15 +68,22 @@ def test_bad_rows_are_skipped_and_counted():
         rec(7, "fine", {1}),
     ]
     splits, _, skipped = build_examples(records, P)
-    assert skipped == {"nothing used": 1, "used chunk was below threshold (not shown)": 1, "no candidate above threshold": 1,
-                       "no used/ignored labels": 1, "candidate text changed or deleted since the query": 1,
-                       "longer than build.max_tokens": 1}  # fmt: skip
+    assert skipped == {
+        "nothing used": 1,
+        "used chunk was below threshold (not shown)": 1,
+        "no candidate above threshold": 1,
+        "no used/ignored labels": 1,
+        "candidate text changed or deleted since the query": 1,
+        "longer than build.max_tokens": 1,
+    }
     assert sum(len(v) for v in splits.values()) in (1, 2)  # query 7, plus its shuffled copy if in train
     splits, _, skipped = build_examples(records[:1], BuildParams(include_empty=True, shuffles=0))
     assert json.loads(next(ex for v in splits.values() for ex in v)["messages"][2]["content"]) == {"selected": []}
 
 
 def test_stats_literals():
-    splits, pairs, skipped = build_examples([rec(1, "alpha", {1}), rec(2, "beta", {1, 2})], BuildParams(val_fraction=0.01, shuffles=0))
+    splits, pairs, skipped = build_examples(
+        [rec(1, "alpha", {1}), rec(2, "beta", {1, 2})], BuildParams(val_fraction=0.01, shuffles=0)
+    )
     s = stats(splits, pairs, skipped)
     assert (s["train_examples"], s["val_examples"], s["pairs"], s["used_ratio"]) == (2, 0, 2, 0.5)

@@ -25,18 +25,58 @@ def test_smoke_reports_each_phase_and_falls_back_past_a_failing_backend(tmp_path
     data.mkdir()
     rows = []
     for i in range(4):  # lengths differ, so "longest first" is checkable
-        msgs = render_messages(f"question {i}?", [PromptCandidate(f"/d/{j}.md", None, "word " * (5 + 10 * i)) for j in range(3)], 2, 64)
+        msgs = render_messages(
+            f"question {i}?", [PromptCandidate(f"/d/{j}.md", None, "word " * (5 + 10 * i)) for j in range(3)], 2, 64
+        )
         rows.append({"messages": [*msgs, {"role": "assistant", "content": render_answer([1])}], "meta": {}})
     (data / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    lengths = sorted((len(tok.apply_chat_template(r["messages"], tokenize=True, return_dict=True)["input_ids"]) for r in rows), reverse=True)
+    lengths = sorted(
+        (len(tok.apply_chat_template(r["messages"], tokenize=True, return_dict=True)["input_ids"]) for r in rows),
+        reverse=True,
+    )
 
     out = tmp_path / "out"
-    run = subprocess.run([sys.executable, "-m", "cli.main", "gpu-smoke", "--data", str(data), "--tokenizer", str(tok_dir), "--out", str(out / "gpu_smoke.json"),
-                          "--size", "tiny", "--backend", "unsloth", "--backend", "hf", "--batches", "1,2", "--steps", "1",
-                          "--base-dir", str(tmp_path / "base")], cwd=REPO, capture_output=True, text=True, timeout=600)  # fmt: skip
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "cli.main",
+            "gpu-smoke",
+            "--data",
+            str(data),
+            "--tokenizer",
+            str(tok_dir),
+            "--out",
+            str(out / "gpu_smoke.json"),
+            "--size",
+            "tiny",
+            "--backend",
+            "unsloth",
+            "--backend",
+            "hf",
+            "--batches",
+            "1,2",
+            "--steps",
+            "1",
+            "--base-dir",
+            str(tmp_path / "base"),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert run.returncode == 0, run.stderr[-2000:]
     phases = json.loads((out / "gpu_smoke.json").read_text())["phases"]
-    assert list(phases) == ["environment", "build", "unsloth:failed", "hf:load", "hf:train_b1", "hf:train_b2", "hf:decode"]
+    assert list(phases) == [
+        "environment",
+        "build",
+        "unsloth:failed",
+        "hf:load",
+        "hf:train_b1",
+        "hf:train_b2",
+        "hf:decode",
+    ]
     assert "unsloth" in phases["unsloth:failed"]["error"].lower()
     assert phases["build"]["shape"]["layers"] == 2 and (tmp_path / "base" / "config.json").exists()
     # params.yaml's accumulation applies: batch b x accum 2 x 1 step takes the 2b longest rows

@@ -10,7 +10,10 @@ from training.pull import PullParams, check_record, pull, to_record
 
 
 def cands(n=3):
-    return [Candidate(r, 100 + r, f"/d/{r}.md", "H", None, 1, 2, f"text {r}", f"h{r}", 1 - r / 10, 3) for r in range(1, n + 1)]
+    return [
+        Candidate(r, 100 + r, f"/d/{r}.md", "H", None, 1, 2, f"text {r}", f"h{r}", 1 - r / 10, 3)
+        for r in range(1, n + 1)
+    ]
 
 
 def read(out):
@@ -19,9 +22,33 @@ def read(out):
 
 def test_to_record_scrubs_and_check_record_literals():
     now = datetime(2026, 1, 1, tzinfo=UTC)
-    row = (1, "my password=hunter22 fails", now, now, "similarity", "pai-selector:3", "p/1", "ok", 0.2, 1, None, None,
-           [{"rank": 1, "chunk_id": 5, "content_hash": "h", "score": 0.5, "source": "s", "heading": None,
-             "text": "token: ghp_" + "a" * 36, "pick_rank": 1, "used": True}])  # fmt: skip
+    row = (
+        1,
+        "my password=hunter22 fails",
+        now,
+        now,
+        "similarity",
+        "pai-selector:3",
+        "p/1",
+        "ok",
+        0.2,
+        1,
+        None,
+        None,
+        [
+            {
+                "rank": 1,
+                "chunk_id": 5,
+                "content_hash": "h",
+                "score": 0.5,
+                "source": "s",
+                "heading": None,
+                "text": "token: ghp_" + "a" * 36,
+                "pick_rank": 1,
+                "used": True,
+            }
+        ],
+    )
     red = Counter()
     rec = to_record(row, red)
     assert rec["query"] == "my password=[REDACTED:PASSWORD] fails"

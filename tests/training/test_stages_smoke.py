@@ -17,11 +17,16 @@ def test_pull_then_build(conn, db_url, monkeypatch, tmp_path):
     monkeypatch.setenv("DATABASE_URL", db_url)
     monkeypatch.chdir(tmp_path)
     shutil.copy(REPO / "params.yaml", tmp_path / "params.yaml")
-    (tmp_path / "params.yaml").write_text((tmp_path / "params.yaml").read_text().replace("lag_seconds: 5.0", "lag_seconds: 0.0"))
+    (tmp_path / "params.yaml").write_text(
+        (tmp_path / "params.yaml").read_text().replace("lag_seconds: 5.0", "lag_seconds: 0.0")
+    )
     conn.execute("INSERT INTO documents (id, source, path, content_hash, n_chunks) VALUES (1, 'd', 'd', 'x', 4)")
     for r in range(1, 5):
-        conn.execute("INSERT INTO chunks (id, document_id, source, ord, start_line, end_line, text, content_hash, tokens, embedding)"
-                     " VALUES (%s, 1, 'd', %s, 1, 1, %s, %s, 3, %s)", (r, r, f"passage {r}", f"h{r}", [0.1] * 384))  # fmt: skip
+        conn.execute(
+            "INSERT INTO chunks (id, document_id, source, ord, start_line, end_line, text, content_hash, tokens, embedding)"
+            " VALUES (%s, 1, 'd', %s, 1, 1, %s, %s, 3, %s)",
+            (r, r, f"passage {r}", f"h{r}", [0.1] * 384),
+        )
     chunks = [Candidate(r, r, "d", None, None, 1, 1, f"passage {r}", f"h{r}", 1 - r / 10, 3) for r in range(1, 5)]
     for i in range(40):
         qid = log_query(conn, f"question number {i}", chunks, "similarity", threshold=0.2)

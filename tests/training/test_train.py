@@ -9,7 +9,12 @@ from training.train import TrainParams, train
 def write_examples(path, n):
     with open(path, "w") as f:
         for i in range(n):
-            msgs = render_messages(f"question {i}?", [PromptCandidate(f"/d/{j}.md", None, f"passage {j} about {i}") for j in range(1, 4)], 2, 16)
+            msgs = render_messages(
+                f"question {i}?",
+                [PromptCandidate(f"/d/{j}.md", None, f"passage {j} about {i}") for j in range(1, 4)],
+                2,
+                16,
+            )
             msgs.append({"role": "assistant", "content": render_answer([1 + i % 3])})
             f.write(json.dumps({"messages": msgs, "meta": {}}) + "\n")
 
@@ -20,8 +25,16 @@ def test_cpu_profile_trains_saves_and_resumes(tmp_path, monkeypatch):
     data.mkdir()
     write_examples(data / "train.jsonl", 6)
     write_examples(data / "val.jsonl", 2)
-    p = TrainParams(profile="cpu", data=str(data), out=str(tmp_path / "model"), cpu_max_examples=4, batch_size=2, grad_accum=1, epochs=1.0,
-                    cpu_max_length=400)  # fmt: skip
+    p = TrainParams(
+        profile="cpu",
+        data=str(data),
+        out=str(tmp_path / "model"),
+        cpu_max_examples=4,
+        batch_size=2,
+        grad_accum=1,
+        epochs=1.0,
+        cpu_max_length=400,
+    )
     m = train(p)
     assert (m["profile"], m["train_examples"], m["steps"]) == ("cpu", 4, 2)
     assert m["train_loss_first"] > 0 and m["eval_loss"] is not None
@@ -40,7 +53,11 @@ def test_cpu_profile_trains_saves_and_resumes(tmp_path, monkeypatch):
     from dataclasses import replace
 
     other = train(replace(p, learning_rate=1e-3))
-    assert other["steps"] == 2 and other["seconds"] > again["seconds"] and json.loads((tmp_path / "model" / "train_config.json").read_text())["learning_rate"] == 1e-3
+    assert (
+        other["steps"] == 2
+        and other["seconds"] > again["seconds"]
+        and json.loads((tmp_path / "model" / "train_config.json").read_text())["learning_rate"] == 1e-3
+    )
     assert (tmp_path / "model" / "checkpoints" / "fingerprint.txt").read_text().endswith('"cpu"]')
 
 

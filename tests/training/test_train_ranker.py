@@ -21,10 +21,29 @@ def feedback_from_hotpotqa(path, n):
             break
         it = json.loads(line)
         rel = set(it["relevant_ids"])
-        cands = [{"rank": r, "chunk_id": qid * 100 + r, "content_hash": "h", "score": 0.5, "source": f"hotpotqa#{c['id']}",
-                  "heading": c["title"], "text": c["text"], "pick_rank": None, "used": c["id"] in rel}
-                 for r, c in enumerate(it["candidates"], start=1)]  # fmt: skip
-        records.append({"query_id": qid, "query": it["query"], "threshold": 0.2, "selector_version": "similarity", "candidates": cands})
+        cands = [
+            {
+                "rank": r,
+                "chunk_id": qid * 100 + r,
+                "content_hash": "h",
+                "score": 0.5,
+                "source": f"hotpotqa#{c['id']}",
+                "heading": c["title"],
+                "text": c["text"],
+                "pick_rank": None,
+                "used": c["id"] in rel,
+            }
+            for r, c in enumerate(it["candidates"], start=1)
+        ]
+        records.append(
+            {
+                "query_id": qid,
+                "query": it["query"],
+                "threshold": 0.2,
+                "selector_version": "similarity",
+                "candidates": cands,
+            }
+        )
     return records
 
 
@@ -45,7 +64,9 @@ def test_the_ranker_learns_what_the_first_stage_order_misses(trained):
     assert w.shape == (384, 384) and m["adapter_norm"] > 0  # the adapter moved off the base model
     # the candidates come in file order, so the retrieval order knows nothing: the ranker learned to weigh the evidence
     assert m["val_recall@5"] > m["val_recall@5_retrieval_order"] + 0.1
-    assert abs(record["weights"]["prior"]) < 0.5 and record["weights"]["bm25"] > 0  # HotpotQA's answers share the question's words
+    assert (
+        abs(record["weights"]["prior"]) < 0.5 and record["weights"]["bm25"] > 0
+    )  # HotpotQA's answers share the question's words
     assert record["input_format"] == "ranker-input/1" and len(record["dataset_sha256"]) == 64
 
 
@@ -57,7 +78,9 @@ def test_no_steps_no_adapter():
 def test_the_written_folder_is_served_as_trained(trained, monkeypatch):
     tmp, p, w, record, m = trained
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp}/mlflow.db")
-    (tmp / "params.yaml").write_text(f"build: {{val_fraction: 0.2}}\ntrain_ranker: {{feedback: {p.feedback}, out: {p.out}, calibration_fraction: 0.3}}\n")
+    (tmp / "params.yaml").write_text(
+        f"build: {{val_fraction: 0.2}}\ntrain_ranker: {{feedback: {p.feedback}, out: {p.out}, calibration_fraction: 0.3}}\n"
+    )
     train_ranker.main(str(tmp / "params.yaml"))
     out = tmp / "ranker"
     cfg = json.loads((out / "ranker_config.json").read_text())
@@ -65,8 +88,11 @@ def test_the_written_folder_is_served_as_trained(trained, monkeypatch):
     assert json.loads((out / "metrics.json").read_text())["val_recall@5"] == m["val_recall@5"]
     selector = from_record(folder_record("ranker", out))
     assert selector.version.startswith("ranker:")
-    cands = [PromptCandidate("a.md", None, "Snow is cold."), PromptCandidate("b.md", "Enzymes", "Amylase digests starch."),
-             PromptCandidate("c.md", None, "Paris is in France.")]  # fmt: skip
+    cands = [
+        PromptCandidate("a.md", None, "Snow is cold."),
+        PromptCandidate("b.md", "Enzymes", "Amylase digests starch."),
+        PromptCandidate("c.md", None, "Paris is in France."),
+    ]
     sel = parse_selection(selector.answer("Which enzyme digests starch?", cands, 2), 3, 2)
     assert sel.status == "ok" and sel.selected[0] == 2
     assert parse_selection(selector.answer("q", [], 5), 0, 5).selected == ()
