@@ -7,8 +7,9 @@ adds what the feedback teaches, so its first ranking is the baseline's and train
 2. adapter: a 384x384 query-side map (q' = q + q W, W = 0 at the start) fitted on the *train* queries
    by a listwise softmax over each query's candidates (the used ones up), with an L2 pull of W toward 0
    (the base model): the domain's way of asking, without re-embedding a passage.
-3. fusion: the weights of `retrieval.ranking_features` (similarity, adapted, BM25, retrieval prior),
-   fitted the same listwise way on *calibration* queries that the adapter never saw.
+3. fusion: the weights of `retrieval.ranking_features` (similarity, adapted, BM25; the retrieval prior
+   when `prior` is on), fitted the same listwise way on *calibration* queries that the adapter never saw.
+   Without the prior the ranking depends on the candidates, not on the order a first stage gave them.
 4. select: val Recall@k of the retrieval order, the similarity order, the adapter alone and the fused
    ranker, side by side; the fused ranker is what the selector serves.
 5. write: `adapter.npy`, `ranker_config.json` (input format, base model, weights, val figures, dataset
@@ -50,6 +51,9 @@ class RankerParams:
     adapter_steps: int = 200  # full-batch Adam steps over the train queries
     adapter_lr: float = 0.01
     temperature: float = 0.05  # softmax temperature over cosines (MiniLM's cosines span ~0.2)
+    prior: bool = (
+        False  # weigh the retrieval position too (off: the log's order is hybrid search's, other callers' differ)
+    )
     fusion_l2: float = 0.01  # L2 on the fusion weights
     calibration_fraction: float = 0.15  # train queries held out of the adapter; the fusion is fitted on them
     k: int = 5  # Recall@k of the val ranking (the selector picks k)
@@ -125,16 +129,19 @@ def fit_adapter(groups: list[dict], p: RankerParams) -> np.ndarray:
     return w.detach().numpy().astype(np.float32)
 
 
-def fit_weights(feats: list[dict[str, np.ndarray]], groups: list[dict], l2: float) -> dict[str, float]:
-    """The fusion weights of `ranker_scores`, fitted listwise on (calibration) queries."""
+def fit_weights(
+    feats: list[dict[str, np.ndarray]], groups: list[dict], l2: float, names: tuple[str, ...] = FEATURES
+) -> dict[str, float]:
+    """The fusion weights of `ranker_scores` for the features `names` (the rest weigh 0), fitted listwise on
+    (calibration) queries."""
     import torch
 
     n, mask, target = _padded(groups)
-    x = torch.zeros(len(groups), n, len(FEATURES))
+    x = torch.zeros(len(groups), n, len(names))
     for i, f in enumerate(feats):
-        for j, name in enumerate(FEATURES):
+        for j, name in enumerate(names):
             x[i, : len(f[name]), j] = torch.tensor(f[name], dtype=torch.float32)
-    w = torch.zeros(len(FEATURES), requires_grad=True)
+    w = torch.zeros(len(names), requires_grad=True)
     opt = torch.optim.LBFGS([w], max_iter=300, line_search_fn="strong_wolfe")
 
     def closure():
@@ -144,7 +151,8 @@ def fit_weights(feats: list[dict[str, np.ndarray]], groups: list[dict], l2: floa
         return loss
 
     opt.step(closure)
-    return {name: round(float(v), 6) for name, v in zip(FEATURES, w.detach())}
+    fitted = dict(zip(names, (round(float(v), 6) for v in w.detach())))
+    return {name: fitted.get(name, 0.0) for name in FEATURES}
 
 
 def mean_recall(groups: list[dict], scores: list[np.ndarray], k: int) -> float:
@@ -169,7 +177,8 @@ def train(p: RankerParams, val_fraction: float, progress=None) -> tuple[np.ndarr
     embed_groups(groups, progress)
     w = fit_adapter(groups["train"], p)
     feats = {s: [features(g["query"], g["q"], g["P"], g["texts"], w) for g in gs] for s, gs in groups.items()}
-    weights = fit_weights(feats[fusion_split], groups[fusion_split], p.fusion_l2)
+    names = FEATURES if p.prior else tuple(f for f in FEATURES if f != "prior")
+    weights = fit_weights(feats[fusion_split], groups[fusion_split], p.fusion_l2, names)
 
     # 4. val, side by side
     val, fv = groups["val"], feats["val"]
