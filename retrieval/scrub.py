@@ -6,7 +6,7 @@ secret", "deploy token ...", a high-entropy token beside a key id), then the pro
 detect-secrets (Twilio, SendGrid, npm, PyPI, ...) line by line. Its keyword and entropy plugins are
 left out: they redact ordinary prose and hashes (a bare hex hash is kept unless a secret-ish word
 or a key id stands next to it). Replacements keep the number of lines, so chunk line ranges still
-point into the original file. `python -m eval.scrub_bench` measures the false positives.
+point into the original file. `pai bench scrub` measures the false positives.
 """
 
 from __future__ import annotations

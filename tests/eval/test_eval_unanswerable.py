@@ -5,8 +5,8 @@ import json
 
 from typer.testing import CliRunner
 
+from cli.main import app
 from eval.evaluate import EvaluateParams, evaluate
-from serving.cli import app
 
 
 def items():

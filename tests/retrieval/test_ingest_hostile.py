@@ -9,11 +9,11 @@ from pathlib import Path
 import numpy as np
 from typer.testing import CliRunner
 
+from cli.main import app
 from retrieval import store
 from retrieval.chunking import Chunk
 from retrieval.ingest import ingest_paths
 from retrieval.params import IngestParams, SearchParams
-from serving.cli import app
 
 IP, SP = IngestParams(), SearchParams()
 

@@ -13,9 +13,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
+from cli.main import app as cli
 from retrieval.params import IngestParams, SearchParams, StagingParams
 from serving.app import Service
-from serving.cli import app as cli
 from serving.picker import Picker
 from serving.selectors import SimilaritySelector
 from serving.server import BackgroundServer

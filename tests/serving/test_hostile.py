@@ -9,9 +9,9 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
+from cli.main import app as cli
 from retrieval.params import IngestParams, SearchParams, StagingParams
 from serving.app import Service
-from serving.cli import app as cli
 from serving.picker import Picker
 from serving.selectors import SimilaritySelector
 from serving.server import BackgroundServer, build_service
