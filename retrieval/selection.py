@@ -195,6 +195,7 @@ def _as_int(item: object) -> int | None:
         return item
     if isinstance(item, float) and item.is_integer():
         return int(item)
-    if isinstance(item, str) and item.strip().lstrip("[").rstrip("]").isdigit():
-        return int(item.strip().lstrip("[").rstrip("]"))
+    digits = item.strip().lstrip("[").rstrip("]") if isinstance(item, str) else ""
+    if digits.isascii() and digits.isdigit():  # "²".isdigit() is True, but int() refuses it
+        return int(digits)
     return None

@@ -138,3 +138,8 @@ def test_clipped_passages_reach_the_model_as_the_same_word_pieces(benchmark_dir)
         assert sum(c != t for c, t in zip(clipped, texts)) > 20  # the clip did cut real passages
         enc = lambda ts: tok([query] * len(ts), ts, truncation="only_second", max_length=max_length)["input_ids"]  # noqa: E731, B023 - used inside this iteration
         assert enc(clipped) == enc(texts), max_length
+
+
+def test_digits_that_are_not_ascii_are_dropped_not_crashing():
+    s = parse_selection('{"selected": ["²", "2", "٣"]}', n=5, k=5)  # superscript two, Arabic-Indic three
+    assert s.selected == (2,) and s.status == "repaired"
