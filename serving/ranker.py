@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from retrieval.ce_input import ce_passage
-from retrieval.embed import get_embedder
+from retrieval.embed import DIM, get_embedder
 from retrieval.ranking_features import FEATURES, RANKER_FORMAT, features, ranker_scores
 from retrieval.selection import PromptCandidate, render_answer
 
@@ -39,7 +39,12 @@ class RankerSelector:
             raise SelectorLoadError(
                 f"{model_dir}: input format {cfg.get('input_format')!r}, this service computes {RANKER_FORMAT!r}"
             )
-        self.weights = {name: float(cfg["weights"].get(name, 0.0)) for name in FEATURES}
+        weights = cfg.get("weights")
+        if not isinstance(weights, dict) or self.adapter.shape != (DIM, DIM):
+            raise SelectorLoadError(
+                f"{model_dir}: no fusion weights or an adapter of shape {self.adapter.shape}, not {(DIM, DIM)}"
+            )
+        self.weights = {name: float(weights.get(name, 0.0)) for name in FEATURES}
         self.embedder = get_embedder()
         self.version = version
         self._lock = threading.Lock()  # one forward pass at a time: on a few cores concurrent ones only fight

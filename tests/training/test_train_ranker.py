@@ -101,3 +101,20 @@ def test_the_written_folder_is_served_as_trained(trained, monkeypatch):
 def test_params_problems_reported_together():
     assert RankerParams().problems() == []
     assert len(RankerParams(adapter_l2=-1, k=0, temperature=0).problems()) == 2
+
+
+def test_a_broken_folder_is_refused_with_a_load_error(tmp_path):
+    from serving.interface import SelectorLoadError
+    from serving.ranker import RankerSelector
+
+    with pytest.raises(SelectorLoadError, match="not a trained ranker folder"):
+        RankerSelector(tmp_path, "ranker:x")
+    np.save(tmp_path / "adapter.npy", np.zeros((3, 3), dtype=np.float32))
+    (tmp_path / "ranker_config.json").write_text(
+        json.dumps({"input_format": "ranker-input/1", "weights": {"bm25": 1.0}})
+    )
+    with pytest.raises(SelectorLoadError, match="shape"):
+        RankerSelector(tmp_path, "ranker:x")
+    (tmp_path / "ranker_config.json").write_text(json.dumps({"input_format": "other/9"}))
+    with pytest.raises(SelectorLoadError, match="input format"):
+        RankerSelector(tmp_path, "ranker:x")
