@@ -32,13 +32,12 @@ from rich.progress import Progress
 from retrieval.embed import get_embedder
 from retrieval.feedback import FEEDBACK_FILE
 from retrieval.files import write_atomic
-from retrieval.metrics import recall_at_k
 from retrieval.params import load_section
 from retrieval.ranking_features import FEATURES, RANKER_FORMAT, features, ranker_scores
 from retrieval.tracking import git_commit, use_mlflow
 
 from .build import BuildParams
-from .ce_data import rankings
+from .ce_data import mean_recall, rankings
 
 ADAPTER_FILE, CONFIG_FILE, METRICS_FILE = "adapter.npy", "ranker_config.json", "metrics.json"
 
@@ -153,11 +152,6 @@ def fit_weights(
     opt.step(closure)
     fitted = dict(zip(names, (round(float(v), 6) for v in w.detach())))
     return {name: fitted.get(name, 0.0) for name in FEATURES}
-
-
-def mean_recall(groups: list[dict], scores: list[np.ndarray], k: int) -> float:
-    ranked = [sorted(range(len(s)), key=lambda i: (-s[i], i)) for s in scores]
-    return float(np.mean([recall_at_k(set(g["used"]), r, k) for g, r in zip(groups, ranked)])) if groups else 0.0
 
 
 def train(p: RankerParams, val_fraction: float, progress=None) -> tuple[np.ndarray, dict, dict]:
