@@ -74,8 +74,8 @@ def run_loop(params: Path, slices: int, max_queries: int, log: Callable[[str], N
             folder = Path(tmp) / f"cycle{cycle}"
             folder.mkdir()
             (folder / "feedback.jsonl").write_text("".join(json.dumps(r) + "\n" for r in seen))
-            w, record, m = train_ranker.train(replace(rp, feedback=str(folder)), val_fraction)
-            train_ranker.write(folder / "ranker", w, record, m)
+            w, vecs, record, m = train_ranker.train(replace(rp, feedback=str(folder)), val_fraction)
+            train_ranker.write(folder / "ranker", w, vecs, record, m)
             selector = RankerSelector(folder / "ranker", f"ranker:cycle{cycle}")
             log(f"loop: cycle {cycle}: trained on {len(seen)} queries ({m['train_queries']} train, {m['seconds']} s)")
             for name, items in benches.items():

@@ -11,6 +11,12 @@ list of 10 as on a list of 20:
 - `bm25`: BM25 of the query over the candidates (`retrieval.lexical.lexical_scores`);
 - `prior`: -log(1 + position) in retrieval order (the first stage's own ranking).
 score = sum of weight x feature. Weights are fitted on held-out queries; a weight of 0 drops a feature.
+
+The fitted weights speak for the feedback's domain only, so a ranker carries a **domain gate**: a query's
+*affinity* is the mean cosine of its k nearest feedback train queries (base vectors). At or above the
+gate's `hi` the fitted weights score alone; at or below `lo` the *general* weights do (the base model's
+cosine and BM25, the order a learned ranker must never fall below where it has learned nothing); in
+between, a linear blend. So learning a corpus moves the queries that look like its feedback, not others.
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ import numpy as np
 
 from .lexical import lexical_scores
 
-RANKER_FORMAT = "ranker-input/1"
+RANKER_FORMAT = "ranker-input/2"  # /2: the domain gate and general weights
 FEATURES = ("similarity", "adapted", "bm25", "prior")
 
 
@@ -60,3 +66,29 @@ def ranker_scores(feats: dict[str, np.ndarray], weights: dict[str, float]) -> np
     """The ranker's score per candidate: the weighted sum of its features."""
     n = len(next(iter(feats.values())))
     return sum((w * feats[name] for name, w in weights.items() if w), np.zeros(n))
+
+
+def domain_affinity(query_vec: np.ndarray, train_vecs: np.ndarray, k: int, exclude_self: bool = False) -> float:
+    """Mean cosine of the query's k nearest train queries (unit vectors); `exclude_self` drops its own copy."""
+    sims = np.sort(train_vecs @ query_vec)[::-1]
+    if exclude_self:
+        sims = sims[1:]
+    return float(sims[: max(k, 1)].mean()) if len(sims) else 0.0
+
+
+def domain_gate(affinity: float, lo: float, hi: float) -> float:
+    """The fitted weights' share of the score: 0 at or below `lo`, 1 at or above `hi`, linear between."""
+    if hi <= lo:
+        return float(affinity >= hi)
+    return float(np.clip((affinity - lo) / (hi - lo), 0.0, 1.0))
+
+
+def gated_scores(
+    feats: dict[str, np.ndarray], weights: dict[str, float], general: dict[str, float], gate: float
+) -> np.ndarray:
+    """gate x the fitted fusion + (1 - gate) x the general one."""
+    if gate >= 1.0:
+        return ranker_scores(feats, weights)
+    if gate <= 0.0:
+        return ranker_scores(feats, general)
+    return gate * ranker_scores(feats, weights) + (1.0 - gate) * ranker_scores(feats, general)

@@ -1,6 +1,7 @@
 """The learned ranker selector (stage `train_ranker`'s model): embeds the query and the candidates with
 the base model (the store's), passes the query through the learned adapter, and answers the contract's
-`{"selected": [...]}` with the k best candidates by the fitted weights of `retrieval.ranking_features`.
+`{"selected": [...]}` with the k best candidates by the fitted weights of `retrieval.ranking_features`,
+gated by the query's affinity to the feedback's train queries (a query unlike them gets the general weights).
 
 No generation, so no parse can fail; ties keep retrieval order. Candidate vectors come through the
 machine's vector cache (`Embedder.encode_passages`): a chunk embedded at ingest is looked up, not embedded again.
@@ -17,12 +18,19 @@ import numpy as np
 
 from retrieval.ce_input import ce_passage
 from retrieval.embed import DIM, get_embedder
-from retrieval.ranking_features import FEATURES, RANKER_FORMAT, features, ranker_scores
+from retrieval.ranking_features import (
+    FEATURES,
+    RANKER_FORMAT,
+    domain_affinity,
+    domain_gate,
+    features,
+    gated_scores,
+)
 from retrieval.selection import PromptCandidate, render_answer
 
 from .interface import SelectorLoadError
 
-ADAPTER_FILE, CONFIG_FILE = "adapter.npy", "ranker_config.json"
+ADAPTER_FILE, QUERIES_FILE, CONFIG_FILE = "adapter.npy", "queries.npy", "ranker_config.json"
 
 
 class RankerSelector:
@@ -33,29 +41,40 @@ class RankerSelector:
         try:
             cfg = json.loads((model_dir / CONFIG_FILE).read_text())
             self.adapter = np.load(model_dir / ADAPTER_FILE).astype(np.float32)
+            self.train_queries = np.load(model_dir / QUERIES_FILE).astype(np.float32)
         except (OSError, ValueError) as e:  # no config = no finished training run in this folder
             raise SelectorLoadError(f"not a trained ranker folder: {model_dir}: {e}") from e
         if cfg.get("input_format") != RANKER_FORMAT:
             raise SelectorLoadError(
                 f"{model_dir}: input format {cfg.get('input_format')!r}, this service computes {RANKER_FORMAT!r}"
             )
-        weights = cfg.get("weights")
-        if not isinstance(weights, dict) or self.adapter.shape != (DIM, DIM):
+        weights, general, gate = cfg.get("weights"), cfg.get("general_weights"), cfg.get("domain_gate")
+        if not all(isinstance(x, dict) for x in (weights, general, gate)) or not {"k", "lo", "hi"} <= set(gate):
+            raise SelectorLoadError(f"{model_dir}: no fusion weights, general weights or domain gate in {CONFIG_FILE}")
+        if self.adapter.shape != (DIM, DIM) or self.train_queries.ndim != 2 or self.train_queries.shape[1:] != (DIM,):
             raise SelectorLoadError(
-                f"{model_dir}: no fusion weights or an adapter of shape {self.adapter.shape}, not {(DIM, DIM)}"
+                f"{model_dir}: an adapter of shape {self.adapter.shape} or gate queries of shape "
+                f"{self.train_queries.shape}, not {(DIM, DIM)} and (n, {DIM})"
             )
         self.weights = {name: float(weights.get(name, 0.0)) for name in FEATURES}
+        self.general = {name: float(general.get(name, 0.0)) for name in FEATURES}
+        self.gate_k, self.gate_lo, self.gate_hi = int(gate["k"]), float(gate["lo"]), float(gate["hi"])
         self.embedder = get_embedder()
         self.version = version
         self._lock = threading.Lock()  # one forward pass at a time: on a few cores concurrent ones only fight
+
+    def gate(self, query_vec: np.ndarray) -> float:
+        """The fitted weights' share for this query (1 in the feedback's domain, 0 far from it)."""
+        return domain_gate(domain_affinity(query_vec, self.train_queries, self.gate_k), self.gate_lo, self.gate_hi)
 
     def scores(self, query: str, candidates: Sequence[PromptCandidate]) -> np.ndarray:
         texts = [ce_passage(c.heading, c.text) for c in candidates]
         with self._lock:
             q = self.embedder.encode([query])[0]
             vecs = self.embedder.encode_passages(texts)
-        feats = features(query, q, vecs, texts, self.adapter, lexical=bool(self.weights.get("bm25")))
-        return ranker_scores(feats, self.weights)
+        lexical = bool(self.weights.get("bm25") or self.general.get("bm25"))
+        feats = features(query, q, vecs, texts, self.adapter, lexical=lexical)
+        return gated_scores(feats, self.weights, self.general, self.gate(q))
 
     def answer(self, query: str, candidates: Sequence[PromptCandidate], k: int) -> str:
         if not candidates:

@@ -10,10 +10,14 @@ adds what the feedback teaches, so its first ranking is the baseline's and train
 3. fusion: the weights of `retrieval.ranking_features` (similarity, adapted, BM25; the retrieval prior
    when `prior` is on), fitted the same listwise way on *calibration* queries that the adapter never saw.
    Without the prior the ranking depends on the candidates, not on the order a first stage gave them.
-4. select: val Recall@k of the retrieval order, the similarity order, the adapter alone and the fused
-   ranker, side by side; the fused ranker is what the selector serves.
-5. write: `adapter.npy`, `ranker_config.json` (input format, base model, weights, val figures, dataset
-   hash, MLflow run id) and `metrics.json` (DVC metrics).
+4. domain gate: the fitted weights hold for queries like the feedback's, so the ranker keeps the train
+   queries' vectors and a ramp [lo, hi] of affinity (mean cosine to the k nearest train queries): `hi` is
+   the `domain_quantile` of the calibration queries' affinities (in-domain queries it never trained on),
+   `lo` = hi - `domain_ramp`. Below the ramp the *general* weights score (standardised cosine + BM25).
+5. select: val Recall@k of the retrieval order, the similarity order, the adapter alone, the fitted
+   fusion, the general fusion and the gated ranker, side by side; the gated ranker is what is served.
+6. write: `adapter.npy`, `queries.npy` (the gate's train query vectors), `ranker_config.json` (input
+   format, base model, weights, gate, val figures, dataset hash, MLflow run id), `metrics.json`.
 """
 
 from __future__ import annotations
@@ -33,13 +37,22 @@ from retrieval.embed import get_embedder
 from retrieval.feedback import FEEDBACK_FILE
 from retrieval.files import write_atomic
 from retrieval.params import load_section
-from retrieval.ranking_features import FEATURES, RANKER_FORMAT, features, ranker_scores
+from retrieval.ranking_features import (
+    FEATURES,
+    RANKER_FORMAT,
+    domain_affinity,
+    domain_gate,
+    features,
+    gated_scores,
+    ranker_scores,
+)
 from retrieval.tracking import git_commit, use_mlflow
 
 from .build import BuildParams
 from .ce_data import mean_recall, rankings
 
-ADAPTER_FILE, CONFIG_FILE, METRICS_FILE = "adapter.npy", "ranker_config.json", "metrics.json"
+ADAPTER_FILE, QUERIES_FILE = "adapter.npy", "queries.npy"
+CONFIG_FILE, METRICS_FILE = "ranker_config.json", "metrics.json"
 
 
 @dataclass(frozen=True)
@@ -55,6 +68,10 @@ class RankerParams:
     )
     fusion_l2: float = 0.01  # L2 on the fusion weights
     calibration_fraction: float = 0.15  # train queries held out of the adapter; the fusion is fitted on them
+    domain_k: int = 10  # a query's domain affinity: mean cosine of its k nearest feedback train queries
+    domain_quantile: float = 0.05  # the gate's hi: this quantile of the calibration queries' affinities
+    domain_ramp: float = 0.1  # the gate's lo = hi - ramp; at or below lo the general weights score alone
+    general_bm25: float = 1.0  # the general weights: standardised cosine 1.0 + BM25 this much
     k: int = 5  # Recall@k of the val ranking (the selector picks k)
     seed: int = 13
 
@@ -64,6 +81,10 @@ class RankerParams:
             out.append("train_ranker: need adapter_l2, fusion_l2 >= 0 and adapter_lr, temperature > 0")
         if self.adapter_steps < 0 or self.k < 1 or not 0 < self.calibration_fraction < 1:
             out.append("train_ranker: need adapter_steps >= 0, k >= 1, 0 < calibration_fraction < 1")
+        if self.domain_k < 1 or not 0 <= self.domain_quantile <= 1 or self.domain_ramp < 0 or self.general_bm25 < 0:
+            out.append(
+                "train_ranker: need domain_k >= 1, 0 <= domain_quantile <= 1, domain_ramp >= 0, general_bm25 >= 0"
+            )
         return out
 
 
@@ -154,8 +175,16 @@ def fit_weights(
     return {name: fitted.get(name, 0.0) for name in FEATURES}
 
 
-def train(p: RankerParams, val_fraction: float, progress=None) -> tuple[np.ndarray, dict, dict]:
-    """(adapter W, config record, metrics) from the feedback log."""
+def fit_gate(train_vecs: np.ndarray, fusion_groups: list[dict], on_train: bool, p: RankerParams) -> dict:
+    """The domain gate's ramp from the affinities of the queries the fusion was fitted on (in-domain queries;
+    when they are the train queries themselves, each one's own copy is left out)."""
+    aff = [domain_affinity(g["q"], train_vecs, p.domain_k, exclude_self=on_train) for g in fusion_groups]
+    hi = round(float(np.quantile(aff, p.domain_quantile)), 4)
+    return {"k": p.domain_k, "lo": round(hi - p.domain_ramp, 4), "hi": hi}
+
+
+def train(p: RankerParams, val_fraction: float, progress=None) -> tuple[np.ndarray, np.ndarray, dict, dict]:
+    """(adapter W, the gate's train query vectors, config record, metrics) from the feedback log."""
     t0 = time.perf_counter()
     raw = (Path(p.feedback) / FEEDBACK_FILE).read_bytes()  # hashed as read: the pull stage may rewrite the file
     records = [json.loads(line) for line in raw.decode("utf-8").splitlines() if line.strip()]
@@ -174,18 +203,31 @@ def train(p: RankerParams, val_fraction: float, progress=None) -> tuple[np.ndarr
     names = FEATURES if p.prior else tuple(f for f in FEATURES if f != "prior")
     weights = fit_weights(feats[fusion_split], groups[fusion_split], p.fusion_l2, names)
 
-    # 4. val, side by side
+    # 4. the domain gate, fitted on the in-domain queries the fusion saw
+    train_vecs = np.stack([g["q"] for g in groups["train"]]).astype(np.float32)
+    gate = fit_gate(train_vecs, groups[fusion_split], fusion_split == "train", p)
+    general = {name: 0.0 for name in FEATURES} | {"similarity": 1.0, "bm25": p.general_bm25}
+
+    # 5. val, side by side
     val, fv = groups["val"], feats["val"]
+    shares = [domain_gate(domain_affinity(g["q"], train_vecs, gate["k"]), gate["lo"], gate["hi"]) for g in val]
     k = p.k
     metrics = {
         **{f"{s}_queries": len(g) for s, g in groups.items()},
         "fusion_fitted_on": fusion_split,
-        f"val_recall@{k}": round(mean_recall(val, [ranker_scores(f, weights) for f in fv], k), 4),
+        f"val_recall@{k}": round(
+            mean_recall(val, [gated_scores(f, weights, general, a) for f, a in zip(fv, shares)], k), 4
+        ),
+        f"val_recall@{k}_fitted_fusion": round(mean_recall(val, [ranker_scores(f, weights) for f in fv], k), 4),
+        f"val_recall@{k}_general_fusion": round(mean_recall(val, [ranker_scores(f, general) for f in fv], k), 4),
         f"val_recall@{k}_retrieval_order": round(mean_recall(val, [f["prior"] for f in fv], k), 4),
         f"val_recall@{k}_similarity": round(mean_recall(val, [f["similarity"] for f in fv], k), 4),
         f"val_recall@{k}_adapter_only": round(mean_recall(val, [f["adapted"] for f in fv], k), 4),
         f"val_recall@{k}_bm25": round(mean_recall(val, [f["bm25"] for f in fv], k), 4),
         "adapter_norm": round(float(np.linalg.norm(w)), 4),
+        "val_gate_mean": round(float(np.mean(shares)), 4) if shares else None,  # the fitted weights' share
+        "gate_lo": gate["lo"],
+        "gate_hi": gate["hi"],
         **{f"weight_{n}": v for n, v in weights.items()},
         "seconds": round(time.perf_counter() - t0, 1),
     }
@@ -195,10 +237,12 @@ def train(p: RankerParams, val_fraction: float, progress=None) -> tuple[np.ndarr
         "val_fraction": val_fraction,
         **asdict(p),
         "weights": weights,
+        "general_weights": general,
+        "domain_gate": gate,
         "dataset_sha256": hashlib.sha256(raw).hexdigest(),
         "git_commit": git_commit(),
     }
-    return w, record, metrics
+    return w, train_vecs, record, metrics
 
 
 def log_run(record: dict, metrics: dict, adapter_path: Path) -> str:
@@ -211,12 +255,13 @@ def log_run(record: dict, metrics: dict, adapter_path: Path) -> str:
         return run.info.run_id
 
 
-def write(out: Path, w: np.ndarray, record: dict, metrics: dict, track: bool = False) -> None:
-    """The ranker folder: adapter, metrics, and the config last (a folder without one is refused by serving);
-    `track` logs an MLflow run first and records its id."""
+def write(out: Path, w: np.ndarray, train_vecs: np.ndarray, record: dict, metrics: dict, track: bool = False) -> None:
+    """The ranker folder: adapter, gate queries, metrics, and the config last (a folder without one is
+    refused by serving); `track` logs an MLflow run first and records its id."""
     out.mkdir(parents=True, exist_ok=True)
     (out / CONFIG_FILE).unlink(missing_ok=True)
     np.save(out / ADAPTER_FILE, w)
+    np.save(out / QUERIES_FILE, train_vecs)
     if track:
         record["mlflow_run_id"] = log_run(record, metrics, out / ADAPTER_FILE)
     write_atomic(out / METRICS_FILE, json.dumps(metrics, indent=2) + "\n")
@@ -229,14 +274,16 @@ def main(params: str = "params.yaml") -> None:
     console = Console(stderr=True)
     with Progress(console=console, transient=True) as bar:
         task = bar.add_task("train_ranker: embed feedback", total=None)
-        w, record, m = train(p, val_fraction, lambda done, total: bar.update(task, completed=done, total=total))
-    write(Path(p.out), w, record, m, track=True)
+        w, vecs, record, m = train(p, val_fraction, lambda done, total: bar.update(task, completed=done, total=total))
+    write(Path(p.out), w, vecs, record, m, track=True)
     k = p.k
     console.print(
         f"train_ranker: adapter on {m['train_queries']} queries, fusion on {m['calibration_queries']}; val Recall@{k} "
         f"{m[f'val_recall@{k}']:.4f} (retrieval order {m[f'val_recall@{k}_retrieval_order']:.4f}, similarity "
         f"{m[f'val_recall@{k}_similarity']:.4f}, adapter alone {m[f'val_recall@{k}_adapter_only']:.4f}, bm25 "
-        f"{m[f'val_recall@{k}_bm25']:.4f}) on {m['val_queries']} queries; weights {record['weights']}; {m['seconds']} s",
+        f"{m[f'val_recall@{k}_bm25']:.4f}, fitted fusion {m[f'val_recall@{k}_fitted_fusion']:.4f}, general fusion "
+        f"{m[f'val_recall@{k}_general_fusion']:.4f}) on {m['val_queries']} queries; weights {record['weights']}; "
+        f"domain gate {record['domain_gate']} (val share {m['val_gate_mean']}); {m['seconds']} s",
         soft_wrap=True,
     )
 

@@ -4,7 +4,16 @@ import numpy as np
 import pytest
 
 from retrieval.lexical import lexical_scores
-from retrieval.ranking_features import FEATURES, adapt_query, features, ranker_scores, standardise
+from retrieval.ranking_features import (
+    FEATURES,
+    adapt_query,
+    domain_affinity,
+    domain_gate,
+    features,
+    gated_scores,
+    ranker_scores,
+    standardise,
+)
 
 
 def test_standardise_and_constant_lists():
@@ -34,3 +43,23 @@ def test_features_and_weighted_scores():
     mix = ranker_scores(f, {"similarity": 1.0, "bm25": 0.5, "adapted": 0.0, "prior": 0.0})
     assert mix == pytest.approx(f["similarity"] + 0.5 * f["bm25"])
     assert list(features("q", q, p, texts, None, lexical=False)["bm25"]) == [0.0, 0.0, 0.0]
+
+
+def test_domain_affinity_is_the_mean_of_the_k_nearest_train_queries():
+    train = np.eye(4, dtype=np.float32)
+    q = np.array([0.8, 0.6, 0.0, 0.0], dtype=np.float32)
+    assert domain_affinity(q, train, 1) == pytest.approx(0.8)
+    assert domain_affinity(q, train, 2) == pytest.approx(0.7)
+    assert domain_affinity(train[0], train, 1, exclude_self=True) == pytest.approx(0.0)  # its own copy left out
+    assert domain_affinity(q, train[:0], 3) == 0.0  # no train queries: nothing is in the domain
+
+
+def test_the_gate_ramps_from_general_to_fitted_weights():
+    assert domain_gate(0.1, 0.2, 0.3) == 0.0 and domain_gate(0.35, 0.2, 0.3) == 1.0
+    assert domain_gate(0.25, 0.2, 0.3) == pytest.approx(0.5)
+    assert domain_gate(0.3, 0.3, 0.3) == 1.0 and domain_gate(0.29, 0.3, 0.3) == 0.0  # no ramp: a step
+    feats = {"similarity": np.array([1.0, -1.0]), "bm25": np.array([-1.0, 1.0])}
+    fitted, general = {"similarity": 1.0}, {"bm25": 1.0}
+    assert list(gated_scores(feats, fitted, general, 1.0)) == [1.0, -1.0]
+    assert list(gated_scores(feats, fitted, general, 0.0)) == [-1.0, 1.0]
+    assert np.allclose(gated_scores(feats, fitted, general, 0.25), [-0.5, 0.5])

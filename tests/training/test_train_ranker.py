@@ -7,7 +7,10 @@ import numpy as np
 import pytest
 
 from eval.promotion import folder_record
+from retrieval.embed import get_embedder
+from retrieval.ranking_features import features, gated_scores, ranker_scores
 from retrieval.selection import PromptCandidate, parse_selection
+from serving.ranker import RankerSelector
 from serving.selectors import from_record
 from training import train_ranker
 from training.train_ranker import RankerParams, fit_adapter, train
@@ -54,12 +57,12 @@ def trained(benchmark_dir, tmp_path_factory):
     records = feedback_from_hotpotqa(benchmark_dir / "hotpotqa" / "train.jsonl", 200)
     (tmp / "fb" / "feedback.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
     p = RankerParams(feedback=str(tmp / "fb"), out=str(tmp / "ranker"), calibration_fraction=0.3)
-    w, record, m = train(p, val_fraction=0.2)
-    return tmp, p, w, record, m
+    w, vecs, record, m = train(p, val_fraction=0.2)
+    return tmp, p, w, vecs, record, m
 
 
 def test_the_ranker_learns_what_the_first_stage_order_misses(trained):
-    _, _, w, record, m = trained
+    _, _, w, _, record, m = trained
     assert m["train_queries"] > 50 and m["calibration_queries"] > 30 and m["val_queries"] > 20
     assert w.shape == (384, 384) and m["adapter_norm"] > 0  # the adapter moved off the base model
     # the candidates come in file order, so the retrieval order knows nothing: the ranker learned to weigh the evidence
@@ -67,7 +70,39 @@ def test_the_ranker_learns_what_the_first_stage_order_misses(trained):
     assert (
         abs(record["weights"]["prior"]) < 0.5 and record["weights"]["bm25"] > 0
     )  # HotpotQA's answers share the question's words
-    assert record["input_format"] == "ranker-input/1" and len(record["dataset_sha256"]) == 64
+    assert record["input_format"] == "ranker-input/2" and len(record["dataset_sha256"]) == 64
+    gate = record["domain_gate"]
+    assert gate["lo"] == pytest.approx(gate["hi"] - 0.1) and 0 < gate["hi"] < 1
+    assert m["val_gate_mean"] > 0.8  # held-out questions of the same kind are in the domain
+
+
+def test_queries_unlike_the_feedback_get_the_general_weights(trained, benchmark_dir):
+    """Trained on HotpotQA questions, the ranker scores SciFact claims (another domain) mostly by the general
+    weights, HotpotQA's own held-out questions by the fitted ones; the served scores are the contract's."""
+    tmp, p, w, vecs, record, m = trained
+    train_ranker.write(tmp / "gated", w, vecs, record, m)
+    selector = RankerSelector(tmp / "gated", "ranker:gated")
+    embedder = get_embedder()
+    claims = [json.loads(line)["text"] for line in (benchmark_dir / "scifact" / "queries.jsonl").open()][:40]
+    questions = [json.loads(line)["query"] for line in (benchmark_dir / "hotpotqa" / "dev.jsonl").open()][:40]
+    claim_gates = [selector.gate(v) for v in embedder.encode(claims)]
+    question_gates = [selector.gate(v) for v in embedder.encode(questions)]
+    assert np.mean(claim_gates) < 0.3 and np.mean(question_gates) > 0.8
+    assert 0.0 in claim_gates and min(question_gates) > 0.0
+    cands = [
+        PromptCandidate("a.md", None, "Amylase is an enzyme in saliva."),
+        PromptCandidate("b.md", None, "Amylase digests starch into sugars in the mouth."),
+        PromptCandidate("c.md", None, "Paris is in France."),
+    ]
+    texts = [c.text for c in cands]
+    for query in (claims[claim_gates.index(0.0)], questions[0]):
+        q = embedder.encode([query])[0]
+        f = features(query, q, embedder.encode_passages(texts), texts, w)
+        gate = selector.gate(q)
+        expected = gated_scores(f, record["weights"], record["general_weights"], gate)
+        assert np.allclose(selector.scores(query, cands), expected)
+        if gate == 0.0:
+            assert np.allclose(expected, ranker_scores(f, record["general_weights"]))
 
 
 def test_no_steps_no_adapter():
@@ -76,7 +111,7 @@ def test_no_steps_no_adapter():
 
 
 def test_the_written_folder_is_served_as_trained(trained, monkeypatch):
-    tmp, p, w, record, m = trained
+    tmp, p, w, _, record, m = trained
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp}/mlflow.db")
     (tmp / "params.yaml").write_text(
         f"build: {{val_fraction: 0.2}}\ntrain_ranker: {{feedback: {p.feedback}, out: {p.out}, calibration_fraction: 0.3}}\n"
@@ -105,15 +140,23 @@ def test_params_problems_reported_together():
 
 def test_a_broken_folder_is_refused_with_a_load_error(tmp_path):
     from serving.interface import SelectorLoadError
-    from serving.ranker import RankerSelector
 
     with pytest.raises(SelectorLoadError, match="not a trained ranker folder"):
         RankerSelector(tmp_path, "ranker:x")
     np.save(tmp_path / "adapter.npy", np.zeros((3, 3), dtype=np.float32))
-    (tmp_path / "ranker_config.json").write_text(
-        json.dumps({"input_format": "ranker-input/1", "weights": {"bm25": 1.0}})
-    )
+    np.save(tmp_path / "queries.npy", np.zeros((2, 384), dtype=np.float32))
+    complete = {
+        "input_format": "ranker-input/2",
+        "weights": {"bm25": 1.0},
+        "general_weights": {"similarity": 1.0},
+        "domain_gate": {"k": 10, "lo": 0.2, "hi": 0.3},
+    }
+    (tmp_path / "ranker_config.json").write_text(json.dumps(complete))
     with pytest.raises(SelectorLoadError, match="shape"):
+        RankerSelector(tmp_path, "ranker:x")
+    np.save(tmp_path / "adapter.npy", np.zeros((384, 384), dtype=np.float32))
+    (tmp_path / "ranker_config.json").write_text(json.dumps({**complete, "domain_gate": {"k": 10}}))
+    with pytest.raises(SelectorLoadError, match="domain gate"):
         RankerSelector(tmp_path, "ranker:x")
     (tmp_path / "ranker_config.json").write_text(json.dumps({"input_format": "other/9"}))
     with pytest.raises(SelectorLoadError, match="input format"):
