@@ -2,7 +2,8 @@
 
 1. ingest the SciFact corpus (unchanged documents write nothing)
 2. replay SciFact train through the service into the feedback log, when the log is empty
-3. `dvc repro`: pull -> build -> train -> export -> evaluate -> deploy (dvc.yaml)
+3. `dvc repro`: pull -> build -> train -> export -> evaluate -> deploy (dvc.yaml), with the service
+   running beside it: a challenger that passes the gate is hot-swapped into it, no restart
 4. first-stage retrieval on SciFact test, vector vs hybrid
 """
 
@@ -16,6 +17,7 @@ import sys
 from collections import deque
 from pathlib import Path
 
+import httpx
 import yaml
 from rich.table import Table
 
@@ -25,6 +27,7 @@ from retrieval.db import connect
 from retrieval.embed import get_embedder
 from retrieval.ingest import ingest_paths
 from retrieval.params import EmbedParams, IngestParams, SearchParams, load_section
+from serving.server import BackgroundServer, build_service
 
 from .replay import run_replay
 from .terminal import LOG_WIDTH
@@ -47,7 +50,12 @@ def run_cycle(params: Path, benchmark_dir: Path, split: str, bar, replay: bool |
         (logged,) = conn.execute("SELECT count(*) FROM queries").fetchone()
     if replay or (replay is None and logged == 0):
         result["replay"] = run_replay(params, benchmark_dir, "scifact", "train", bar).as_dict()
-    dvc_repro(bar)
+    # the service a user runs, following deployments: deploy's promotion swaps its selector in place
+    with BackgroundServer(build_service(params)) as srv:
+        before = _served(srv.url)
+        dvc_repro(bar)
+        after = _served(srv.url)
+    result["service"] = {"before": before, "after": after, "swapped": before != after}
     result["pipeline"] = {
         "feedback": _read_json("data/feedback/metrics.json"),
         "dataset": _read_json("data/datasets/stats.json"),
@@ -93,6 +101,11 @@ def dvc_repro(bar) -> None:
     bar.update(task, total=1, completed=1, description="3. dvc repro")
 
 
+def _served(url: str) -> str:
+    """The selector version a running service answers with now."""
+    return httpx.get(f"{url}/selector", timeout=30).json()["version"]
+
+
 def _read_json(path: str) -> dict | None:
     p = Path(path)
     return json.loads(p.read_text()) if p.exists() else None
@@ -130,6 +143,11 @@ def print_cycle(result: dict, console) -> None:
             f"   deploy: {dp['version']} registered; alias {dp['alias']}"
             + ("" if dp["passed_gate"] else f" (gate: {'; '.join(dp['reasons'])})"),
             soft_wrap=True,
+        )
+    if sv := result.get("service"):
+        console.print(
+            f"   service: served {sv['before']} before the cycle, {sv['after']} after"
+            + (" (hot-swapped, no restart)" if sv["swapped"] else " (unchanged)")
         )
     rows = result["retrieval"]
     t = Table(title="4. SciFact first-stage retrieval (top-20 candidates, document level)")

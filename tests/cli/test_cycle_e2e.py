@@ -94,6 +94,9 @@ def test_pai_cycle_in_a_fresh_clone(db_url, benchmark_dir, tmp_path):
         "challenger",
     )
     assert deploy["passed_gate"] == (deploy["alias"] == "champion") and (deploy["passed_gate"] or deploy["reasons"])
+    # the service the cycle ran beside dvc repro: a promoted champion was hot-swapped into it, else it kept its selector
+    served = result["service"]
+    assert served["before"] == "similarity" and served["swapped"] == deploy["passed_gate"]
     assert [r["queries"] for r in result["retrieval"]] == [10, 10]
     assert (clone / "dvc.lock").exists() and (clone / "data" / "datasets" / "train.jsonl").exists()
     assert (home / "mlflow.db").exists()  # the training run was tracked, in the test's own store
