@@ -127,3 +127,21 @@ def test_a_full_queue_is_429(serve, db_url):
             capture.submit(conn, Exchange("q", "thanks!"))
         r = client.post("/capture", json={"user": "q", "assistant": "ok"})
         assert r.status_code == 429 and "pending" in r.json()["error"]
+
+
+def test_prototypes_learned_by_one_service_reject_chatter_in_the_next(serve):
+    chatter = [
+        f"I've updated {o} as you asked and pushed it to your branch. Let me know if you want me to {v} it as well. "
+        f"Next I'll {v} the tests and then get back to you, once the whole suite has finished running."
+        for o in ("the config loader", "the README", "the login handler", "the Dockerfile", "the CI workflow")
+        for v in ("review", "rerun", "clean up", "check", "tidy up", "fix")
+    ]
+    with serve() as srv, httpx.Client(base_url=srv.url, timeout=60) as client:
+        ids = [client.post("/capture", json={"user": "go", "assistant": t}).json()["id"] for t in chatter[:25]]
+        assert {outcome(client, i)["gate"] for i in ids} == {"quality"}
+        assert client.get("/stats").json()["capture"]["noise_version"] == 1
+    with serve() as srv, httpx.Client(base_url=srv.url, timeout=60) as client:  # a new service, same database
+        r = outcome(client, client.post("/capture", json={"user": "go", "assistant": chatter[29]}).json()["id"])
+        assert (r["gate"], r["decided_by"]) == ("noise", "noise") and r["noise_score"] >= 0.35
+        r = outcome(client, client.post("/capture", json={"user": "redis?", "assistant": REDIS}).json()["id"])
+        assert r["status"] == "stored"
