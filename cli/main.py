@@ -28,6 +28,7 @@ from serving.live import watch as watch_inbox
 from serving.selectors import build_selector
 from serving.server import build_service
 
+from .capture import register as register_capture
 from .jobs import register as register_jobs
 from .measure import register as register_measure
 from .pipeline import register
@@ -238,6 +239,7 @@ register(app, bench_app)
 register_measure(app, bench_app)
 register_deploy(app)
 register_jobs(app)
+register_capture(app, bench_app)
 
 
 def main() -> None:  # pragma: no cover - console entry

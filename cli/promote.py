@@ -12,7 +12,7 @@ from rich.table import Table
 from eval.promotion import RegistryError, champion, client, history, record_of
 from eval.promotion import promote as do_promote
 from eval.promotion import rollback as do_rollback
-from retrieval import deployments
+from retrieval import capture, deployments
 from retrieval.db import DatabaseError, connect
 
 from .terminal import _fail, console
@@ -90,6 +90,7 @@ def status(as_json: JsonOpt = False) -> None:
         with connect() as conn:
             deps = [(d, deployments.applies(conn, d.id)) for d in deployments.deployments(conn, 8)]
             services = deployments.listening_services(conn)
+            captured = capture.counters(conn)
     except (RegistryError, DatabaseError) as e:
         _fail(str(e))
     out = {
@@ -97,6 +98,7 @@ def status(as_json: JsonOpt = False) -> None:
         "challenger": challenger,
         "champion_history": hist,
         "services_listening": services,
+        "capture": captured,
         "deployments": [
             {
                 "id": d.id,
@@ -115,6 +117,14 @@ def status(as_json: JsonOpt = False) -> None:
     console.print(
         f"champion: [bold]{out['champion']}[/bold]   challenger: {challenger or '-'}   "
         f"services listening: {services}   history: {' -> '.join(hist) or '-'}",
+        soft_wrap=True,
+    )
+    rejected = ", ".join(f"{g} {n}" for g, n in captured["rejected"].items())
+    console.print(
+        f"capture: {captured['captures']} exchange(s), {captured['stored']} stored ({captured['facts_stored']} facts, "
+        f"{captured['fact_duplicates']} duplicate, {captured['fact_links']} linked), {captured['duplicate']} all-duplicate, "
+        f"rejected by {rejected}; {captured['pending']} pending, {captured['failed']} failed; "
+        f"noise prototypes {captured['noise_prototypes']} (v{captured['noise_version']})",
         soft_wrap=True,
     )
     t = Table(title="deployments (newest first)")

@@ -18,6 +18,7 @@ from typing import Annotated, Literal
 
 import psycopg
 from fastapi import Depends, FastAPI, HTTPException, Request
+from fastapi import Path as PathParam
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -26,7 +27,8 @@ from psycopg_pool import ConnectionPool
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from retrieval import deployments, feedback, staging
+from retrieval import capture, deployments, feedback, staging
+from retrieval.capture import CaptureInputError, CaptureParams, Extractor, parse_exchange
 from retrieval.db import DatabaseError, connect
 from retrieval.embed import Embedder
 from retrieval.ingest import ingest_documents, scrub_names
@@ -35,6 +37,7 @@ from retrieval.search import Candidate, keyword_rankings, search_vector, take_bu
 from retrieval.selection import PROMPT_VERSION, Pick
 from retrieval.sources import Document, text_problem
 
+from .capture import CaptureWorker
 from .hotswap import HotSwapper
 from .picker import Picker
 from .selectors import CascadeSelector
@@ -103,6 +106,9 @@ class Service:
     keyword_workers: ThreadPoolExecutor = field(
         default_factory=lambda: ThreadPoolExecutor(8, thread_name_prefix="keyword")
     )
+    capture: CaptureParams = field(default_factory=CaptureParams)
+    extractor: Extractor | None = None  # the LLM fact extractor; None: the rule splitter
+    capture_worker: CaptureWorker | None = None  # started with the pool
 
 
 class QueryIn(BaseModel):
@@ -128,6 +134,14 @@ class IngestIn(BaseModel):
     text: Line = Field(min_length=1, max_length=MAX_BODY_BYTES)
     kind: Literal["markdown", "text", "code"] = "markdown"
     title: Text | None = Field(None, max_length=500)
+
+
+class CaptureIn(BaseModel):
+    model_config = ConfigDict(strict=True, extra="forbid")
+    user: Text = Field(max_length=MAX_BODY_BYTES, description="the user's turn")
+    assistant: Line = Field(max_length=MAX_BODY_BYTES, description="the assistant's answer, where facts come from")
+    source: Text | None = Field(None, max_length=500, description="who sends it (a client name)")
+    session: Text | None = Field(None, max_length=500, description="the conversation it belongs to")
 
 
 class BodyLimit:
@@ -172,6 +186,10 @@ def create_app(service: Service) -> FastAPI:
             configure=register_vector,
         )
         service.embedder.encode(["warm up"])
+        service.capture_worker = CaptureWorker(
+            service.pool, service.capture, service.ingest, service.search, service.embedder, service.extractor
+        )
+        service.capture_worker.resume()  # exchanges a stop or crash left pending
         if service.swapper is not None:
             service.swapper.start()
         yield
@@ -179,6 +197,7 @@ def create_app(service: Service) -> FastAPI:
             service.swapper.stop()
         service.picker.close()
         service.keyword_workers.shutdown()
+        service.capture_worker.stop()
         service.pool.close()
 
     app = FastAPI(title="pai-brain retrieval service", version="0.1.0", lifespan=lifespan)
@@ -278,6 +297,7 @@ def create_app(service: Service) -> FastAPI:
     def stats() -> dict:
         with service.pool.connection() as conn:
             counts = feedback.counters(conn)
+            counts["capture"] = capture.counters(conn)
         return {**counts, "selector": dict(service.picker.counts)}
 
     @app.post("/query")
@@ -317,6 +337,30 @@ def create_app(service: Service) -> FastAPI:
             "redactions": dict(report.redactions),
             "seconds": round(report.seconds, 4),
         }
+
+    @app.post("/capture", status_code=202, dependencies=[Depends(require_writer)])
+    def post_capture(body: CaptureIn) -> JSONResponse:
+        """Queue an exchange for capture; 202 with its id, `GET /capture/{id}` says what became of it."""
+        try:
+            ex = parse_exchange(body.model_dump(), service.capture.max_chars)
+        except CaptureInputError as e:
+            return JSONResponse({"error": str(e)}, e.status)
+        with service.pool.connection() as conn:
+            if capture.pending_count(conn) >= service.capture.max_pending:
+                return JSONResponse({"error": f"{service.capture.max_pending} captures pending: try later"}, 429)
+            cid = capture.submit(conn, ex)
+        service.capture_worker.submit(cid)
+        return JSONResponse({"id": cid, "status": "pending", "url": f"/capture/{cid}"}, 202)
+
+    @app.get("/capture/{capture_id}")
+    def get_capture(capture_id: Annotated[int, PathParam(ge=1, le=MAX_ID)]) -> JSONResponse:
+        """status (pending, stored, duplicate, rejected, failed), the gate and rule or model that
+        decided, the stored facts' chunk ids."""
+        with service.pool.connection() as conn:
+            r = capture.result(conn, capture_id)
+        if r is None:
+            return JSONResponse({"error": f"unknown capture id {capture_id}"}, 404)
+        return JSONResponse(r.as_dict())
 
     return app
 

@@ -10,11 +10,13 @@ from pathlib import Path
 
 import uvicorn
 
+from retrieval.capture import CaptureParams
 from retrieval.db import database_url
 from retrieval.embed import get_embedder
 from retrieval.params import EmbedParams, IngestParams, SearchParams, StagingParams, load_section
 
 from .app import Service, check_exposure, create_app
+from .extractor import build_extractor
 from .hotswap import HotSwapper
 from .interface import Selector
 from .picker import Picker
@@ -38,6 +40,7 @@ def build_service(
         st = StagingParams(dir=str(staging_dir), git=st.git)
     db_url = database_url()
     picker = Picker(selector or SimilaritySelector(), timeout_s=timeout_s)
+    cp = load_section(params, "capture", CaptureParams)
     return Service(
         db_url=db_url,
         embedder=get_embedder(load_section(params, "embed", EmbedParams).batch_size),
@@ -48,6 +51,8 @@ def build_service(
         inline=inline,
         swapper=HotSwapper(picker, db_url) if selector is None else None,
         host=host,
+        capture=cp,
+        extractor=build_extractor(cp),
     )
 
 

@@ -5,6 +5,7 @@ import pytest
 from eval.deploy import DeployParams
 from eval.evaluate import EvaluateParams
 from eval.scifact_bench import BenchmarkParams
+from retrieval.capture import CaptureParams
 from retrieval.params import EmbedParams, IngestParams, ParamsError, SearchParams, StagingParams, load_section
 from training.build import BuildParams
 from training.export import ExportParams
@@ -18,6 +19,7 @@ SECTIONS = {
     "ingest": IngestParams,
     "search": SearchParams,
     "staging": StagingParams,
+    "capture": CaptureParams,
     "pull": PullParams,
     "build": BuildParams,
     "train": TrainParams,
