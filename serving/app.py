@@ -30,12 +30,13 @@ from retrieval import deployments, feedback, staging
 from retrieval.db import DatabaseError, connect
 from retrieval.embed import Embedder
 from retrieval.ingest import ingest_documents, scrub_names
-from retrieval.params import IngestParams, SearchParams, StagingParams
+from retrieval.params import IngestParams, MaintainParams, SearchParams, StagingParams
 from retrieval.search import Candidate, keyword_rankings, search_vector, take_budget
 from retrieval.selection import PROMPT_VERSION, Pick
 from retrieval.sources import Document, text_problem
 
 from .hotswap import HotSwapper
+from .maintenance import MaintenanceLoop
 from .picker import Picker
 from .selectors import CascadeSelector
 
@@ -103,6 +104,8 @@ class Service:
     keyword_workers: ThreadPoolExecutor = field(
         default_factory=lambda: ThreadPoolExecutor(8, thread_name_prefix="keyword")
     )
+    maintain: MaintainParams = field(default_factory=lambda: MaintainParams(interval_minutes=0))  # off unless asked
+    maintenance: MaintenanceLoop | None = None  # started with the app when maintain.interval_minutes > 0
 
 
 class QueryIn(BaseModel):
@@ -174,7 +177,12 @@ def create_app(service: Service) -> FastAPI:
         service.embedder.encode(["warm up"])
         if service.swapper is not None:
             service.swapper.start()
+        service.maintenance = MaintenanceLoop(
+            service.db_url, service.maintain, service.search, Path(service.staging.dir)
+        )
+        service.maintenance.start()
         yield
+        service.maintenance.stop()
         if service.swapper is not None:
             service.swapper.stop()
         service.picker.close()
@@ -278,7 +286,8 @@ def create_app(service: Service) -> FastAPI:
     def stats() -> dict:
         with service.pool.connection() as conn:
             counts = feedback.counters(conn)
-        return {**counts, "selector": dict(service.picker.counts)}
+        last = service.maintenance.last if service.maintenance else None
+        return {**counts, "selector": dict(service.picker.counts), "maintenance": last}
 
     @app.post("/query")
     def query(body: QueryIn) -> JSONResponse:
@@ -326,7 +335,7 @@ def run_query(service: Service, text: str, inline: bool) -> dict:
     keyword = service.keyword_workers.submit(_keyword_side, service, text)
     qvec = service.embedder.encode([text])[0]
     with service.pool.connection() as conn:
-        result = search_vector(conn, text, qvec, service.search, keyword.result())
+        result = search_vector(conn, text, qvec, service.search, keyword.result(), usage=service.maintain.usage_prior)
         learned = feedback.learned_answers(conn, text)
     shown = result.above  # what the staging file lists and the selector sees, numbered 1..N
     selector = service.picker.selector  # read once: a hot-swap mid-request does not change it

@@ -12,7 +12,7 @@ import uvicorn
 
 from retrieval.db import database_url
 from retrieval.embed import get_embedder
-from retrieval.params import EmbedParams, IngestParams, SearchParams, StagingParams, load_section
+from retrieval.params import EmbedParams, IngestParams, MaintainParams, SearchParams, StagingParams, load_section
 
 from .app import Service, check_exposure, create_app
 from .hotswap import HotSwapper
@@ -48,6 +48,7 @@ def build_service(
         inline=inline,
         swapper=HotSwapper(picker, db_url) if selector is None else None,
         host=host,
+        maintain=load_section(params, "maintain", MaintainParams),
     )
 
 
