@@ -20,6 +20,8 @@ MIN_CHUNKS_PER_K = 5  # a recall check needs at least 5 * k chunks (with fewer, 
 
 def table_stats(conn: psycopg.Connection) -> dict[str, tuple[int, int, int]]:
     """table -> (live rows, dead rows, rows modified since the last analyze), from pg_stat."""
+    # this session's own counts (the run's deletes and writes) reach pg_stat when it next goes idle
+    conn.execute("SELECT pg_stat_force_next_flush()")
     rows = conn.execute(
         "SELECT relname, n_live_tup, n_dead_tup, n_mod_since_analyze FROM pg_stat_user_tables"
         " WHERE schemaname = current_schema() AND relname = ANY(%s)",
