@@ -93,7 +93,7 @@ class MaintainParams:
     staging_retention_days: int = 30  # staging files of older days are deleted; 0 = keep all
     feedback_retention_days: int = 180  # pulled feedback older than this is deleted; 0 = keep all
     max_gone_fraction: float = 0.5  # more stored files than this share missing: an unmounted disk? delete none
-    usage_prior: bool = False  # blend the usage weights into search ranking (see `pai bench usage`)
+    usage_prior: bool = True  # re-order the top-k by the usage weights (see `pai bench usage`)
     usage_bound: float = 0.1  # weights lie in [-bound, +bound]; a fused score is multiplied by exp(weight)
     usage_strength: float = 5.0  # pseudo-observations pulling a chunk's use rate to the global one
     vacuum_dead_fraction: float = 0.1  # VACUUM (ANALYZE) a table when dead rows exceed this share of live ones

@@ -71,7 +71,8 @@ def test_bench_compares_with_the_baseline_and_leaves_the_store_alone(conn, embed
     before = all_text(conn)
     result = bench_usage.run(conn, embedder, scifact, "test", sp, MaintainParams(), [0.1, 1.0], Bar())
     assert all_text(conn) == before  # rolled back: no weights, no fresh documents left behind
-    assert result["queries"] == {"held_out": 2, "train": 3} and result["fresh_documents"] == 2
+    assert result["queries"] == {"held_out": 2, "train": 3, "held_out_excluded_in_log": 0}
+    assert result["fresh_documents"] == 2
     assert [r["system"] for r in result["rows"]] == ["no prior", "prior, bound 0.1", "prior, bound 1"]
     base = result["rows"][0]
     assert "held_out_delta_recall@5" not in base and base["fresh_recall@20"] == base["held_out_recall@20"]
@@ -83,6 +84,6 @@ def test_bench_compares_with_the_baseline_and_leaves_the_store_alone(conn, embed
     assert w["up"] >= 1 and w["down"] >= 1 and -1 <= w["min"] < 0 < w["max"] <= 1
     assert bench_usage.table(result).row_count == 3
 
-    replay(conn, embedder, sp, "test")  # held-out queries in the log: refused
-    with pytest.raises(ValueError, match="held-out queries are in the feedback log"):
+    replay(conn, embedder, sp, "test")  # held-out queries in the log are not held out
+    with pytest.raises(ValueError, match="nothing is held out"):
         bench_usage.run(conn, embedder, scifact, "test", sp, MaintainParams(), [0.1], Bar())
