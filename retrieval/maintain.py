@@ -78,7 +78,10 @@ def run(
             health.table_stats(conn), deleted, mp.vacuum_dead_fraction
         )
         if not dry_run:
-            health.vacuum(conn, report.vacuumed, report.analyzed)
+            try:
+                health.vacuum(conn, report.vacuumed, report.analyzed)
+            except psycopg.errors.InsufficientPrivilege as e:  # an external database, not owned by this role
+                report.warnings.append(f"VACUUM/REINDEX not allowed for this role: {str(e).strip().splitlines()[0]}")
         _index_check(conn, mp, sp, report, dry_run)
         report.seconds = time.perf_counter() - t0
         if not dry_run:

@@ -223,3 +223,34 @@ def test_index_recall_is_checked_once_then_after_growth(conn, tmp_path):
     add(1)  # 36 >= 36
     assert maintain.run(conn, mp, sp, tmp_path).index_check["chunks"] == 36
     assert conn.execute("SELECT count(*) FROM index_checks").fetchone() == (2,)
+
+
+def test_a_role_that_does_not_own_the_tables_gets_a_warning_not_a_crash(conn, db_url, tmp_path):
+    """An external database where the service's role may delete rows but not REINDEX/VACUUM."""
+    import numpy as np
+    from psycopg.conninfo import make_conninfo
+
+    role = f"pai_maint_{os.urandom(3).hex()}"
+    conn.execute(f"CREATE ROLE {role} LOGIN")
+    conn.execute(f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {role}")
+    conn.execute(f"GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO {role}")
+    v = np.ones(384, dtype=np.float32) / np.sqrt(384)
+    for n in ("a", "b"):
+        (doc,) = conn.execute(
+            "INSERT INTO documents (source, path, content_hash, n_chunks) VALUES (%s, 'webhook:', 'h', 1) RETURNING id",
+            (f"webhook:{n}",),
+        ).fetchone()
+        conn.execute(
+            "INSERT INTO chunks (document_id, source, ord, start_line, end_line, text, content_hash, tokens, embedding)"
+            " VALUES (%s, %s, 0, 1, 1, 'x', 'h', 1, %s)",
+            (doc, f"webhook:{n}", v),
+        )
+    conn.execute("UPDATE documents SET superseded_by = id + 1 WHERE source = 'webhook:a'")
+    try:
+        with connect(make_conninfo(db_url, user=role), migrate_schema=False) as c:
+            r = maintain.run(c, params(tmp_path), SP, tmp_path)
+        assert r.superseded_deleted == 1 and "chunks" in r.vacuumed
+        assert any("not allowed for this role" in w for w in r.warnings)
+    finally:
+        conn.execute(f"DROP OWNED BY {role}")
+        conn.execute(f"DROP ROLE {role}")
