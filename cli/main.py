@@ -19,7 +19,15 @@ from retrieval import staging
 from retrieval.db import DatabaseError, connect, pai_home
 from retrieval.embed import get_embedder
 from retrieval.ingest import ingest_paths
-from retrieval.params import EmbedParams, IngestParams, ParamsError, SearchParams, StagingParams, load_section
+from retrieval.params import (
+    EmbedParams,
+    IngestParams,
+    MaintainParams,
+    ParamsError,
+    SearchParams,
+    StagingParams,
+    load_section,
+)
 from retrieval.search import search
 from serving.app import create_app
 from serving.interface import SelectorLoadError
@@ -30,6 +38,7 @@ from serving.server import build_service
 
 from .capture import register as register_capture
 from .jobs import register as register_jobs
+from .maintain import register as register_maintain
 from .measure import register as register_measure
 from .pipeline import register
 from .promote import register as register_deploy
@@ -91,9 +100,10 @@ def query(
         sp = load_section(params, "search", SearchParams)
         st = load_section(params, "staging", StagingParams)
         ep = load_section(params, "embed", EmbedParams)
+        prior = load_section(params, "maintain", MaintainParams).usage_prior
         embedder = get_embedder(ep.batch_size)
         with connect() as conn:
-            results = [search(conn, embedder, t, sp) for t in texts]
+            results = [search(conn, embedder, t, sp, usage=prior) for t in texts]
     except (ParamsError, DatabaseError) as e:
         _fail(str(e))
     directory = staging_dir or Path(st.dir)
@@ -240,6 +250,7 @@ register_measure(app, bench_app)
 register_deploy(app)
 register_jobs(app)
 register_capture(app, bench_app)
+register_maintain(app, bench_app)
 
 
 def main() -> None:  # pragma: no cover - console entry

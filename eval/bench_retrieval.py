@@ -23,7 +23,7 @@ from rich.table import Table
 from retrieval import staging
 from retrieval.db import connect, pai_home
 from retrieval.embed import get_embedder
-from retrieval.metrics import recall_at_k
+from retrieval.metrics import recall_vs_exact
 from retrieval.params import EmbedParams, SearchParams
 from retrieval.search import Candidate, SearchResult
 
@@ -74,11 +74,6 @@ def exact_top_k(base: np.ndarray, queries: np.ndarray, k: int) -> np.ndarray:
     idx = np.argpartition(-sims, k, axis=1)[:, :k]
     order = np.take_along_axis(sims, idx, axis=1).argsort(axis=1)[:, ::-1]
     return np.take_along_axis(idx, order, axis=1)
-
-
-def recall_vs_exact(found: list[list[int]], truth: np.ndarray) -> float:
-    """Mean recall of each query's found ids against its exact top k."""
-    return float(np.mean([recall_at_k(set(t.tolist()), f, len(f)) for f, t in zip(found, truth)]))
 
 
 def percentile_ms(seconds: list[float], q: float) -> float:

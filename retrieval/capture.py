@@ -46,6 +46,7 @@ class CaptureParams:
     extractor_gguf: str = ""  # else a GGUF run in-process by llama.cpp; both empty: the rule splitter decides
     extractor_max_tokens: int = 256  # tokens the LLM extractor may write
     max_pending: int = 1000  # the service refuses new captures (429) while this many wait
+    supersede_threshold: float = 0.85  # a new fact this close (cosine) to an older captured fact supersedes it
     seed: int = 13  # k-means seeding
 
     def problems(self) -> list[str]:
@@ -224,6 +225,7 @@ def process(
             status, gate = "rejected", d.gate
         else:
             fact_ids, duplicate_of, linked = _store_facts(conn, capture_id, d.facts, ingest, search, embedder)
+            supersede(conn, fact_ids, params.supersede_threshold)
             status, gate = ("stored" if fact_ids else "duplicate"), "store"
         conn.execute(
             """UPDATE captures SET status = %s, gate = %s, decided_by = %s, reason = %s, noise_score = %s,
@@ -233,6 +235,23 @@ def process(
              time.perf_counter() - t0, capture_id),
         )  # fmt: skip
     return result(conn, capture_id)
+
+
+def supersede(conn, fact_ids: list[int], threshold: float) -> int:
+    """Older captured facts that a newly stored fact restates (its near link, cosine >= threshold, to a fact
+    of another exchange) are marked superseded by the new fact's document; `pai maintain` collects them.
+    Below the threshold a near fact is related, not replaced, and stays. Returns how many were marked."""
+    if not fact_ids:
+        return 0
+    return conn.execute(
+        """UPDATE documents old SET superseded_by = new.document_id
+           FROM chunks new JOIN chunks near ON near.id = new.near_chunk_id
+           JOIN documents newdoc ON newdoc.id = new.document_id
+           WHERE new.id = ANY(%s) AND old.id = near.document_id AND old.kind = 'fact'
+             AND old.capture_id IS DISTINCT FROM newdoc.capture_id AND old.superseded_by IS NULL
+             AND 1 - (new.embedding <=> near.embedding) >= %s""",
+        (fact_ids, threshold),
+    ).rowcount
 
 
 def _store_facts(conn, capture_id, facts, ingest, search, embedder) -> tuple[list[int], list[int], int]:

@@ -5,7 +5,10 @@ per line of `feedback.jsonl`; training and evaluation split it by query text (`s
 from __future__ import annotations
 
 import hashlib
+import json
 import re
+from datetime import datetime
+from pathlib import Path
 from typing import TypedDict
 
 import psycopg
@@ -18,6 +21,7 @@ _CITATION = re.compile(r"\[(\d{1,3})\]")
 
 
 FEEDBACK_FILE = "feedback.jsonl"  # the pull stage's export: the latest state of every query, one record a line
+WATERMARK_FILE = "watermark.json"  # beside it: (updated_at, query_id) of the last row pulled
 
 
 class FeedbackCandidate(TypedDict):
@@ -74,6 +78,16 @@ def shown_candidates(rec: FeedbackRecord) -> list[FeedbackCandidate]:
     """The candidates the selector was shown (scored at or above the query's threshold)."""
     threshold = rec.get("threshold")
     return [c for c in rec["candidates"] if threshold is None or c["score"] >= threshold]
+
+
+def pulled_through(folder: Path) -> tuple[datetime, int] | None:
+    """The pull stage's watermark in `folder`: every query at or below (updated_at, id) is exported.
+    None when nothing was pulled, or the file cannot be read (then nothing counts as pulled)."""
+    try:
+        w = json.loads((folder / WATERMARK_FILE).read_text(encoding="utf-8"))
+        return datetime.fromisoformat(w["updated_at"]), int(w["query_id"])
+    except (OSError, ValueError, KeyError, TypeError):  # missing, "-infinity", malformed: not pulled
+        return None
 
 
 class FeedbackError(ValueError):

@@ -34,6 +34,11 @@ def recall_at_k(relevant: set, ranked: list, k: int) -> float:
     return len(relevant & set(ranked[:k])) / len(relevant) if relevant else 0.0
 
 
+def recall_vs_exact(found: list[list[int]], truth) -> float:
+    """Mean recall of each query's found ids against its exact top k (rows of ids, a list or an array)."""
+    return float(np.mean([recall_at_k(set(np.asarray(t).tolist()), f, len(f)) for f, t in zip(found, truth)]))
+
+
 def ndcg_at_k(relevant: set, ranked: list, k: int) -> float:
     dcg = sum(1 / math.log2(i + 2) for i, d in enumerate(ranked[:k]) if d in relevant)
     ideal = sum(1 / math.log2(i + 2) for i in range(min(k, len(relevant))))

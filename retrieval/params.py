@@ -86,6 +86,38 @@ class StagingParams:
         return [] if self.dir else ["staging.dir must be set"]
 
 
+@dataclass(frozen=True)
+class MaintainParams:
+    interval_minutes: float = 60.0  # `pai serve` runs maintenance this often in the background; 0 = off
+    feedback: str = "data/feedback"  # the pull stage's folder: its watermark says which feedback was pulled
+    staging_retention_days: int = 30  # staging files of older days are deleted; 0 = keep all
+    feedback_retention_days: int = 180  # pulled feedback older than this is deleted; 0 = keep all
+    max_gone_fraction: float = 0.5  # more stored files than this share missing: an unmounted disk? delete none
+    usage_prior: bool = True  # re-order the top-k by the usage weights (see `pai bench usage`)
+    usage_bound: float = 0.1  # weights lie in [-bound, +bound]; a fused score is multiplied by exp(weight)
+    usage_strength: float = 5.0  # pseudo-observations pulling a chunk's use rate to the global one
+    vacuum_dead_fraction: float = 0.1  # VACUUM (ANALYZE) a table when dead rows exceed this share of live ones
+    recheck_growth: float = 0.2  # re-check HNSW recall when chunks grew by this share since the last check
+    recheck_queries: int = 100  # queries of that check (each run twice: HNSW and exact)
+    min_recall: float = 0.95  # recall@top_k below this is reported, with the ef_search that reaches it
+
+    def problems(self) -> list[str]:
+        out = []
+        if self.interval_minutes < 0 or self.staging_retention_days < 0 or self.feedback_retention_days < 0:
+            out.append("maintain: interval_minutes and the retention days must be >= 0 (0 = off)")
+        if not self.feedback:
+            out.append("maintain.feedback must be set")
+        if not 0 < self.max_gone_fraction <= 1:
+            out.append("maintain.max_gone_fraction must be in (0, 1]")
+        if not 0 <= self.usage_bound <= 1 or self.usage_strength <= 0:
+            out.append("maintain: need 0 <= usage_bound <= 1 and usage_strength > 0")
+        if not 0 < self.vacuum_dead_fraction <= 1 or self.recheck_growth <= 0:
+            out.append("maintain: need 0 < vacuum_dead_fraction <= 1 and recheck_growth > 0")
+        if self.recheck_queries < 1 or not 0 < self.min_recall <= 1:
+            out.append("maintain: need recheck_queries >= 1 and 0 < min_recall <= 1")
+        return out
+
+
 def load_section(path: Path | str, section: str, cls: type[T]) -> T:
     """Read `section` of a params file into `cls`; raise ParamsError listing every problem."""
     raw = _read(Path(path))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -44,13 +45,25 @@ class SearchResult:
         return len(self.candidates) - len(self.above)
 
 
-def rrf(rankings: list[list[int]], k: int) -> list[int]:
-    """Reciprocal rank fusion: ids ordered by sum of 1/(k + rank); ties keep first-seen order."""
+def rrf_scores(rankings: list[list[int]], k: int) -> dict[int, float]:
+    """Reciprocal rank fusion scores: sum of 1/(k + rank) per id, in first-seen order."""
     scores: dict[int, float] = {}
     for ranking in rankings:
         for r, item in enumerate(ranking, start=1):
             scores[item] = scores.get(item, 0.0) + 1.0 / (k + r)
+    return scores
+
+
+def rrf(rankings: list[list[int]], k: int) -> list[int]:
+    """Reciprocal rank fusion: ids ordered by sum of 1/(k + rank); ties keep first-seen order."""
+    scores = rrf_scores(rankings, k)
     return sorted(scores, key=lambda i: -scores[i])
+
+
+def with_usage_prior(ids: list[int], scores: dict[int, float], weights: dict[int, float]) -> list[int]:
+    """`ids` (the fused top-k) re-ordered by score * exp(usage weight): the prior moves a chunk within
+    the candidates, never out of them; a chunk without a weight keeps its score."""
+    return sorted(ids, key=lambda i: -scores[i] * math.exp(weights.get(i, 0.0)))
 
 
 def take_budget(candidates: list[Candidate], token_budget: int, min_chunks: int) -> list[Candidate]:
@@ -80,10 +93,16 @@ _KEYWORD_SQL = {
 }
 
 
-def search(conn: psycopg.Connection, embedder: Embedder, query: str, params: SearchParams) -> SearchResult:
+_WEIGHT = {False: "0::real", True: "coalesce(u.weight, 0)"}
+_USAGE_JOIN = {False: "", True: "LEFT JOIN chunk_usage u ON u.chunk_id = c.id"}
+
+
+def search(
+    conn: psycopg.Connection, embedder: Embedder, query: str, params: SearchParams, usage: bool = False
+) -> SearchResult:
     """Top-k candidates for `query` and the budgeted context drawn from those above threshold."""
     qvec = embedder.encode([query])[0]
-    return search_vector(conn, query, qvec, params)
+    return search_vector(conn, query, qvec, params, usage=usage)
 
 
 def keyword_rankings(conn: psycopg.Connection, query: str, params: SearchParams) -> list[list[int]]:
@@ -101,24 +120,29 @@ def search_vector(
     qvec: np.ndarray,
     params: SearchParams,
     keyword: list[list[int]] | None = None,
+    usage: bool = False,
 ) -> SearchResult:
-    """Search with an embedded query; `keyword` = rankings already fetched by `keyword_rankings`."""
+    """Search with an embedded query; `keyword` = rankings already fetched by `keyword_rankings`;
+    `usage` re-orders the top-k by the chunks' usage weights (maintain.usage_prior)."""
     with conn.transaction():
         conn.execute(f"SET LOCAL hnsw.ef_search = {int(params.ef_search)}")
         vector_ids = [
             i for (i,) in conn.execute("SELECT id FROM chunks ORDER BY embedding <=> %s LIMIT %s", (qvec, params.top_k))
         ]
         rankings = [vector_ids] + (keyword_rankings(conn, query, params) if keyword is None else keyword)
-        fused = rrf(rankings, params.rrf_k)[: params.top_k]
+        scores = rrf_scores(rankings, params.rrf_k)
+        fused = sorted(scores, key=lambda i: -scores[i])[: params.top_k]
         rows = conn.execute(
-            """
-            SELECT id, source, heading, parent_heading, start_line, end_line, text, content_hash,
-                   tokens, 1 - (embedding <=> %s) AS score
-            FROM chunks WHERE id = ANY(%s)
+            f"""
+            SELECT c.id, c.source, c.heading, c.parent_heading, c.start_line, c.end_line, c.text,
+                   c.content_hash, c.tokens, 1 - (c.embedding <=> %s) AS score, {_WEIGHT[usage]}
+            FROM chunks c {_USAGE_JOIN[usage]} WHERE c.id = ANY(%s)
             """,
             (qvec, fused),
         ).fetchall()
     by_id = {r[0]: r for r in rows}
+    if usage:
+        fused = with_usage_prior(fused, scores, {r[0]: r[10] for r in rows})
     vrank = {i: r for r, i in enumerate(vector_ids, start=1)}
     krank: dict[int, int] = {}
     for ranking in rankings[1:]:

@@ -11,7 +11,7 @@ import re
 import secrets
 import subprocess
 from dataclasses import dataclass, fields
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from pathlib import Path
 
 from .scrub import scrub
@@ -118,21 +118,51 @@ def read(path: Path) -> StagingFile:
         return parse(f.read())
 
 
+def _git(directory: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", "-C", str(directory), "-c", "user.name=pai", "-c", "user.email=pai@localhost", *args],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+
+
 def commit_batch(directory: Path, paths: list[Path], message: str) -> str | None:
     """Commit the given staging files in `directory` (a git repo, created if needed); return the sha."""
     if not paths:
         return None
-
-    def git(*args: str) -> str:
-        return subprocess.run(
-            ["git", "-C", str(directory), "-c", "user.name=pai", "-c", "user.email=pai@localhost", *args],
-            check=True,
-            capture_output=True,
-            text=True,
-        ).stdout.strip()
-
     if not (directory / ".git").exists():
-        git("init", "-q")
-    git("add", "--", *[str(p.relative_to(directory)) for p in paths])
-    git("commit", "-q", "-m", message)
-    return git("rev-parse", "HEAD")
+        _git(directory, "init", "-q")
+    _git(directory, "add", "--", *[str(p.relative_to(directory)) for p in paths])
+    _git(directory, "commit", "-q", "-m", message)
+    return _git(directory, "rev-parse", "HEAD")
+
+
+_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+def expired(directory: Path, before: date) -> list[Path]:
+    """Staging files (and leftover .tmp files) in the day folders older than `before`; `write` names
+    each folder by the query's UTC day. Other files and folders are never touched."""
+    if not directory.is_dir():
+        return []
+    out = []
+    for day in sorted(directory.iterdir()):
+        if day.is_dir() and _DAY.fullmatch(day.name) and date.fromisoformat(day.name) < before:
+            out += sorted(p for p in day.iterdir() if p.is_file() and p.name.endswith((".md", ".md.tmp")))
+    return out
+
+
+def remove(directory: Path, paths: list[Path]) -> None:
+    """Delete staging files and the day folders they leave empty; in a git staging dir, commit the removal."""
+    for p in paths:
+        p.unlink(missing_ok=True)
+    for day in {p.parent for p in paths}:
+        if day.is_dir() and not any(day.iterdir()):
+            day.rmdir()
+    if paths and (directory / ".git").exists():
+        _git(
+            directory, "rm", "-q", "--cached", "--ignore-unmatch", "--", *[str(p.relative_to(directory)) for p in paths]
+        )
+        if _git(directory, "diff", "--cached", "--name-only"):
+            _git(directory, "commit", "-q", "-m", f"pai maintain: {len(paths)} expired staging file(s)")

@@ -32,13 +32,14 @@ from retrieval.capture import CaptureInputError, CaptureParams, Extractor, parse
 from retrieval.db import DatabaseError, connect
 from retrieval.embed import Embedder
 from retrieval.ingest import ingest_documents, scrub_names
-from retrieval.params import IngestParams, SearchParams, StagingParams
+from retrieval.params import IngestParams, MaintainParams, SearchParams, StagingParams
 from retrieval.search import Candidate, keyword_rankings, search_vector, take_budget
 from retrieval.selection import PROMPT_VERSION, Pick
 from retrieval.sources import Document, text_problem
 
 from .capture import CaptureWorker
 from .hotswap import HotSwapper
+from .maintenance import MaintenanceLoop
 from .picker import Picker
 from .selectors import CascadeSelector
 
@@ -109,6 +110,8 @@ class Service:
     capture: CaptureParams = field(default_factory=CaptureParams)
     extractor: Extractor | None = None  # the LLM fact extractor; None: the rule splitter
     capture_worker: CaptureWorker | None = None  # started with the pool
+    maintain: MaintainParams = field(default_factory=lambda: MaintainParams(interval_minutes=0))  # off unless asked
+    maintenance: MaintenanceLoop | None = None  # started with the app when maintain.interval_minutes > 0
 
 
 class QueryIn(BaseModel):
@@ -192,7 +195,12 @@ def create_app(service: Service) -> FastAPI:
         service.capture_worker.resume()  # exchanges a stop or crash left pending
         if service.swapper is not None:
             service.swapper.start()
+        service.maintenance = MaintenanceLoop(
+            service.db_url, service.maintain, service.search, Path(service.staging.dir)
+        )
+        service.maintenance.start()
         yield
+        service.maintenance.stop()
         if service.swapper is not None:
             service.swapper.stop()
         service.picker.close()
@@ -298,7 +306,8 @@ def create_app(service: Service) -> FastAPI:
         with service.pool.connection() as conn:
             counts = feedback.counters(conn)
             counts["capture"] = capture.counters(conn)
-        return {**counts, "selector": dict(service.picker.counts)}
+        last = service.maintenance.last if service.maintenance else None
+        return {**counts, "selector": dict(service.picker.counts), "maintenance": last}
 
     @app.post("/query")
     def query(body: QueryIn) -> JSONResponse:
@@ -370,7 +379,7 @@ def run_query(service: Service, text: str, inline: bool) -> dict:
     keyword = service.keyword_workers.submit(_keyword_side, service, text)
     qvec = service.embedder.encode([text])[0]
     with service.pool.connection() as conn:
-        result = search_vector(conn, text, qvec, service.search, keyword.result())
+        result = search_vector(conn, text, qvec, service.search, keyword.result(), usage=service.maintain.usage_prior)
         learned = feedback.learned_answers(conn, text)
     shown = result.above  # what the staging file lists and the selector sees, numbered 1..N
     selector = service.picker.selector  # read once: a hot-swap mid-request does not change it

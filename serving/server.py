@@ -13,7 +13,7 @@ import uvicorn
 from retrieval.capture import CaptureParams
 from retrieval.db import database_url
 from retrieval.embed import get_embedder
-from retrieval.params import EmbedParams, IngestParams, SearchParams, StagingParams, load_section
+from retrieval.params import EmbedParams, IngestParams, MaintainParams, SearchParams, StagingParams, load_section
 
 from .app import Service, check_exposure, create_app
 from .extractor import build_extractor
@@ -53,6 +53,7 @@ def build_service(
         host=host,
         capture=cp,
         extractor=build_extractor(cp),
+        maintain=load_section(params, "maintain", MaintainParams),
     )
 
 

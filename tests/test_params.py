@@ -6,7 +6,15 @@ from eval.deploy import DeployParams
 from eval.evaluate import EvaluateParams
 from eval.scifact_bench import BenchmarkParams
 from retrieval.capture import CaptureParams
-from retrieval.params import EmbedParams, IngestParams, ParamsError, SearchParams, StagingParams, load_section
+from retrieval.params import (
+    EmbedParams,
+    IngestParams,
+    MaintainParams,
+    ParamsError,
+    SearchParams,
+    StagingParams,
+    load_section,
+)
 from training.build import BuildParams
 from training.export import ExportParams
 from training.pull import PullParams
@@ -28,6 +36,7 @@ SECTIONS = {
     "benchmark": BenchmarkParams,
     "evaluate": EvaluateParams,
     "deploy": DeployParams,
+    "maintain": MaintainParams,
 }
 
 

@@ -16,12 +16,12 @@ from pathlib import Path
 from rich.console import Console
 
 from retrieval.db import connect
-from retrieval.feedback import CANDIDATE_KEYS, FEEDBACK_FILE, FeedbackRecord
+from retrieval.feedback import CANDIDATE_KEYS, FEEDBACK_FILE, WATERMARK_FILE, FeedbackRecord
 from retrieval.files import write_atomic
 from retrieval.params import load_section
 from retrieval.scrub import scrub
 
-WATERMARK_FILE, METRICS_FILE = "watermark.json", "metrics.json"
+METRICS_FILE = "metrics.json"
 
 
 @dataclass(frozen=True)

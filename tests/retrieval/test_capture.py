@@ -150,3 +150,34 @@ def test_parse_exchange_refuses_with_one_line(obj, why, status):
     with pytest.raises(CaptureInputError, match=why) as e:
         parse_exchange(obj, 100)
     assert e.value.status == status and "\n" not in str(e.value)
+
+
+def test_a_restated_fact_supersedes_the_older_one_and_maintain_collects_it(conn, embedder, tmp_path):
+    """A newer fact in the near band (>= supersede_threshold, < ingest's dup_threshold) supersedes an older
+    captured fact; a merely related one does not; `pai maintain`'s run deletes only the superseded one."""
+    from retrieval.maintain import run as maintain
+    from retrieval.params import MaintainParams
+
+    old = run(
+        conn,
+        embedder,
+        "The staging database runs PostgreSQL 16 on port 5433 and is backed up every night at two o'clock.",
+    )
+    related = run(
+        conn, embedder, "Backups of the production database are kept for thirty days in the encrypted object store."
+    )
+    new = run(
+        conn,
+        embedder,
+        "The staging database was upgraded to PostgreSQL 17; it listens on port 5433 and is backed up nightly.",
+    )
+    assert (old.status, related.status, new.status) == ("stored", "stored", "stored") and new.linked == 1
+    superseded = conn.execute(
+        "SELECT d.capture_id, d.superseded_by FROM documents d WHERE d.kind = 'fact' AND d.superseded_by IS NOT NULL"
+    ).fetchall()
+    new_doc = conn.execute("SELECT document_id FROM chunks WHERE id = %s", (new.fact_ids[0],)).fetchone()[0]
+    assert superseded == [(old.id, new_doc)]
+    report = maintain(conn, MaintainParams(), SEARCH, tmp_path)
+    assert report.superseded_deleted == 1
+    left = {r[0] for r in conn.execute("SELECT capture_id FROM documents WHERE kind = 'fact'").fetchall()}
+    assert left == {related.id, new.id}

@@ -1,0 +1,107 @@
+"""`pai maintain` (garbage collection, usage weights, database health; `pai serve` runs the same on a
+schedule) and `pai bench usage` (does the usage prior help?). Registered onto the one `pai` app by
+cli/main.py."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.table import Table
+
+from eval import bench_usage
+from retrieval import maintain
+from retrieval.db import DatabaseError, connect
+from retrieval.embed import get_embedder
+from retrieval.params import EmbedParams, MaintainParams, ParamsError, SearchParams, StagingParams, load_section
+
+from .terminal import ParamsOpt, _fail, console, progress_bar
+
+
+def register(app: typer.Typer, bench_app: typer.Typer) -> None:
+    app.command("maintain")(maintain_command)
+    bench_app.command("usage")(bench_usage_command)
+
+
+def maintain_command(
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="count what would change; change nothing")] = False,
+    staging_dir: Annotated[Optional[Path], typer.Option(help="override staging.dir")] = None,
+    params: ParamsOpt = Path("params.yaml"),
+    as_json: Annotated[bool, typer.Option("--json", help="print the report as JSON")] = False,
+) -> None:
+    """Garbage-collect (gone files, superseded documents, orphan rows, old staging files, old pulled
+    feedback), recompute usage weights, VACUUM/ANALYZE and re-check HNSW recall after growth."""
+    try:
+        mp = load_section(params, "maintain", MaintainParams)
+        sp = load_section(params, "search", SearchParams)
+        directory = staging_dir or Path(load_section(params, "staging", StagingParams).dir)
+        with connect() as conn, console.status("maintenance" + (" (dry run)" if dry_run else "")):
+            report = maintain.run(conn, mp, sp, directory, dry_run=dry_run).as_dict()
+    except (ParamsError, DatabaseError) as e:
+        _fail(str(e))
+    for w in report["warnings"]:
+        console.print(f"[yellow]warning:[/yellow] {w}", soft_wrap=True)
+    if as_json:
+        print(json.dumps(report, indent=2))
+    elif report["skipped"]:
+        console.print(f"maintenance skipped: {report['skipped']}")
+    else:
+        console.print(report_table(report))
+
+
+def report_table(r: dict) -> Table:
+    t = Table(title="maintenance" + (" (dry run: nothing changed)" if r["dry_run"] else ""), show_header=False)
+    verb = "would delete" if r["dry_run"] else "deleted"
+    t.add_row(f"documents of gone files ({r['files_gone']} files)", f"{r['documents_deleted']} {verb}")
+    t.add_row("superseded documents", f"{r['superseded_deleted']} {verb}")
+    t.add_row("chunks of both", f"{r['chunks_deleted']} {verb}")
+    for name, n in r["orphans"].items():
+        t.add_row(name.replace("_", " "), f"{n} {'would fix' if r['dry_run'] else 'fixed'}" if n else "0")
+    t.add_row(
+        "feedback queries past retention",
+        f"{r['feedback_deleted']} {verb}, {r['feedback_kept_unpulled']} kept (not pulled)",
+    )
+    t.add_row("staging files past retention", f"{r['staging_deleted']} {verb}")
+    u = r["usage"]
+    t.add_row(
+        "usage weights",
+        f"{u.get('chunks_weighted', 0)} chunks ({u.get('up', 0)} up, {u.get('down', 0)} down), "
+        f"{u.get('changed', 0)} changed, {u.get('dropped', 0)} dropped",
+    )
+    t.add_row("VACUUM (ANALYZE)" + (" due" if r["dry_run"] else ""), ", ".join(r["vacuumed"]) or "-")
+    t.add_row("ANALYZE" + (" due" if r["dry_run"] else ""), ", ".join(r["analyzed"]) or "-")
+    t.add_row("HNSW recall check", json.dumps(r["index_check"]) if r["index_check"] else "not due")
+    t.add_row("seconds", str(r["seconds"]))
+    return t
+
+
+def bench_usage_command(
+    bounds: Annotated[str, typer.Option(help="comma-separated usage_bound values to measure")] = "0.05,0.1,0.2",
+    benchmark_dir: Annotated[Path, typer.Option(help="the shared benchmark folder")] = Path("../shared/benchmark"),
+    split: Annotated[str, typer.Option(help="the held-out SciFact qrels split")] = "test",
+    params: ParamsOpt = Path("params.yaml"),
+    as_json: Annotated[bool, typer.Option("--json", help="print the result as JSON")] = False,
+    out: Annotated[Optional[Path], typer.Option("--out", help="also write the result (JSON) to this file")] = None,
+) -> None:
+    """Does the usage prior help? On a store holding SciFact and its train replay (`pai simulate`):
+    held-out Recall@5 and first-stage recall with and without it, and the rank of fresh copies of
+    the held-out queries' documents. Writes nothing (one rolled-back transaction)."""
+    try:
+        mp = load_section(params, "maintain", MaintainParams)
+        sp = load_section(params, "search", SearchParams)
+        embedder = get_embedder(load_section(params, "embed", EmbedParams).batch_size)
+        with connect() as conn, progress_bar() as bar:
+            result = bench_usage.run(
+                conn, embedder, benchmark_dir, split, sp, mp, [float(b) for b in bounds.split(",")], bar
+            )
+    except (ParamsError, DatabaseError, FileNotFoundError, ValueError) as e:
+        _fail(str(e))
+    if out:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(result, indent=2) + "\n")
+    if as_json:
+        print(json.dumps(result, indent=2))
+    else:
+        console.print(bench_usage.table(result))

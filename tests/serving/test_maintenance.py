@@ -1,0 +1,63 @@
+"""Maintenance inside the service: it runs on its schedule in a thread beside the queries, reports
+on /stats, and skips a round while another service's run holds the lock."""
+
+import time
+
+import httpx
+
+from retrieval import maintain
+from retrieval.db import connect
+from retrieval.params import IngestParams, MaintainParams, SearchParams, StagingParams
+from serving.app import Service
+from serving.picker import Picker
+from serving.selectors import SimilaritySelector
+from serving.server import BackgroundServer
+
+
+def service(db_url, embedder, tmp_path, interval_minutes: float) -> Service:
+    return Service(
+        db_url,
+        embedder,
+        Picker(SimilaritySelector()),
+        SearchParams(threshold=0.0),
+        IngestParams(),
+        StagingParams(dir=str(tmp_path / "staging")),
+        maintain=MaintainParams(interval_minutes=interval_minutes, feedback=str(tmp_path / "feedback")),
+    )
+
+
+def wait_for(fn, timeout=20.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if (v := fn()) is not None:
+            return v
+        time.sleep(0.05)
+    raise AssertionError("timed out")
+
+
+def test_scheduled_run_cleans_up_while_queries_are_served(db_url, embedder, tmp_path):
+    old = tmp_path / "staging" / "2020-05-05" / "000000-old-q.md"
+    old.parent.mkdir(parents=True)
+    old.write_text("old\n")
+    svc = service(db_url, embedder, tmp_path, interval_minutes=0.01)  # every 0.6 s
+    with BackgroundServer(svc) as srv, httpx.Client(base_url=srv.url, timeout=30) as client:
+        assert client.post("/ingest", json={"source": "bees", "text": "Bees make honey."}).status_code == 200
+        report = wait_for(lambda: svc.maintenance.last)
+        assert report["skipped"] is None and report["staging_deleted"] == 1 and not old.exists()
+        for _ in range(3):  # queries go on between and during runs
+            assert client.post("/query", json={"query": "who makes honey?"}).status_code == 200
+        stats = client.get("/stats").json()
+        assert stats["maintenance"]["dry_run"] is False and "usage" in stats["maintenance"]
+    assert not svc.maintenance._thread.is_alive()  # stopped with the app
+
+
+def test_off_by_interval_zero_and_skips_while_locked(db_url, embedder, tmp_path):
+    svc = service(db_url, embedder, tmp_path, interval_minutes=0)
+    with BackgroundServer(svc) as srv:
+        assert not svc.maintenance._thread.is_alive() and httpx.get(f"{srv.url}/stats").json()["maintenance"] is None
+    svc = service(db_url, embedder, tmp_path, interval_minutes=0.01)
+    with connect(db_url) as other:
+        other.execute("SELECT pg_advisory_lock(%s)", (maintain.LOCK_ID,))  # another service's run
+        with BackgroundServer(svc):
+            report = wait_for(lambda: svc.maintenance.last)
+            assert report["skipped"] == "another maintenance run holds the lock"
