@@ -21,7 +21,7 @@ from serving.extractor import build_extractor
 from serving.interface import SelectorLoadError
 
 from . import capture_bench
-from .terminal import ParamsOpt, _fail, console
+from .terminal import ParamsOpt, _fail, console, emit
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="print the result as JSON on stdout")]
 OutOpt = Annotated[Optional[Path], typer.Option("--out", help="also write the result (JSON) to this file")]
@@ -170,10 +170,4 @@ def bench_capture_command(
         result = capture_bench.run(labelled, params, log=console.print)
     except (ParamsError, DatabaseError, SelectorLoadError, OSError, ValueError) as e:
         _fail(str(e))
-    if out:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(result, indent=2) + "\n")
-    if as_json:
-        print(json.dumps(result, indent=2))
-    else:
-        capture_bench.print_tables(result, console)
+    emit(result, as_json, out, lambda c: capture_bench.print_tables(result, c))

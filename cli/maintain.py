@@ -17,7 +17,7 @@ from retrieval.db import DatabaseError, connect
 from retrieval.embed import get_embedder
 from retrieval.params import EmbedParams, MaintainParams, ParamsError, SearchParams, StagingParams, load_section
 
-from .terminal import ParamsOpt, _fail, console, progress_bar
+from .terminal import ParamsOpt, _fail, console, emit, progress_bar
 
 
 def register(app: typer.Typer, bench_app: typer.Typer) -> None:
@@ -98,10 +98,4 @@ def bench_usage_command(
             )
     except (ParamsError, DatabaseError, FileNotFoundError, ValueError) as e:
         _fail(str(e))
-    if out:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(result, indent=2) + "\n")
-    if as_json:
-        print(json.dumps(result, indent=2))
-    else:
-        console.print(bench_usage.table(result))
+    emit(result, as_json, out, bench_usage.table(result))

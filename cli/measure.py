@@ -17,7 +17,7 @@ from eval import bench_ce, scrub_bench
 from training import gpu_smoke
 
 from . import ce_sweep, fusion_ablation
-from .terminal import ParamsOpt, _fail, console
+from .terminal import ParamsOpt, _fail, console, emit
 
 BenchDirOpt = Annotated[Path, typer.Option(help="the shared benchmark folder")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="print the result as JSON on stdout")]
@@ -32,16 +32,6 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
     app.add_typer(sweep_app, name="sweep")
     app.command("ablation")(ablation_command)
     app.command("gpu-smoke")(gpu_smoke_command)
-
-
-def _emit(result, as_json: bool, out: Path | None, table) -> None:
-    if out:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(result, indent=2) + "\n")
-    if as_json:
-        print(json.dumps(result, indent=2))
-    else:
-        console.print(table)
 
 
 def bench_ce_command(
@@ -65,7 +55,7 @@ def bench_ce_command(
         )
     except (OSError, ValueError) as e:
         _fail(str(e))
-    _emit(rows, as_json, out, bench_ce.table(rows))
+    emit(rows, as_json, out, bench_ce.table(rows))
 
 
 def bench_scrub_command(
@@ -79,7 +69,7 @@ def bench_scrub_command(
         m = scrub_bench.measure(benchmark_dir / "scifact" / "corpus.jsonl", repo.resolve())
     except (OSError, ValueError) as e:
         _fail(str(e))
-    _emit(m, as_json, out, "\n".join(scrub_bench.summary(m)))
+    emit(m, as_json, out, "\n".join(scrub_bench.summary(m)))
 
 
 def sweep_ce_command(
@@ -112,7 +102,7 @@ def sweep_ce_command(
         )
     except (OSError, ValueError) as e:
         _fail(str(e))
-    _emit(rows, as_json, out, ce_sweep.table(rows))
+    emit(rows, as_json, out, ce_sweep.table(rows))
 
 
 def ablation_command(
@@ -130,7 +120,7 @@ def ablation_command(
         result = fusion_ablation.run(model_dir, max_queries, str(params), dtype=dtype)
     except (OSError, ValueError) as e:
         _fail(str(e))
-    _emit(result, as_json, out, fusion_ablation.table(result))
+    emit(result, as_json, out, fusion_ablation.table(result))
 
 
 def gpu_smoke_command(

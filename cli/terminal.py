@@ -5,6 +5,7 @@ tables keep their columns."""
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -40,3 +41,17 @@ def progress_bar() -> Progress:
         console=console,
         transient=False,
     )
+
+
+def emit(result, as_json: bool, out: Path | None, table) -> None:
+    """A command's result: written to `out` as JSON when given, then printed as JSON or as `table` (a
+    renderable, or a function that prints to the console)."""
+    if out:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(result, indent=2) + "\n")
+    if as_json:
+        print(json.dumps(result, indent=2))
+    elif callable(table):
+        table(console)
+    else:
+        console.print(table)
