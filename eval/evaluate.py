@@ -54,7 +54,7 @@ class EvaluateParams:
     out: str = "metrics"  # eval.json (DVC metrics), recall_at_k.csv (DVC plot)
     k: int = 5
     max_queries: int = 0  # per benchmark, for the baselines and the fast selectors (ranker, cross-encoder); 0 = all
-    llm_max_queries: int = 100  # the first this many of them for the LLM selector (~1 s per query on CPU); 0 = all
+    llm_max_queries: int = 20  # the first this many of them for the LLM selector (~1 s per query on CPU); 0 = all
     val_fraction: float = 0.15  # must match build.val_fraction to find the held-out queries
     seed: int = 0
 

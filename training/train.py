@@ -45,7 +45,7 @@ class TrainParams:
     gpu_base_model: str = "unsloth/Qwen2.5-14B-Instruct-bnb-4bit"
     gpu_max_length: int = 6144  # 20 candidates x 200 tokens + instructions fit (build stats: p99 ~5K)
     cpu_max_length: int = 1536  # longer examples are dropped and counted
-    cpu_max_examples: int = 32  # cap on train examples, to keep the CPU cycle in minutes
+    cpu_max_examples: int = 8  # cap on train examples, to keep the CPU cycle in minutes
     cpu_hidden: int = 64  # tiny Qwen2: hidden size
     cpu_layers: int = 2
     cpu_heads: int = 4

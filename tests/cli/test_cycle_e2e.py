@@ -45,7 +45,7 @@ def test_pai_cycle_in_a_fresh_clone(db_url, benchmark_dir, tmp_path):
     (bench / "hotpotqa").symlink_to(benchmark_dir / "hotpotqa")
     params = (clone / "params.yaml").read_text().replace("lag_seconds: 5.0", "lag_seconds: 0.0")
     params = params.replace("  max_queries: 0 ", "  max_queries: 10 ").replace(
-        "llm_max_queries: 100 ", "llm_max_queries: 10 "
+        "llm_max_queries: 20 ", "llm_max_queries: 10 "
     )
     (clone / "params.yaml").write_text(params)
     venv_bin = Path(sys.executable).parent
