@@ -45,7 +45,7 @@ class TrainParams:
     gpu_base_model: str = "unsloth/Qwen2.5-14B-Instruct-bnb-4bit"
     gpu_max_length: int = 6144  # 20 candidates x 200 tokens + instructions fit (build stats: p99 ~5K)
     cpu_max_length: int = 1536  # longer examples are dropped and counted
-    cpu_max_examples: int = 8  # cap on train examples, to keep the CPU cycle in minutes
+    cpu_max_examples: int = 4  # cap on train examples (val: half as many, at least 2), to keep the CPU cycle in minutes
     cpu_hidden: int = 64  # tiny Qwen2: hidden size
     cpu_layers: int = 2
     cpu_heads: int = 4
@@ -150,7 +150,7 @@ def sft_trainer(
             "num_train_epochs": p.epochs,
             "seed": p.seed,
             "logging_steps": 1,
-            "eval_strategy": "epoch" if val_rows else "no",
+            "eval_strategy": "no",  # evaluated once, after training (train() below)
             "save_strategy": "epoch",
             "save_total_limit": 1,
             "report_to": [],
@@ -190,7 +190,7 @@ def train(p: TrainParams, prompt: BuildParams = BuildParams()) -> dict:
     data = Path(p.data)
     train_rows, dropped_train = load_examples(data / "train.jsonl", tok, max_length, limit)
     val_rows, dropped_val = load_examples(
-        data / "val.jsonl", tok, max_length, None if limit is None else max(8, limit // 5)
+        data / "val.jsonl", tok, max_length, None if limit is None else max(2, limit // 2)
     )
     if not train_rows:
         raise SystemExit(
