@@ -24,7 +24,7 @@ from serving.selectors import OLLAMA_TEMPLATE, ollama_reachable
 
 from . import promotion
 from .evaluate import BASELINES
-from .promotion import RegistryError, ce_record, folder_record
+from .promotion import RegistryError, ce_record, folder_record, has_model
 
 GATED = ("recall@5", "answer_in_context", "json_valid")
 
@@ -124,9 +124,9 @@ def challengers(p: DeployParams, result: dict) -> dict[str, dict]:
     evaluated = {s for r in result.values() for s in r["systems"]}
     if "selector" in evaluated and (Path(p.export) / "selector.json").exists():
         out["selector"] = json.loads((Path(p.export) / "selector.json").read_text())
-    if "cross_encoder" in evaluated and (Path(p.cross_encoder) / "ce_config.json").exists():
+    if "cross_encoder" in evaluated and has_model("cross_encoder", Path(p.cross_encoder)):
         out["cross_encoder"] = ce_record(Path(p.cross_encoder))
-    if "ranker" in evaluated and (Path(p.ranker) / "ranker_config.json").exists():
+    if "ranker" in evaluated and has_model("ranker", Path(p.ranker)):
         out["ranker"] = folder_record("ranker", Path(p.ranker))
     return out
 

@@ -86,6 +86,13 @@ FOLDER_KINDS = {
 }  # kind: (config file, version prefix)
 
 
+def has_model(kind: str, model_dir: Path) -> bool:
+    """Whether a stage's folder holds a trained model of `kind`: its config exists and is not the record of a
+    disabled stage (`train_ce.enabled: false` writes `{"enabled": false}`)."""
+    cfg = model_dir / FOLDER_KINDS[kind][0]
+    return cfg.exists() and json.loads(cfg.read_text(encoding="utf-8")).get("enabled", True) is not False
+
+
 def folder_record(kind: str, model_dir: Path) -> dict:
     """The version record of a trained model folder: a cross-encoder (train_ce) or a ranker (train_ranker)."""
     config, prefix = FOLDER_KINDS[kind]

@@ -49,6 +49,7 @@ MODEL_DIR, CONFIG_FILE, METRICS_FILE = "model", "ce_config.json", "metrics.json"
 
 @dataclass(frozen=True)
 class CrossEncoderParams:
+    enabled: bool = False  # off: the stage writes a disabled record and the main job skips this challenger (its cost)
     feedback: str = "data/feedback"  # the pull stage's folder (feedback.jsonl)
     out: str = "models/cross_encoder"  # model/, ce_config.json, metrics.json
     layers: int = 3  # transformer layers kept from MiniLM-L6: 3 probed best, at half the cost of 6
@@ -320,6 +321,7 @@ def train(p: CrossEncoderParams, val_fraction: float = BuildParams.val_fraction)
         "base_model_name": "sentence-transformers/all-MiniLM-L6-v2",
         "val_fraction": val_fraction,
         **asdict(p),
+        "enabled": True,  # a trained model, whatever the params said (train() is also called directly: sweeps, tests)
         "dataset_sha256": hashlib.sha256(raw).hexdigest(),
         "git_commit": git_commit(),
         "val_curve": evaluator.curve,
@@ -349,10 +351,28 @@ def log_run(record: dict, metrics: dict, history: list[dict], out: Path) -> str:
         return run.info.run_id
 
 
+def write_disabled(out: Path) -> dict:
+    """`enabled: false`: no model; a record that says so (evaluate and deploy skip the challenger), and
+    the stage's outputs exist for DVC. An earlier model in the folder is removed, never served stale."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / CONFIG_FILE).unlink(missing_ok=True)
+    shutil.rmtree(out / MODEL_DIR, ignore_errors=True)
+    (out / MODEL_DIR).mkdir()
+    (out / MODEL_DIR / "DISABLED").write_text("train_ce.enabled is false in params.yaml: no model was trained\n")
+    metrics = {"enabled": False}
+    write_atomic(out / METRICS_FILE, json.dumps(metrics, indent=2) + "\n")
+    write_atomic(out / CONFIG_FILE, json.dumps({"enabled": False, "input_format": CE_INPUT_FORMAT}, indent=2) + "\n")
+    return metrics
+
+
 def main(params: str = "params.yaml") -> None:
     p = load_section(params, "train_ce", CrossEncoderParams)
-    val_fraction = load_section(params, "build", BuildParams).val_fraction  # the build stage's split, exactly
     console = Console(stderr=True)
+    if not p.enabled:
+        write_disabled(Path(p.out))
+        console.print("train_ce: disabled (train_ce.enabled: false); the cross-encoder is not a challenger this cycle")
+        return
+    val_fraction = load_section(params, "build", BuildParams).val_fraction  # the build stage's split, exactly
     m = train(p, val_fraction)
     k = p.k
     console.print(

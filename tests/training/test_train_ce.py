@@ -5,12 +5,13 @@ import json
 import pytest
 import torch
 
+from eval.promotion import has_model
 from retrieval.feedback import split_of
 from retrieval.learned_fusion import fuse_scores
 from retrieval.lexical import lexical_scores
 from retrieval.metrics import recall_at_k
 from training.ce_data import build_pairs, fit_fusion, fused_recall, mean_recall, rankings, split_of3
-from training.train_ce import CrossEncoderParams, fit_head, train
+from training.train_ce import CrossEncoderParams, fit_head, main, train
 
 
 def record(qid, query, cands, threshold=0.2):
@@ -300,6 +301,14 @@ def test_tiny_training_run_saves_a_loadable_model(tmp_path, feedback, monkeypatc
 
     model = CrossEncoder(str(tmp_path / "ce" / "model"))
     assert model.max_length == 48 and model.predict([("q", "a"), ("q", "b")]).shape == (2,)
+    assert has_model("cross_encoder", tmp_path / "ce")
+    # the stage turned off (train_ce.enabled: false): the old model goes, a disabled record stays, evaluate skips it
+    params = tmp_path / "params.yaml"
+    params.write_text(f"train_ce:\n  enabled: false\n  out: {tmp_path / 'ce'}\n")
+    main(str(params))
+    assert not has_model("cross_encoder", tmp_path / "ce")
+    assert [f.name for f in (tmp_path / "ce" / "model").iterdir()] == ["DISABLED"]
+    assert json.loads((tmp_path / "ce" / "metrics.json").read_text()) == {"enabled": False}
     import mlflow
 
     run = mlflow.get_run(cfg["mlflow_run_id"])
