@@ -13,11 +13,11 @@ from typing import Annotated, Optional
 
 import typer
 
-from eval import bench_ce, scrub_bench
+from eval import bench_ce, general_fusion, scrub_bench
 from training import gpu_smoke
 
 from . import ce_sweep, fusion_ablation
-from .terminal import ParamsOpt, _fail, console, emit
+from .terminal import ParamsOpt, _fail, console, emit, progress_bar
 
 BenchDirOpt = Annotated[Path, typer.Option(help="the shared benchmark folder")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="print the result as JSON on stdout")]
@@ -27,6 +27,7 @@ OutOpt = Annotated[Optional[Path], typer.Option("--out", help="also write the re
 def register(app: typer.Typer, bench_app: typer.Typer) -> None:
     bench_app.command("ce")(bench_ce_command)
     bench_app.command("scrub")(bench_scrub_command)
+    bench_app.command("general")(bench_general_command)
     sweep_app = typer.Typer(no_args_is_help=True, help="Train and measure several model sizes side by side.")
     sweep_app.command("ce")(sweep_ce_command)
     app.add_typer(sweep_app, name="sweep")
@@ -70,6 +71,36 @@ def bench_scrub_command(
     except (OSError, ValueError) as e:
         _fail(str(e))
     emit(m, as_json, out, "\n".join(scrub_bench.summary(m)))
+
+
+def bench_general_command(
+    benchmark: Annotated[
+        Optional[list[Path]],
+        typer.Option("--benchmark", help="a contract-5 JSONL file; repeat (default: HotpotQA dev)"),
+    ] = None,
+    weights: Annotated[str, typer.Option(help="comma-separated BM25 weights w (cosine's is 1)")] = "0,0.25,0.5,0.75,1",
+    max_queries: Annotated[int, typer.Option(help="queries per file; 0 = all")] = 0,
+    as_json: JsonOpt = False,
+    out: OutOpt = None,
+) -> None:
+    """The ranker's general weights (train_ranker.general_bm25): cosine + w x BM25 beside the baselines."""
+    from eval.evaluate import bench_name
+    from retrieval.embed import get_embedder
+
+    try:
+        ws = [float(w) for w in weights.split(",")]
+        if any(w < 0 for w in ws):
+            raise ValueError("--weights: each w must be >= 0")
+        files = benchmark or [Path("../shared/benchmark/hotpotqa/dev.jsonl")]
+        for f in files:
+            if not f.is_file():
+                raise ValueError(f"{f}: not found")
+        benchmarks = {bench_name(str(f)): general_fusion.checked_items(f, max_queries) for f in files}
+        with progress_bar() as bar:
+            result = general_fusion.run(benchmarks, ws, get_embedder(), bar)
+    except (OSError, ValueError) as e:
+        _fail(str(e))
+    emit(result, as_json, out, general_fusion.table(result))
 
 
 def sweep_ce_command(

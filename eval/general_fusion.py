@@ -1,0 +1,117 @@
+"""How much BM25 the learned ranker's *general* weights should carry (`train_ranker.general_bm25`).
+
+Out of the feedback's domain the ranker scores standardised cosine + w x standardised BM25. Which w is
+best depends on the domain: where BM25 is strong (HotpotQA: distractors picked by word overlap, the
+answer paragraph named in the question) equal weights beat cosine alone by ~0.04; where it is weak
+(web-search snippets that all contain the query's words) they lose about as much. One run, side by side
+on contract-5 files: the three baselines and the fusion at each w, Recall@5 on all queries with the
+paired 95 % CI against the best baseline of that file.
+
+    pai bench general [--benchmark FILE ...] [--weights 0,0.25,0.5,0.75,1]
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from pathlib import Path
+
+import numpy as np
+
+from retrieval.ce_input import ce_passage
+from retrieval.embed import Embedder
+from retrieval.lexical import lexical_scores
+from retrieval.metrics import paired_bootstrap, recall_at_k
+from retrieval.ranking_features import standardise
+from retrieval.search import rrf
+
+from .evaluate import load_items
+
+BASELINES = ("similarity", "bm25", "hybrid")
+
+
+def order(scores: np.ndarray) -> list[int]:
+    """Candidate positions by score, ties in the given order."""
+    return list(np.argsort(-np.asarray(scores), kind="stable"))
+
+
+def system_recalls(items: list[dict], embedder: Embedder, weights: list[float], k: int = 5, progress=None) -> dict:
+    """Per system, Recall@k per query (arrays aligned with `items`)."""
+    out: dict[str, list[float]] = {s: [] for s in (*BASELINES, *(f"cos + {w:g} bm25" for w in weights))}
+    for item in items:
+        cands = item["candidates"]
+        ids = [c["id"] for c in cands]
+        relevant = set(item["relevant_ids"])
+        texts = [ce_passage(c.get("title"), c["text"]) for c in cands]
+        q = embedder.encode([item["query"]])[0]
+        cos = standardise(embedder.encode_passages(texts) @ q)
+        bm = np.asarray(lexical_scores(item["query"], texts))
+        sim_ids, bm_ids = [ids[i] for i in order(cos)], [ids[i] for i in order(bm)]
+        out["similarity"].append(recall_at_k(relevant, sim_ids, k))
+        out["bm25"].append(recall_at_k(relevant, bm_ids, k))
+        out["hybrid"].append(recall_at_k(relevant, rrf([sim_ids, bm_ids], 60), k))
+        for w in weights:
+            out[f"cos + {w:g} bm25"].append(recall_at_k(relevant, [ids[i] for i in order(cos + w * bm)], k))
+        if progress:
+            progress()
+    return {s: np.array(v) for s, v in out.items()}
+
+
+def compare(recalls: dict[str, np.ndarray], seed: int = 0) -> list[dict]:
+    """One row per system: mean Recall@5, and the paired difference to the best baseline with its CI."""
+    best = max(BASELINES, key=lambda s: recalls[s].mean())
+    rows = []
+    for system, r in recalls.items():
+        d, lo, hi = paired_bootstrap(r, recalls[best], seed=seed)
+        rows.append(
+            {
+                "system": system,
+                "recall@5": round(float(r.mean()), 4),
+                "best_baseline": best,
+                "diff": round(d, 4),
+                "ci95_low": round(lo, 4),
+                "ci95_high": round(hi, 4),
+            }
+        )
+    return rows
+
+
+def checked_items(path: Path, max_queries: int = 0) -> list[dict]:
+    """A contract-5 file's items, each with a query, its candidates (id, text) and relevant ids, else a ValueError."""
+    items = load_items(path, max_queries)
+    for n, it in enumerate(items, 1):
+        if not isinstance(it, dict):
+            raise ValueError(f"{path}: item {n}: not a JSON object")
+        cands = it.get("candidates")
+        ok = isinstance(it.get("query"), str) and isinstance(it.get("relevant_ids"), list) and isinstance(cands, list)
+        if not ok or not all(isinstance(c, dict) and "id" in c and isinstance(c.get("text"), str) for c in cands):
+            raise ValueError(f"{path}: item {n}: needs query, candidates [{{id, text}}] and relevant_ids")
+    return items
+
+
+def run(benchmarks: dict[str, list[dict]], weights: list[float], embedder: Embedder, bar=None) -> dict:
+    """`benchmarks`: name -> items (`checked_items`)."""
+    result = {}
+    for name, items in benchmarks.items():
+        progress = None
+        if bar:
+            progress = partial(bar.advance, bar.add_task(f"{name}: {len(items)} queries", total=len(items)))
+        recalls = system_recalls(items, embedder, weights, progress=progress)
+        result[name] = {"queries": len(items), "rows": compare(recalls)}
+    return result
+
+
+def table(result: dict):
+    from rich.table import Table
+
+    t = Table(title="General weights: standardised cosine + w x BM25, Recall@5 on all queries (diff vs best baseline)")
+    for col in ("benchmark", "system", "recall@5", "diff [95 % CI]"):
+        t.add_column(col, justify="left" if col in ("benchmark", "system") else "right")
+    for bench, r in result.items():
+        for row in r["rows"]:
+            t.add_row(
+                f"{bench} ({r['queries']})",
+                row["system"] + (" (best)" if row["system"] == row["best_baseline"] else ""),
+                f"{row['recall@5']:.3f}",
+                f"{row['diff']:+.3f} [{row['ci95_low']:+.3f}, {row['ci95_high']:+.3f}]",
+            )
+    return t
