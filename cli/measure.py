@@ -14,6 +14,8 @@ from typing import Annotated, Optional
 import typer
 
 from eval import bench_ce, general_fusion, scrub_bench
+from eval.evaluate import bench_name
+from retrieval.embed import get_embedder
 from training import gpu_smoke
 
 from . import ce_sweep, fusion_ablation
@@ -84,9 +86,6 @@ def bench_general_command(
     out: OutOpt = None,
 ) -> None:
     """The ranker's general weights (train_ranker.general_bm25): cosine + w x BM25 beside the baselines."""
-    from eval.evaluate import bench_name
-    from retrieval.embed import get_embedder
-
     try:
         ws = [float(w) for w in weights.split(",")]
         if any(w < 0 for w in ws):

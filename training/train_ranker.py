@@ -71,7 +71,7 @@ class RankerParams:
     domain_k: int = 10  # a query's domain affinity: mean cosine of its k nearest feedback train queries
     domain_quantile: float = 0.05  # the gate's hi: this quantile of the calibration queries' affinities
     domain_ramp: float = 0.1  # the gate's lo = hi - ramp; at or below lo the general weights score alone
-    general_bm25: float = 0.5  # the general weights: standardised cosine 1.0 + BM25 this much
+    general_bm25: float = 1.0  # the general weights: standardised cosine 1.0 + BM25 this much
     k: int = 5  # Recall@k of the val ranking (the selector picks k)
     seed: int = 13
 
