@@ -77,6 +77,8 @@ def compare(recalls: dict[str, np.ndarray], seed: int = 0) -> list[dict]:
 
 def checked_items(path: Path, max_queries: int = 0) -> list[dict]:
     """A contract-5 file's items, each with a query, its candidates (id, text) and relevant ids, else a ValueError."""
+    if not path.is_file():
+        raise ValueError(f"{path}: not found")
     items = load_items(path, max_queries)
     for n, it in enumerate(items, 1):
         if not isinstance(it, dict):
