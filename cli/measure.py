@@ -14,7 +14,7 @@ from typing import Annotated, Optional
 import typer
 
 from eval import bench_ce, general_fusion, scrub_bench, seq_length
-from eval.evaluate import bench_name
+from eval.evaluate import bench_name, checked_items
 from retrieval.embed import get_embedder
 from training import gpu_smoke
 
@@ -92,7 +92,7 @@ def bench_general_command(
         if any(w < 0 for w in ws):
             raise ValueError("--weights: each w must be >= 0")
         files = benchmark or [Path("../shared/benchmark/hotpotqa/dev.jsonl")]
-        benchmarks = {bench_name(str(f)): general_fusion.checked_items(f, max_queries) for f in files}
+        benchmarks = {bench_name(str(f)): checked_items(f, max_queries) for f in files}
         with progress_bar() as bar:
             result = general_fusion.run(benchmarks, ws, get_embedder(), bar)
     except (OSError, ValueError) as e:
@@ -116,7 +116,7 @@ def bench_seq_length_command(
         ls = [int(x) for x in lengths.split(",")]
         if not ls or any(not 8 <= x <= 512 for x in ls) or len(set(ls)) != len(ls):
             raise ValueError("--lengths: integers in 8..512, each once")
-        items = general_fusion.checked_items(benchmark, max_queries)
+        items = checked_items(benchmark, max_queries)
         with progress_bar() as bar:
             task = bar.add_task(f"embed {len(items)} queries' passages at {len(ls)} lengths", total=len(ls))
             result = seq_length.run(items, get_embedder(), ls, progress=lambda: bar.advance(task))

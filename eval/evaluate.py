@@ -79,6 +79,21 @@ def load_items(path: Path, limit: int) -> list[dict]:
     return items
 
 
+def checked_items(path: Path, max_queries: int = 0) -> list[dict]:
+    """A contract-5 file's items, each with a query, its candidates (id, text) and relevant ids, else a ValueError."""
+    if not path.is_file():
+        raise ValueError(f"{path}: not found")
+    items = load_items(path, max_queries)
+    for n, it in enumerate(items, 1):
+        if not isinstance(it, dict):
+            raise ValueError(f"{path}: item {n}: not a JSON object")
+        cands = it.get("candidates")
+        ok = isinstance(it.get("query"), str) and isinstance(it.get("relevant_ids"), list) and isinstance(cands, list)
+        if not ok or not all(isinstance(c, dict) and "id" in c and isinstance(c.get("text"), str) for c in cands):
+            raise ValueError(f"{path}: item {n}: needs query, candidates [{{id, text}}] and relevant_ids")
+    return items
+
+
 def feedback_items(feedback_dir: Path, val_fraction: float, limit: int) -> list[dict]:
     """Held-out feedback queries as contract-5 items: the shown candidates, relevant = used."""
     items = []
@@ -128,8 +143,9 @@ def prefill_vectors(embedder: Embedder, texts: list[str], advance=None, step: in
     for i in range(0, len(texts), step):
         batch = texts[i : i + step]
         embedder.encode_passages(batch)
-        for _ in batch if advance else ():
-            advance()
+        if advance:
+            for _ in batch:
+                advance()
 
 
 def bm25_ranking(item: dict) -> list[str]:

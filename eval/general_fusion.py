@@ -13,7 +13,6 @@ paired 95 % CI against the best baseline of that file.
 from __future__ import annotations
 
 from functools import partial
-from pathlib import Path
 
 import numpy as np
 
@@ -24,7 +23,7 @@ from retrieval.metrics import paired_bootstrap, recall_at_k
 from retrieval.ranking_features import standardise
 from retrieval.search import rrf
 
-from .evaluate import load_items
+from .evaluate import bm25_ranking, similarity_ranking
 
 BASELINES = ("similarity", "bm25", "hybrid")
 
@@ -35,20 +34,19 @@ def order(scores: np.ndarray) -> list[int]:
 
 
 def system_recalls(items: list[dict], embedder: Embedder, weights: list[float], k: int = 5, progress=None) -> dict:
-    """Per system, Recall@k per query (arrays aligned with `items`)."""
+    """Per system, Recall@k per query (arrays aligned with `items`); the baselines are evaluate's own."""
     out: dict[str, list[float]] = {s: [] for s in (*BASELINES, *(f"cos + {w:g} bm25" for w in weights))}
     for item in items:
         cands = item["candidates"]
         ids = [c["id"] for c in cands]
         relevant = set(item["relevant_ids"])
-        texts = [ce_passage(c.get("title"), c["text"]) for c in cands]
-        q = embedder.encode([item["query"]])[0]
-        cos = standardise(embedder.encode_passages(texts) @ q)
-        bm = np.asarray(lexical_scores(item["query"], texts))
-        sim_ids, bm_ids = [ids[i] for i in order(cos)], [ids[i] for i in order(bm)]
+        sim_ids, bm_ids = similarity_ranking(embedder, item), bm25_ranking(item)
         out["similarity"].append(recall_at_k(relevant, sim_ids, k))
         out["bm25"].append(recall_at_k(relevant, bm_ids, k))
         out["hybrid"].append(recall_at_k(relevant, rrf([sim_ids, bm_ids], 60), k))
+        texts = [ce_passage(c.get("title"), c["text"]) for c in cands]  # as the ranker reads them
+        cos = standardise(embedder.encode_passages(texts) @ embedder.encode([item["query"]])[0])
+        bm = np.asarray(lexical_scores(item["query"], texts))
         for w in weights:
             out[f"cos + {w:g} bm25"].append(recall_at_k(relevant, [ids[i] for i in order(cos + w * bm)], k))
         if progress:
@@ -75,23 +73,8 @@ def compare(recalls: dict[str, np.ndarray], seed: int = 0) -> list[dict]:
     return rows
 
 
-def checked_items(path: Path, max_queries: int = 0) -> list[dict]:
-    """A contract-5 file's items, each with a query, its candidates (id, text) and relevant ids, else a ValueError."""
-    if not path.is_file():
-        raise ValueError(f"{path}: not found")
-    items = load_items(path, max_queries)
-    for n, it in enumerate(items, 1):
-        if not isinstance(it, dict):
-            raise ValueError(f"{path}: item {n}: not a JSON object")
-        cands = it.get("candidates")
-        ok = isinstance(it.get("query"), str) and isinstance(it.get("relevant_ids"), list) and isinstance(cands, list)
-        if not ok or not all(isinstance(c, dict) and "id" in c and isinstance(c.get("text"), str) for c in cands):
-            raise ValueError(f"{path}: item {n}: needs query, candidates [{{id, text}}] and relevant_ids")
-    return items
-
-
 def run(benchmarks: dict[str, list[dict]], weights: list[float], embedder: Embedder, bar=None) -> dict:
-    """`benchmarks`: name -> items (`checked_items`)."""
+    """`benchmarks`: name -> items (`evaluate.checked_items`)."""
     result = {}
     for name, items in benchmarks.items():
         progress = None
