@@ -4,10 +4,15 @@ The same passage is embedded at ingest, again when the feedback log trains a ran
 benchmark is evaluated, and again when the ranker serves it. The vector is a pure function of the
 model and the text, so it is computed once per machine and looked up after that (SQLite, WAL: several
 processes may read and write it at once). Nothing downstream can tell a cached vector from a fresh one.
+
+Opening is serialised across processes by a lock file: two processes switching a new store to WAL at
+once deadlock inside SQLite, and one of them gets "database is locked" at once, without waiting out the
+busy timeout (two `pai ingest` started together on a fresh machine did; CI caught it).
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import sqlite3
 import threading
@@ -20,9 +25,11 @@ import numpy as np
 class EmbeddingCache:
     def __init__(self, path: Path, model_id: str, dim: int):
         path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(str(path), timeout=30, check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("CREATE TABLE IF NOT EXISTS vectors (key BLOB PRIMARY KEY, vec BLOB NOT NULL)")
+        with open(path.with_name(path.name + ".lock"), "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+            self._db = sqlite3.connect(str(path), timeout=30, check_same_thread=False, isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("CREATE TABLE IF NOT EXISTS vectors (key BLOB PRIMARY KEY, vec BLOB NOT NULL)")
         self._model, self._dim = model_id, dim
         self._lock = threading.Lock()
 
