@@ -82,6 +82,9 @@ def bench_general_command(
         typer.Option("--benchmark", help="a contract-5 JSONL file; repeat (default: HotpotQA dev)"),
     ] = None,
     weights: Annotated[str, typer.Option(help="comma-separated BM25 weights w (cosine's is 1)")] = "0,0.25,0.5,0.75,1",
+    sd_floor: Annotated[
+        str, typer.Option(help="comma-separated floors of BM25's sd (train_ranker.bm25_sd_floor); 0 = plain")
+    ] = "0",
     max_queries: Annotated[int, typer.Option(help="queries per file; 0 = all")] = 0,
     as_json: JsonOpt = False,
     out: OutOpt = None,
@@ -89,12 +92,13 @@ def bench_general_command(
     """The ranker's general weights (train_ranker.general_bm25): cosine + w x BM25 beside the baselines."""
     try:
         ws = [float(w) for w in weights.split(",")]
-        if any(w < 0 for w in ws):
-            raise ValueError("--weights: each w must be >= 0")
+        floors = tuple(float(f) for f in sd_floor.split(","))
+        if any(not w >= 0 for w in ws) or any(not 0 <= f < float("inf") for f in floors):
+            raise ValueError("--weights and --sd-floor: each must be a number >= 0")
         files = benchmark or [Path("../shared/benchmark/hotpotqa/dev.jsonl")]
         benchmarks = {bench_name(str(f)): checked_items(f, max_queries) for f in files}
         with progress_bar() as bar:
-            result = general_fusion.run(benchmarks, ws, get_embedder(), bar)
+            result = general_fusion.run(benchmarks, ws, get_embedder(), bar, floors)
     except (OSError, ValueError) as e:
         _fail(str(e))
     emit(result, as_json, out, general_fusion.table(result))

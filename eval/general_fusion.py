@@ -7,7 +7,10 @@ answer paragraph named in the question) equal weights beat cosine alone by ~0.04
 on contract-5 files: the three baselines and the fusion at each w, Recall@5 on all queries with the
 paired 95 % CI against the best baseline of that file.
 
-    pai bench general [--benchmark FILE ...] [--weights 0,0.25,0.5,0.75,1]
+    pai bench general [--benchmark FILE ...] [--weights 0,0.25,0.5,0.75,1] [--sd-floor 0,0.2]
+
+`--sd-floor` (train_ranker.bm25_sd_floor): BM25 standardised by max(sd, floor), so candidates that all
+contain the query's words (no keyword evidence among them) give the fusion no BM25 weight.
 """
 
 from __future__ import annotations
@@ -33,9 +36,21 @@ def order(scores: np.ndarray) -> list[int]:
     return list(np.argsort(-np.asarray(scores), kind="stable"))
 
 
-def system_recalls(items: list[dict], embedder: Embedder, weights: list[float], k: int = 5, progress=None) -> dict:
+def fusion_name(w: float, floor: float) -> str:
+    return f"cos + {w:g} bm25" + (f" (sd floor {floor:g})" if floor else "")
+
+
+def system_recalls(
+    items: list[dict],
+    embedder: Embedder,
+    weights: list[float],
+    k: int = 5,
+    progress=None,
+    floors: tuple[float, ...] = (0.0,),
+) -> dict:
     """Per system, Recall@k per query (arrays aligned with `items`); the baselines are evaluate's own."""
-    out: dict[str, list[float]] = {s: [] for s in (*BASELINES, *(f"cos + {w:g} bm25" for w in weights))}
+    fusions = [(w, f) for f in floors for w in weights]
+    out: dict[str, list[float]] = {s: [] for s in (*BASELINES, *(fusion_name(w, f) for w, f in fusions))}
     for item in items:
         cands = item["candidates"]
         ids = [c["id"] for c in cands]
@@ -46,9 +61,9 @@ def system_recalls(items: list[dict], embedder: Embedder, weights: list[float], 
         out["hybrid"].append(recall_at_k(relevant, rrf([sim_ids, bm_ids], 60), k))
         texts = [ce_passage(c.get("title"), c["text"]) for c in cands]  # as the ranker reads them
         cos = standardise(embedder.encode_passages(texts) @ embedder.encode([item["query"]])[0])
-        bm = np.asarray(lexical_scores(item["query"], texts))
-        for w in weights:
-            out[f"cos + {w:g} bm25"].append(recall_at_k(relevant, [ids[i] for i in order(cos + w * bm)], k))
+        bms = {f: np.asarray(lexical_scores(item["query"], texts, sd_floor=f)) for f in floors}
+        for w, f in fusions:
+            out[fusion_name(w, f)].append(recall_at_k(relevant, [ids[i] for i in order(cos + w * bms[f])], k))
         if progress:
             progress()
     return {s: np.array(v) for s, v in out.items()}
@@ -73,14 +88,20 @@ def compare(recalls: dict[str, np.ndarray], seed: int = 0) -> list[dict]:
     return rows
 
 
-def run(benchmarks: dict[str, list[dict]], weights: list[float], embedder: Embedder, bar=None) -> dict:
+def run(
+    benchmarks: dict[str, list[dict]],
+    weights: list[float],
+    embedder: Embedder,
+    bar=None,
+    floors: tuple[float, ...] = (0.0,),
+) -> dict:
     """`benchmarks`: name -> items (`evaluate.checked_items`)."""
     result = {}
     for name, items in benchmarks.items():
         progress = None
         if bar:
             progress = partial(bar.advance, bar.add_task(f"{name}: {len(items)} queries", total=len(items)))
-        recalls = system_recalls(items, embedder, weights, progress=progress)
+        recalls = system_recalls(items, embedder, weights, progress=progress, floors=floors)
         result[name] = {"queries": len(items), "rows": compare(recalls)}
     return result
 

@@ -28,11 +28,18 @@ def _bm25_terms(text: str) -> list[str]:
     return [w for w in _BM25_WORD.findall(text.lower()) if w not in stop]
 
 
-def lexical_scores(query: str, texts: list[str], k1: float = 1.5, b: float = 0.75) -> list[float]:
+def lexical_scores(
+    query: str, texts: list[str], k1: float = 1.5, b: float = 0.75, sd_floor: float = 0.0
+) -> list[float]:
     """BM25 of `query` against the candidates alone, standardised within them (mean 0, sd 1; all 0 when
     they do not differ): the fusion's keyword feature, the same in training and serving. The scores of
     bm25s (Lucene variant, its default tokenizer), computed directly: bm25s builds a sparse index, which
-    costs more than the scoring on 20 passages."""
+    costs more than the scoring on 20 passages.
+
+    `sd_floor` divides by max(sd, sd_floor) instead of sd: when every candidate contains the query's words
+    (web-search snippets), each word's idf within them is ~0 and the raw scores differ only by term
+    frequency and length; standardising would blow that noise up to a full-weight feature. Below the floor
+    the feature shrinks in proportion (one rare query word matched by one of 20 candidates: sd ~0.2)."""
     if not texts:
         return []
     docs = [Counter(_bm25_terms(t)) for t in texts]
@@ -46,4 +53,4 @@ def lexical_scores(query: str, texts: list[str], k1: float = 1.5, b: float = 0.7
             if df:
                 raw += math.log(1 + (len(docs) - df + 0.5) / (df + 0.5)) * tf / (norm + tf)
     sd = raw.std()
-    return [0.0] * len(texts) if sd < 1e-9 else [float(x) for x in (raw - raw.mean()) / sd]
+    return [0.0] * len(texts) if sd < 1e-9 else [float(x) for x in (raw - raw.mean()) / max(sd, sd_floor)]

@@ -8,7 +8,8 @@ list of 10 as on a list of 20:
 - `similarity`: cosine of the query and passage embeddings (all-MiniLM-L6-v2, as stored);
 - `adapted`: cosine after the *query adapter* (q' = q + q W, W learned from feedback, 0 = the base
   model): the domain's way of asking, learned without re-embedding a passage;
-- `bm25`: BM25 of the query over the candidates (`retrieval.lexical.lexical_scores`);
+- `bm25`: BM25 of the query over the candidates (`retrieval.lexical.lexical_scores`), its sd floored at
+  the ranker's `bm25_sd_floor` (0 in rankers saved before it: the plain standardisation);
 - `prior`: -log(1 + position) in retrieval order (the first stage's own ranking).
 score = sum of weight x feature. Weights are fitted on held-out queries; a weight of 0 drops a feature.
 
@@ -51,13 +52,14 @@ def features(
     texts: list[str],
     adapter: np.ndarray | None,
     lexical: bool = True,
+    bm25_sd_floor: float = 0.0,
 ) -> dict[str, np.ndarray]:
     """Every feature of the candidates (rows of `passage_vecs`, in retrieval order), standardised."""
     n = len(texts)
     return {
         "similarity": standardise(passage_vecs @ query_vec),
         "adapted": standardise(passage_vecs @ adapt_query(query_vec, adapter)),
-        "bm25": np.asarray(lexical_scores(query, texts) if lexical else np.zeros(n)),
+        "bm25": np.asarray(lexical_scores(query, texts, sd_floor=bm25_sd_floor) if lexical else np.zeros(n)),
         "prior": standardise(-np.log1p(np.arange(n))),
     }
 

@@ -59,6 +59,10 @@ class RankerSelector:
         self.weights = {name: float(weights.get(name, 0.0)) for name in FEATURES}
         self.general = {name: float(general.get(name, 0.0)) for name in FEATURES}
         self.gate_k, self.gate_lo, self.gate_hi = int(gate["k"]), float(gate["lo"]), float(gate["hi"])
+        floor = cfg.get("bm25_sd_floor", 0.0)  # rankers saved before the floor: plain standardisation, as trained
+        if isinstance(floor, bool) or not isinstance(floor, int | float) or not 0 <= floor < float("inf"):
+            raise SelectorLoadError(f"{model_dir}: bm25_sd_floor {floor!r} is not a number >= 0")
+        self.bm25_sd_floor = float(floor)
         self.embedder = get_embedder()
         self.version = version
         self._lock = threading.Lock()  # one forward pass at a time: on a few cores concurrent ones only fight
@@ -73,7 +77,7 @@ class RankerSelector:
             q = self.embedder.encode([query])[0]
             vecs = self.embedder.encode_passages(texts)
         lexical = bool(self.weights.get("bm25") or self.general.get("bm25"))
-        feats = features(query, q, vecs, texts, self.adapter, lexical=lexical)
+        feats = features(query, q, vecs, texts, self.adapter, lexical=lexical, bm25_sd_floor=self.bm25_sd_floor)
         return gated_scores(feats, self.weights, self.general, self.gate(q))
 
     def answer(self, query: str, candidates: Sequence[PromptCandidate], k: int) -> str:

@@ -72,6 +72,7 @@ class RankerParams:
     domain_quantile: float = 0.05  # the gate's hi: this quantile of the calibration queries' affinities
     domain_ramp: float = 0.1  # the gate's lo = hi - ramp; at or below lo the general weights score alone
     general_bm25: float = 1.0  # the general weights: standardised cosine 1.0 + BM25 this much
+    bm25_sd_floor: float = 0.2  # BM25 feature / max(sd, this): no evidence among the candidates, no weight
     k: int = 5  # Recall@k of the val ranking (the selector picks k)
     seed: int = 13
 
@@ -85,6 +86,8 @@ class RankerParams:
             out.append(
                 "train_ranker: need domain_k >= 1, 0 <= domain_quantile <= 1, domain_ramp >= 0, general_bm25 >= 0"
             )
+        if not self.bm25_sd_floor >= 0:
+            out.append("train_ranker: need bm25_sd_floor >= 0")
         return out
 
 
@@ -199,7 +202,10 @@ def train(p: RankerParams, val_fraction: float, progress=None) -> tuple[np.ndarr
     # 1. embed  2. adapter on train  3. fusion weights on calibration
     embed_groups(groups, progress)
     w = fit_adapter(groups["train"], p)
-    feats = {s: [features(g["query"], g["q"], g["P"], g["texts"], w) for g in gs] for s, gs in groups.items()}
+    feats = {
+        s: [features(g["query"], g["q"], g["P"], g["texts"], w, bm25_sd_floor=p.bm25_sd_floor) for g in gs]
+        for s, gs in groups.items()
+    }
     names = FEATURES if p.prior else tuple(f for f in FEATURES if f != "prior")
     weights = fit_weights(feats[fusion_split], groups[fusion_split], p.fusion_l2, names)
 

@@ -24,6 +24,12 @@ def test_w0_is_the_cosine_order_and_a_large_w_is_bm25s(hotpot, embedder):
     assert 0.5 < r["hybrid"].mean() <= 1.0
 
 
+def test_the_sd_floor_leaves_questions_that_name_their_paragraphs_alone(hotpot, embedder):
+    """HotpotQA's questions name words that only some candidates have: BM25's sd is above the floor, same picks."""
+    r = system_recalls(hotpot, embedder, [1.0], floors=(0.0, 0.2))
+    np.testing.assert_array_equal(r["cos + 1 bm25 (sd floor 0.2)"], r["cos + 1 bm25"])
+
+
 def test_compare_pairs_each_system_with_the_best_baseline():
     r = {"similarity": np.array([1.0, 0.0, 1.0]), "bm25": np.array([0.0, 0.0, 1.0]), "hybrid": np.array([0.5] * 3)}
     r["cos + 1 bm25"] = np.array([1.0, 1.0, 1.0])
@@ -39,7 +45,9 @@ def test_cli_bad_input_is_one_line(tmp_path, benchmark_dir):
         [sys.executable, "-m", "cli.main", "bench", "general", *a], capture_output=True, text=True, timeout=120
     )
     bad = run("--weights", "0,-1", "--benchmark", str(benchmark_dir / "hotpotqa" / "dev.jsonl"))
-    assert bad.returncode != 0 and "each w must be >= 0" in bad.stderr and "Traceback" not in bad.stderr
+    assert bad.returncode != 0 and "each must be a number >= 0" in bad.stderr and "Traceback" not in bad.stderr
+    bad = run("--sd-floor", "0,nan", "--benchmark", str(benchmark_dir / "hotpotqa" / "dev.jsonl"))
+    assert bad.returncode != 0 and "--sd-floor" in bad.stderr and "Traceback" not in bad.stderr
     missing = run("--benchmark", str(tmp_path / "nope.jsonl"))
     assert missing.returncode != 0 and "not found" in missing.stderr and "Traceback" not in missing.stderr
     broken = tmp_path / "broken.jsonl"
@@ -53,9 +61,15 @@ def test_cli_bad_input_is_one_line(tmp_path, benchmark_dir):
     assert out.returncode != 0 and "not a JSON object" in out.stderr and "Traceback" not in out.stderr
     ok = tmp_path / "ok.jsonl"
     ok.write_text("".join(json.dumps(it) + "\n" for it in load_items(benchmark_dir / "hotpotqa" / "dev.jsonl", 3)))
-    good = run("--benchmark", str(ok), "--weights", "0.5", "--json")
+    good = run("--benchmark", str(ok), "--weights", "0.5", "--sd-floor", "0,0.2", "--json")
     assert good.returncode == 0, good.stderr
     (result,) = json.loads(good.stdout).values()
     assert result["queries"] == 3
     rows = result["rows"]
-    assert [r["system"] for r in rows] == ["similarity", "bm25", "hybrid", "cos + 0.5 bm25"]
+    assert [r["system"] for r in rows] == [
+        "similarity",
+        "bm25",
+        "hybrid",
+        "cos + 0.5 bm25",
+        "cos + 0.5 bm25 (sd floor 0.2)",
+    ]

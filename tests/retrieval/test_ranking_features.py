@@ -45,6 +45,30 @@ def test_features_and_weighted_scores():
     assert list(features("q", q, p, texts, None, lexical=False)["bm25"]) == [0.0, 0.0, 0.0]
 
 
+def test_bm25_without_evidence_among_the_candidates_gets_no_weight():
+    """Candidates that all contain the query's words (web-search snippets): each word's idf among them is ~0, the
+    raw scores differ by length alone, and plain standardisation makes that noise a full-weight feature (sd 1).
+    The floor shrinks it in proportion; where a word tells the candidates apart it changes nothing."""
+    query = "solar eclipse duration"
+    echo = [f"solar eclipse duration {' '.join(['filler'] * n)}" for n in range(0, 40, 2)]  # 20, as served
+    plain, floored = np.array(lexical_scores(query, echo)), np.array(lexical_scores(query, echo, sd_floor=0.2))
+    assert plain.std() == pytest.approx(1.0) and 0 < floored.std() < 0.1  # length noise: shrunk to < 0.1 of its weight
+    assert list(np.argsort(-floored)) == list(np.argsort(-plain))  # same order, less weight
+    telling = ["a total solar eclipse lasts minutes", "the moon orbits", "tides follow the moon", "duration of day"]
+    assert lexical_scores(query, telling, sd_floor=0.2) == pytest.approx(lexical_scores(query, telling))
+    assert np.array(lexical_scores(query, telling)).std() == pytest.approx(1.0)
+    q = np.array([1.0, 0.0])
+    angles = np.linspace(0.0, 1.0, 20)[::-1]  # cosine prefers the longer passages: the last is the best
+    p = np.stack([np.cos(angles), np.sin(angles)], axis=1)
+    by_cosine = list(range(19, -1, -1))
+    f = features(query, q, p, echo, None, bm25_sd_floor=0.2)
+    assert list(f["bm25"]) == pytest.approx(list(floored))
+    # the fusion of cosine with BM25 (general weights) keeps cosine's top 5 when BM25 has nothing to say
+    assert list(np.argsort(-ranker_scores(f, {"similarity": 1.0, "bm25": 1.0}))[:5]) == by_cosine[:5]
+    unfloored = features(query, q, p, echo, None)  # length noise at full weight: cosine's best drops out of the top 5
+    assert 19 not in np.argsort(-ranker_scores(unfloored, {"similarity": 1.0, "bm25": 1.0}))[:5]
+
+
 def test_domain_affinity_is_the_mean_of_the_k_nearest_train_queries():
     train = np.eye(4, dtype=np.float32)
     q = np.array([0.8, 0.6, 0.0, 0.0], dtype=np.float32)

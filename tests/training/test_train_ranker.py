@@ -97,7 +97,7 @@ def test_queries_unlike_the_feedback_get_the_general_weights(trained, benchmark_
     texts = [c.text for c in cands]
     for query in (claims[claim_gates.index(0.0)], questions[0]):
         q = embedder.encode([query])[0]
-        f = features(query, q, embedder.encode_passages(texts), texts, w)
+        f = features(query, q, embedder.encode_passages(texts), texts, w, bm25_sd_floor=record["bm25_sd_floor"])
         gate = selector.gate(q)
         expected = gated_scores(f, record["weights"], record["general_weights"], gate)
         assert np.allclose(selector.scores(query, cands), expected)
@@ -158,6 +158,14 @@ def test_a_broken_folder_is_refused_with_a_load_error(tmp_path):
     (tmp_path / "ranker_config.json").write_text(json.dumps({**complete, "domain_gate": {"k": 10}}))
     with pytest.raises(SelectorLoadError, match="domain gate"):
         RankerSelector(tmp_path, "ranker:x")
+    for floor in ("0.2", -1, True, None, float("inf"), float("nan")):
+        (tmp_path / "ranker_config.json").write_text(json.dumps({**complete, "bm25_sd_floor": floor}))
+        with pytest.raises(SelectorLoadError, match="bm25_sd_floor"):
+            RankerSelector(tmp_path, "ranker:x")
+    (tmp_path / "ranker_config.json").write_text(json.dumps(complete))  # saved before the floor: plain, as trained
+    assert RankerSelector(tmp_path, "ranker:x").bm25_sd_floor == 0.0
+    (tmp_path / "ranker_config.json").write_text(json.dumps({**complete, "bm25_sd_floor": 0.2}))
+    assert RankerSelector(tmp_path, "ranker:x").bm25_sd_floor == 0.2
     (tmp_path / "ranker_config.json").write_text(json.dumps({"input_format": "other/9"}))
     with pytest.raises(SelectorLoadError, match="input format"):
         RankerSelector(tmp_path, "ranker:x")
