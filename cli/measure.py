@@ -85,6 +85,9 @@ def bench_general_command(
     sd_floor: Annotated[
         str, typer.Option(help="comma-separated floors of BM25's sd (train_ranker.bm25_sd_floor); 0 = plain")
     ] = "0",
+    echo_query: Annotated[
+        bool, typer.Option("--echo-query", help="prefix every candidate with the query (BM25 without evidence)")
+    ] = False,
     max_queries: Annotated[int, typer.Option(help="queries per file; 0 = all")] = 0,
     as_json: JsonOpt = False,
     out: OutOpt = None,
@@ -97,6 +100,8 @@ def bench_general_command(
             raise ValueError("--weights and --sd-floor: each must be a number >= 0")
         files = benchmark or [Path("../shared/benchmark/hotpotqa/dev.jsonl")]
         benchmarks = {bench_name(str(f)): checked_items(f, max_queries) for f in files}
+        if echo_query:
+            benchmarks = {f"{name} (query echoed)": general_fusion.echo_query(v) for name, v in benchmarks.items()}
         with progress_bar() as bar:
             result = general_fusion.run(benchmarks, ws, get_embedder(), bar, floors)
     except (OSError, ValueError) as e:

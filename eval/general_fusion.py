@@ -10,7 +10,8 @@ paired 95 % CI against the best baseline of that file.
     pai bench general [--benchmark FILE ...] [--weights 0,0.25,0.5,0.75,1] [--sd-floor 0,0.2]
 
 `--sd-floor` (train_ranker.bm25_sd_floor): BM25 standardised by max(sd, floor), so candidates that all
-contain the query's words (no keyword evidence among them) give the fusion no BM25 weight.
+contain the query's words (no keyword evidence among them) give the fusion no BM25 weight. `--echo-query`
+makes a file that case: every candidate starts with the query's text, as web-search snippets contain it.
 """
 
 from __future__ import annotations
@@ -34,6 +35,14 @@ BASELINES = ("similarity", "bm25", "hybrid")
 def order(scores: np.ndarray) -> list[int]:
     """Candidate positions by score, ties in the given order."""
     return list(np.argsort(-np.asarray(scores), kind="stable"))
+
+
+def echo_query(items: list[dict]) -> list[dict]:
+    """The items with every candidate's text prefixed by the query (each candidate holds every query word)."""
+    return [
+        {**it, "candidates": [{**c, "text": f"{it['query']} ... {c['text']}"} for c in it["candidates"]]}
+        for it in items
+    ]
 
 
 def fusion_name(w: float, floor: float) -> str:

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from eval.evaluate import load_items
-from eval.general_fusion import compare, system_recalls
+from eval.general_fusion import compare, echo_query, system_recalls
 
 
 @pytest.fixture(scope="module")
@@ -28,6 +28,16 @@ def test_the_sd_floor_leaves_questions_that_name_their_paragraphs_alone(hotpot, 
     """HotpotQA's questions name words that only some candidates have: BM25's sd is above the floor, same picks."""
     r = system_recalls(hotpot, embedder, [1.0], floors=(0.0, 0.2))
     np.testing.assert_array_equal(r["cos + 1 bm25 (sd floor 0.2)"], r["cos + 1 bm25"])
+
+
+def test_echoed_queries_leave_bm25_no_evidence_and_the_floor_keeps_cosine(hotpot, embedder):
+    echoed = echo_query(hotpot)
+    assert all(c["text"].startswith(it["query"]) for it in echoed for c in it["candidates"])
+    assert hotpot[0]["candidates"][0]["text"] != echoed[0]["candidates"][0]["text"]  # the input is not changed
+    r = system_recalls(echoed, embedder, [1.0], floors=(0.0, 0.2))
+    floored, plain = r["cos + 1 bm25 (sd floor 0.2)"], r["cos + 1 bm25"]
+    assert (floored != plain).any()  # the floor acts here, unlike on the questions as asked
+    assert abs(floored.mean() - r["similarity"].mean()) < abs(plain.mean() - r["similarity"].mean())
 
 
 def test_compare_pairs_each_system_with_the_best_baseline():
