@@ -181,13 +181,15 @@ def record_feedback(
     Returns the used candidate ranks."""
     if rating not in (None, -1, 1) or isinstance(rating, bool):
         raise FeedbackError(f"rating must be +1 or -1, not {rating!r}")
-    answer, correction = scrub_text(answer), scrub_text(correction)
+    # a blank answer or correction says nothing (it must not replace a learned answer)
+    answer, correction = (scrub_text(x) if x is not None and x.strip() else None for x in (answer, correction))
     with conn.transaction():
-        row = conn.execute("SELECT text, rating FROM queries WHERE id = %s FOR UPDATE", (query_id,)).fetchone()
+        row = conn.execute(
+            "SELECT text, rating, answer, correction, learned_up FROM queries WHERE id = %s FOR UPDATE", (query_id,)
+        ).fetchone()
         if row is None:
             raise FeedbackError(f"unknown query id {query_id}")
-        # +1 when this query's rating becomes a thumbs-up, -1 when a thumbs-up is taken back
-        up = 0 if rating is None else int(rating == 1) - int(row[1] == 1)
+        question, old_rating, old_answer, old_correction, counted = row
         by_chunk = dict(
             conn.execute("SELECT chunk_id, rank FROM query_candidates WHERE query_id = %s", (query_id,)).fetchall()
         )
@@ -202,30 +204,36 @@ def record_feedback(
             used = None
         if used is not None:
             conn.execute("UPDATE query_candidates SET used = (rank = ANY(%s)) WHERE query_id = %s", (used, query_id))
+        # the query's state after this post: its thumbs-up backs a learned answer when it has one to give
+        learned = (correction if correction is not None else old_correction) or (
+            answer if answer is not None else old_answer
+        )
+        counts = (rating if rating is not None else old_rating) == 1 and bool(learned)
+        up = int(counts) - int(counted)  # +1: this query's thumbs-up starts counting, -1: it stops
         conn.execute(
             "UPDATE queries SET answer = coalesce(%s, answer), rating = coalesce(%s, rating),"
-            " correction = coalesce(%s, correction), updated_at = now() WHERE id = %s",
-            (answer, rating, correction, query_id),
+            " correction = coalesce(%s, correction), learned_up = %s, updated_at = now() WHERE id = %s",
+            (answer, rating, correction, counts, query_id),
         )
-        learned = correction or answer
-        if correction or (rating == 1 and learned):
+        if correction is not None or up > 0:
             conn.execute(
                 """INSERT INTO learned_qa (question, answer, source_query_id) VALUES (%s, %s, %s)
-                   ON CONFLICT (question) DO UPDATE SET
+                   ON CONFLICT ((md5(question))) DO UPDATE SET
                      answer = CASE WHEN %s THEN EXCLUDED.answer ELSE learned_qa.answer END,
                      quality_score = learned_qa.quality_score + %s,
                      updated_at = now()""",
-                (row[0], learned, query_id, correction is not None, max(up, 0)),
+                (question, learned, query_id, correction is not None, max(up, 0)),
             )
-        elif up < 0:  # a thumbs-up taken back; the answer it alone planted goes (a correction stays)
+        if up < 0:  # a thumbs-up taken back; the answer it alone planted goes (a correction stays)
             conn.execute(
-                "UPDATE learned_qa SET quality_score = quality_score - 1, updated_at = now() WHERE question = %s",
-                (row[0],),
+                "UPDATE learned_qa SET quality_score = quality_score - 1, updated_at = now()"
+                " WHERE md5(question) = md5(%s)",
+                (question,),
             )
             conn.execute(
-                "DELETE FROM learned_qa l WHERE question = %s AND quality_score <= 0 AND NOT EXISTS"
+                "DELETE FROM learned_qa l WHERE md5(question) = md5(%s) AND quality_score <= 0 AND NOT EXISTS"
                 " (SELECT 1 FROM queries q WHERE q.id = l.source_query_id AND q.correction IS NOT NULL)",
-                (row[0],),
+                (question,),
             )
     return used or []
 

@@ -94,6 +94,52 @@ def test_thumbs_up_learns_and_correction_replaces(conn):
     }
 
 
+def test_a_thumbs_up_on_a_long_question_is_learned_not_lost(conn):
+    """/query takes 4,000 characters; a btree entry holds 2,704 bytes: keyed on the question's md5."""
+    import random
+
+    rng = random.Random(7)
+    for q in ("语" * 1000, "".join(rng.choice("abcdefghijklmnopqrstuvwxyz0123456789 ") for _ in range(4000))):
+        qid = log_query(conn, q, cands(), "similarity")
+        assert record_feedback(conn, qid, answer="Per [2].", rating=1) == [2]
+        assert conn.execute("SELECT rating, answer FROM queries WHERE id = %s", (qid,)).fetchone() == (1, "Per [2].")
+        assert conn.execute("SELECT quality_score FROM learned_qa WHERE question = %s", (q,)).fetchone() == (1,)
+        record_feedback(conn, qid, rating=-1)  # taken back: gone, by the same key
+        assert conn.execute("SELECT count(*) FROM learned_qa WHERE question = %s", (q,)).fetchone() == (0,)
+
+
+def test_taking_back_a_thumbs_up_takes_back_only_what_it_gave(conn):
+    q = "where are the backups?"
+    a = log_query(conn, q, cands(), "similarity")
+    record_feedback(conn, a, answer="In the vault [1].", rating=1)
+    b = log_query(conn, q, cands(), "similarity")
+    record_feedback(conn, b, rating=1)  # a thumbs-up with no answer adds nothing...
+    assert conn.execute("SELECT answer, quality_score FROM learned_qa").fetchall() == [("In the vault [1].", 1)]
+    record_feedback(conn, b, rating=-1)  # ...so taking it back must not take away a's
+    assert conn.execute("SELECT answer, quality_score FROM learned_qa").fetchall() == [("In the vault [1].", 1)]
+    c = log_query(conn, q, cands(), "similarity")
+    record_feedback(conn, c, answer="Ask ops [2].")
+    record_feedback(conn, c, rating=1)  # the answer it gave before counts with the later thumbs-up
+    assert conn.execute("SELECT answer, quality_score FROM learned_qa").fetchall() == [("In the vault [1].", 2)]
+    record_feedback(conn, c, rating=1)  # the same state again changes nothing
+    assert conn.execute("SELECT quality_score FROM learned_qa").fetchone() == (2,)
+    record_feedback(conn, a, rating=-1)
+    record_feedback(conn, c, rating=-1)
+    assert conn.execute("SELECT count(*) FROM learned_qa").fetchone() == (0,)
+
+
+def test_a_blank_correction_or_answer_changes_no_learned_answer(conn):
+    q = "which port?"
+    qid = log_query(conn, q, cands(), "similarity")
+    record_feedback(conn, qid, answer="5432 [1].", rating=1)
+    for blank in ("", "   ", "\n\t"):
+        record_feedback(conn, qid, correction=blank)
+        record_feedback(conn, qid, answer=blank)
+    assert conn.execute("SELECT answer FROM learned_qa").fetchall() == [("5432 [1].",)]
+    assert conn.execute("SELECT answer, correction FROM queries").fetchone() == ("5432 [1].", None)
+    assert counters(conn)["corrections"] == 0
+
+
 def test_pick_and_feedback_racing_on_one_query_never_deadlock(db_url, conn):
     import threading
 
