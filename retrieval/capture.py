@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -114,11 +115,12 @@ def parse_exchange(obj: Any, max_chars: int) -> Exchange:
 def submit(conn: psycopg.Connection, ex: Exchange) -> int:
     """Scrub the exchange and record it as pending; its id."""
     user, assistant = scrub(ex.user), scrub(ex.assistant)
-    redactions = user.counts + assistant.counts
+    source, session = (scrub(x) if x is not None else None for x in (ex.source, ex.session))
+    redactions = user.counts + assistant.counts + sum((x.counts for x in (source, session) if x), Counter())
     (cid,) = conn.execute(
         """INSERT INTO captures (source, session, user_text, assistant_text, redactions)
            VALUES (%s, %s, %s, %s, %s) RETURNING id""",
-        (ex.source, ex.session, user.text, assistant.text, json.dumps(dict(redactions))),
+        (source and source.text, session and session.text, user.text, assistant.text, json.dumps(dict(redactions))),
     ).fetchone()
     return cid
 

@@ -126,9 +126,9 @@ class FeedbackIn(BaseModel):
     used_chunk_ids: list[Id] | None = Field(
         None, max_length=1000, description="chunks the consumer used; the other candidates were ignored"
     )
-    answer: Text | None = Field(None, max_length=50_000, description="final answer; [n] citations mark used candidates")
+    answer: Line | None = Field(None, max_length=50_000, description="final answer; [n] citations mark used candidates")
     rating: Rating | None = None
-    correction: Text | None = Field(None, max_length=50_000)
+    correction: Line | None = Field(None, max_length=50_000, description="replaces the learned answer; not blank")
 
 
 class IngestIn(BaseModel):
@@ -334,6 +334,8 @@ def create_app(service: Service) -> FastAPI:
         doc = scrub_names(
             Document(f"webhook:{body.source}", "webhook:", body.text.replace("\r\n", "\n"), body.kind, body.title)
         )
+        if doc.source != f"webhook:{body.source}":  # two names differing only in a secret would overwrite each other
+            return JSONResponse({"error": "source: holds a secret; name the note without it"}, 422)
         with service.pool.connection() as conn:
             report = ingest_documents(conn, [doc], service.ingest, service.search, service.embedder)
         if report.errors:

@@ -192,6 +192,8 @@ class HotSwapper:
             new = self.build(dep.record)
         except (SelectorLoadError, OSError, ValueError) as e:
             return self._reject(conn, dep, f"load: {e}")
+        except Exception as e:  # noqa: BLE001 - a record no loader foresaw is rejected too: the listener must live on
+            return self._reject(conn, dep, f"load: {type(e).__name__}: {e}")
         ok, detail = canary(new, self.canary_timeout_s, self.picker.k)
         if not ok:
             _close_later(new, 0)

@@ -10,6 +10,7 @@ machine's vector cache (`Embedder.encode_passages`): a chunk embedded at ingest 
 from __future__ import annotations
 
 import json
+import math
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -33,6 +34,13 @@ from .interface import SelectorLoadError
 ADAPTER_FILE, QUERIES_FILE, CONFIG_FILE = "adapter.npy", "queries.npy", "ranker_config.json"
 
 
+def _finite(x) -> bool:
+    try:
+        return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
+    except OverflowError:  # an integer beyond float
+        return False
+
+
 class RankerSelector:
     """A `train_ranker` output folder (adapter.npy, ranker_config.json) served as a selector."""
 
@@ -44,6 +52,8 @@ class RankerSelector:
             self.train_queries = np.load(model_dir / QUERIES_FILE).astype(np.float32)
         except (OSError, ValueError) as e:  # no config = no finished training run in this folder
             raise SelectorLoadError(f"not a trained ranker folder: {model_dir}: {e}") from e
+        if not isinstance(cfg, dict):
+            raise SelectorLoadError(f"{model_dir}: {CONFIG_FILE} is not a JSON object")
         if cfg.get("input_format") != RANKER_FORMAT:
             raise SelectorLoadError(
                 f"{model_dir}: input format {cfg.get('input_format')!r}, this service computes {RANKER_FORMAT!r}"
@@ -56,11 +66,19 @@ class RankerSelector:
                 f"{model_dir}: an adapter of shape {self.adapter.shape} or gate queries of shape "
                 f"{self.train_queries.shape}, not {(DIM, DIM)} and (n, {DIM})"
             )
+        numbers = [
+            *(weights.get(n, 0.0) for n in FEATURES),
+            *(general.get(n, 0.0) for n in FEATURES),
+            gate["lo"],
+            gate["hi"],
+        ]
+        if not all(_finite(x) for x in numbers) or not (isinstance(gate["k"], int) and 1 <= gate["k"] <= 100_000):
+            raise SelectorLoadError(f"{model_dir}: a weight or gate value in {CONFIG_FILE} is not a finite number")
         self.weights = {name: float(weights.get(name, 0.0)) for name in FEATURES}
         self.general = {name: float(general.get(name, 0.0)) for name in FEATURES}
         self.gate_k, self.gate_lo, self.gate_hi = int(gate["k"]), float(gate["lo"]), float(gate["hi"])
         floor = cfg.get("bm25_sd_floor", 0.0)  # rankers saved before the floor: plain standardisation, as trained
-        if isinstance(floor, bool) or not isinstance(floor, int | float) or not 0 <= floor < float("inf"):
+        if not _finite(floor) or floor < 0:
             raise SelectorLoadError(f"{model_dir}: bm25_sd_floor {floor!r} is not a number >= 0")
         self.bm25_sd_floor = float(floor)
         self.embedder = get_embedder()

@@ -58,6 +58,20 @@ def test_facts_are_stored_scrubbed_tagged_and_searchable(conn, embedder, all_tex
     assert found.candidates[0].chunk_id in r.fact_ids and found.candidates[0].source.startswith("capture:")
 
 
+def test_the_exchange_s_source_and_session_are_scrubbed_too(conn, embedder, all_text):
+    ex = Exchange("tell me", REDIS, source="cli password=hunter2x9", session=GH)
+    cid = capture.submit(conn, ex)
+    source, session, redactions = conn.execute(
+        "SELECT source, session, redactions FROM captures WHERE id = %s", (cid,)
+    ).fetchone()
+    assert "hunter2x9" not in source and GH not in session and "[REDACTED" in source + session
+    assert sum(redactions.values()) >= 2
+    r = capture.process(conn, cid, CaptureParams(), IngestParams(), SEARCH, embedder, None)
+    assert r.status == "stored"
+    text = all_text(conn)
+    assert "hunter2x9" not in text and GH not in text
+
+
 def test_duplicate_facts_are_skipped_and_near_ones_linked(conn, embedder):
     first = run(conn, embedder, REDIS)
     again = run(conn, embedder, "Sure! " + REDIS)

@@ -122,6 +122,9 @@ def test_client_mistakes_are_one_line_4xx_and_write_nothing(serve, conn):
             (client.post("/ingest", json={"source": "s", "text": "t", "title": "t\x00"}), 422),
             (client.post("/ingest", json={"source": "s", "text": " \n "}), 422),
             (client.post("/ingest", json={"source": 5, "text": "t"}), 422),
+            (client.post("/ingest", json={"source": f"deploy api_key={GH}", "text": "t"}), 422),
+            (client.post("/feedback", json={"query_id": qid, "correction": "   "}), 422),
+            (client.post("/feedback", json={"query_id": qid, "answer": "", "rating": 1}), 422),
             (raw("/ingest", b'{"source": "s", "text": "\\udfff"}'), 422),
             (client.post("/ingest", content=chunked(), headers={"content-type": "application/json"}), 413),
             (client.post("/feedback", content=chunked(), headers={"content-type": "application/json"}), 413),
@@ -188,6 +191,9 @@ def test_no_secret_is_stored_or_served_from_the_service(serve, conn, all_text):
         for e in CORPUS:  # webhook: secrets in the text, the title and the source name
             first = e["text"].split("\n")[0][:200]
             r = client.post("/ingest", json={"source": f"{e['id']} {first}", "title": first, "text": e["text"]})
+            if r.status_code == 422:  # a name holding a secret is refused: two such would overwrite each other
+                assert r.json() == {"error": "source: holds a secret; name the note without it"}
+                r = client.post("/ingest", json={"source": e["id"], "title": first, "text": e["text"]})
             assert r.status_code == 200, r.text
             assert not any(s in r.text for s in secrets)
         staged = []

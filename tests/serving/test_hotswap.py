@@ -36,6 +36,8 @@ class Garbage(Fixed):
 def build(record):
     if record["kind"] == "broken":
         raise SelectorLoadError(f"GGUF does not load: {record['version']}")
+    if record["kind"] == "crashing":  # a malformed record some loader does not foresee
+        raise TypeError("float() argument must be a string or a real number, not 'NoneType'")
     return {"fixed": Fixed, "garbage": Garbage}[record["kind"]](record["version"])
 
 
@@ -86,7 +88,14 @@ def test_announced_version_is_swapped_in_and_tags_responses_and_feedback(service
         assert apply["ok"] and apply["swap_ms"] > 0 and "canary 3/3 ok" in apply["detail"]
 
 
-@pytest.mark.parametrize("kind,why", [("broken", "load: GGUF does not load"), ("garbage", "canary: unusable answer")])
+@pytest.mark.parametrize(
+    "kind,why",
+    [
+        ("broken", "load: GGUF does not load"),
+        ("crashing", "load: TypeError: float() argument"),  # the listener lives on and follows later versions
+        ("garbage", "canary: unusable answer"),
+    ],
+)
 def test_a_selector_that_fails_to_load_or_its_canary_never_serves(service, db_url, kind, why):
     with connect(db_url) as conn:
         deployments.announce(conn, {"kind": "fixed", "version": "v1"}, "promote")

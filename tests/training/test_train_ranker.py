@@ -162,6 +162,19 @@ def test_a_broken_folder_is_refused_with_a_load_error(tmp_path):
         (tmp_path / "ranker_config.json").write_text(json.dumps({**complete, "bm25_sd_floor": floor}))
         with pytest.raises(SelectorLoadError, match="bm25_sd_floor"):
             RankerSelector(tmp_path, "ranker:x")
+    bad_values = [
+        {**complete, "weights": {"bm25": None}},
+        {**complete, "general_weights": {"similarity": float("nan")}},
+        {**complete, "domain_gate": {"k": 10**400, "lo": 0.2, "hi": 0.3}},
+        {**complete, "domain_gate": {"k": 10, "lo": "0.2", "hi": 0.3}},
+    ]
+    for cfg in bad_values:
+        (tmp_path / "ranker_config.json").write_text(json.dumps(cfg))
+        with pytest.raises(SelectorLoadError, match="not a finite number"):
+            RankerSelector(tmp_path, "ranker:x")
+    (tmp_path / "ranker_config.json").write_text("[1, 2]")
+    with pytest.raises(SelectorLoadError, match="not a JSON object"):
+        RankerSelector(tmp_path, "ranker:x")
     (tmp_path / "ranker_config.json").write_text(json.dumps(complete))  # saved before the floor: plain, as trained
     assert RankerSelector(tmp_path, "ranker:x").bm25_sd_floor == 0.0
     (tmp_path / "ranker_config.json").write_text(json.dumps({**complete, "bm25_sd_floor": 0.2}))
