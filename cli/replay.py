@@ -91,7 +91,7 @@ def feedback_for(response: dict, q: ReplayQuery) -> dict:
     used = [c["chunk_id"] for c in response["candidates"] if doc_ids([c["source"]])[0] in q.relevant]
     in_context = {c["chunk_id"] for c in response["context"]}
     body = {"query_id": response["query_id"], "used_chunk_ids": used, "rating": 1 if in_context & set(used) else -1}
-    if q.answer:
+    if q.answer and q.answer.strip():  # the service refuses a blank answer
         body["answer"] = q.answer
     return body
 

@@ -115,13 +115,13 @@ class Service:
 
 
 class QueryIn(BaseModel):
-    model_config = ConfigDict(strict=True)  # `true` is not 1, "4" is not 4
+    model_config = ConfigDict(strict=True, extra="forbid")  # `true` is not 1, "4" is not 4; a misspelt field is an error
     query: Line = Field(min_length=1, max_length=4000)
     inline: bool | None = Field(None, description="wait for the selector (default: the server's --inline)")
 
 
 class FeedbackIn(BaseModel):
-    model_config = ConfigDict(strict=True)
+    model_config = ConfigDict(strict=True, extra="forbid")  # a misspelt field is an error, not lost
     query_id: Id
     used_chunk_ids: list[Id] | None = Field(
         None, max_length=1000, description="chunks the consumer used; the other candidates were ignored"
@@ -132,7 +132,7 @@ class FeedbackIn(BaseModel):
 
 
 class IngestIn(BaseModel):
-    model_config = ConfigDict(strict=True)
+    model_config = ConfigDict(strict=True, extra="forbid")  # a misspelt field is an error, not lost
     source: Line = Field(min_length=1, max_length=500, description="a name for the note, unique per note")
     text: Line = Field(min_length=1, max_length=MAX_BODY_BYTES)
     kind: Literal["markdown", "text", "code"] = "markdown"

@@ -124,6 +124,9 @@ def test_client_mistakes_are_one_line_4xx_and_write_nothing(serve, conn):
             (client.post("/ingest", json={"source": 5, "text": "t"}), 422),
             (client.post("/ingest", json={"source": f"deploy api_key={GH}", "text": "t"}), 422),
             (client.post("/feedback", json={"query_id": qid, "correction": "   "}), 422),
+            (client.post("/feedback", json={"query_id": qid, "used_chunk_id": [1], "rating": 1}), 422),  # misspelt
+            (client.post("/query", json={"query": "bees", "top_k": 50}), 422),
+            (client.post("/ingest", json={"source": "s", "text": "t", "tags": ["x"]}), 422),
             (client.post("/feedback", json={"query_id": qid, "answer": "", "rating": 1}), 422),
             (raw("/ingest", b'{"source": "s", "text": "\\udfff"}'), 422),
             (client.post("/ingest", content=chunked(), headers={"content-type": "application/json"}), 413),
