@@ -115,7 +115,8 @@ class Service:
 
 
 class QueryIn(BaseModel):
-    model_config = ConfigDict(strict=True, extra="forbid")  # `true` is not 1, "4" is not 4; a misspelt field is an error
+    # strict: `true` is not 1, "4" is not 4; forbid: a misspelt field is an error, not silently dropped
+    model_config = ConfigDict(strict=True, extra="forbid")
     query: Line = Field(min_length=1, max_length=4000)
     inline: bool | None = Field(None, description="wait for the selector (default: the server's --inline)")
 

@@ -18,9 +18,18 @@ from .interface import Selector
 
 
 class Picker:
-    def __init__(self, selector: Selector, k: int = 5, timeout_s: float = 30.0, cache_size: int = 10_000):
+    def __init__(
+        self,
+        selector: Selector,
+        k: int = 5,
+        timeout_s: float = 30.0,
+        cache_size: int = 10_000,
+        max_pending: int = 256,
+    ):
         self.selector = selector  # swapped by reference (hot-swap); read once per selection
         self.k, self.timeout_s = k, timeout_s
+        self.max_pending = max_pending  # background selections waiting or running; more are skipped, counted
+        self._pending = 0
         self.counts: Counter = Counter()  # ok / repaired / fallback / timeout / error / cached
         self._cache: OrderedDict[str, Pick] = OrderedDict()
         self._cache_size = cache_size
@@ -82,15 +91,27 @@ class Picker:
     def select_later(
         self, query: str, candidates: list[Candidate], done: Callable[[Pick], None], selector: Selector | None = None
     ) -> None:
-        """Select in the background; `done` gets the pick (its errors are counted, not raised)."""
+        """Select in the background; `done` gets the pick (its errors are counted, not raised). While
+        `max_pending` selections wait or run (a slow selector under a flood of queries), a new one is skipped
+        and counted (`skipped_backlog`): its query keeps the similarity order, and the backlog (memory,
+        staleness, shutdown time) stays bounded."""
         selector = selector or self.selector
+        with self._lock:
+            if self._pending >= self.max_pending:
+                self.counts["skipped_backlog"] += 1
+                return
+            self._pending += 1
 
         def work() -> None:
-            pick = self.select(query, candidates, selector)
             try:
-                done(pick)
-            except Exception:  # noqa: BLE001
-                self._count("log_error")
+                pick = self.select(query, candidates, selector)
+                try:
+                    done(pick)
+                except Exception:  # noqa: BLE001
+                    self._count("log_error")
+            finally:
+                with self._lock:
+                    self._pending -= 1
 
         self._background.submit(work)
 

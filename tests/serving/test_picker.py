@@ -62,3 +62,35 @@ def test_cache_serves_the_same_query_only_while_its_chunks_are_candidates():
     finally:
         picker.close()
     assert normalize_query("  A  b ") == "a b"
+
+
+def test_background_selections_beyond_the_backlog_bound_are_skipped_and_counted():
+    """A slow selector under a flood of queries: at most `max_pending` wait or run, the rest are skipped."""
+    import threading
+
+    release = threading.Event()
+
+    class Slow(Echo):
+        def answer(self, query, cands, k):
+            release.wait(10)
+            return '{"selected": [1]}'
+
+    picker = Picker(Slow(None), timeout_s=10, max_pending=3)
+    done = []
+    try:
+        for i in range(10):
+            picker.select_later(f"q{i}", cands(4), done.append)
+        assert picker.counts["skipped_backlog"] == 7
+        release.set()
+    finally:
+        picker.close()  # waits for the accepted ones
+    assert len(done) == 3 and all(p.ids == (101,) for p in done)
+    picker2 = Picker(Echo('{"selected": [2]}'), max_pending=1)  # a finished one frees its slot
+    got = []
+    try:
+        for i in range(3):
+            picker2.select_later(f"q{i}", cands(4), got.append)
+            picker2._background.submit(lambda: None).result(timeout=10)  # the queue is drained in order
+    finally:
+        picker2.close()
+    assert len(got) == 3 and picker2.counts["skipped_backlog"] == 0
