@@ -116,7 +116,7 @@ def submit(conn: psycopg.Connection, ex: Exchange) -> int:
     """Scrub the exchange and record it as pending; its id."""
     user, assistant = scrub(ex.user), scrub(ex.assistant)
     source, session = (scrub(x) if x is not None else None for x in (ex.source, ex.session))
-    redactions = user.counts + assistant.counts + sum((x.counts for x in (source, session) if x), Counter())
+    redactions = sum((r.counts for r in (user, assistant, source, session) if r), Counter())
     (cid,) = conn.execute(
         """INSERT INTO captures (source, session, user_text, assistant_text, redactions)
            VALUES (%s, %s, %s, %s, %s) RETURNING id""",

@@ -185,11 +185,11 @@ def record_feedback(
     answer, correction = (scrub_text(x) if x is not None and x.strip() else None for x in (answer, correction))
     with conn.transaction():
         row = conn.execute(
-            "SELECT text, rating, answer, correction, learned_up FROM queries WHERE id = %s FOR UPDATE", (query_id,)
+            "SELECT text, rating, answer, correction FROM queries WHERE id = %s FOR UPDATE", (query_id,)
         ).fetchone()
         if row is None:
             raise FeedbackError(f"unknown query id {query_id}")
-        question, old_rating, old_answer, old_correction, counted = row
+        question, old_rating, old_answer, old_correction = row
         by_chunk = dict(
             conn.execute("SELECT chunk_id, rank FROM query_candidates WHERE query_id = %s", (query_id,)).fetchall()
         )
@@ -204,16 +204,17 @@ def record_feedback(
             used = None
         if used is not None:
             conn.execute("UPDATE query_candidates SET used = (rank = ANY(%s)) WHERE query_id = %s", (used, query_id))
-        # the query's state after this post: its thumbs-up backs a learned answer when it has one to give
+        # a query's thumbs-up counts in the learned answer's quality_score while it has an answer to give;
+        # compared before and after this post: +1 it starts counting, -1 it stops
+        counted = old_rating == 1 and bool(old_correction or old_answer)
         learned = (correction if correction is not None else old_correction) or (
             answer if answer is not None else old_answer
         )
-        counts = (rating if rating is not None else old_rating) == 1 and bool(learned)
-        up = int(counts) - int(counted)  # +1: this query's thumbs-up starts counting, -1: it stops
+        up = int((rating if rating is not None else old_rating) == 1 and bool(learned)) - int(counted)
         conn.execute(
             "UPDATE queries SET answer = coalesce(%s, answer), rating = coalesce(%s, rating),"
-            " correction = coalesce(%s, correction), learned_up = %s, updated_at = now() WHERE id = %s",
-            (answer, rating, correction, counts, query_id),
+            " correction = coalesce(%s, correction), updated_at = now() WHERE id = %s",
+            (answer, rating, correction, query_id),
         )
         if correction is not None or up > 0:
             conn.execute(
