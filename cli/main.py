@@ -120,7 +120,7 @@ def query(
                 "staging_file": str(path) if path else None,
                 "below_threshold": r.below_threshold,
                 "context": [c.chunk_id for c in r.context],
-                "candidates": [asdict(c) for c in r.candidates],
+                "candidates": [{k: v for k, v in asdict(c).items() if k != "vector"} for c in r.candidates],
             }
         )
     if st.git and written:

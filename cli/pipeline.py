@@ -21,11 +21,11 @@ from retrieval.params import EmbedParams, ParamsError, SearchParams, load_sectio
 from serving.interface import SelectorLoadError
 from serving.selectors import build_selector, from_record
 
-from . import bench_serve, bench_swap
+from . import bench_policy, bench_serve, bench_swap
 from .cycle import print_cycle, run_cycle
 from .loop import print_loop, run_loop, write_outputs
 from .replay import run_replay
-from .terminal import ParamsOpt, _fail, console, progress_bar
+from .terminal import ParamsOpt, _fail, console, emit, progress_bar
 
 
 def register(app: typer.Typer, bench_app: typer.Typer) -> None:
@@ -34,6 +34,7 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
     app.command("eval")(eval_command)
     bench_app.command("retrieval")(bench_retrieval_command)
     bench_app.command("serve")(bench_serve_command)
+    bench_app.command("policy")(bench_policy_command)
     bench_app.command("swap")(bench_swap_command)
     loop_app = typer.Typer(no_args_is_help=True, help="Does the loop learn? Retrain over slices of the feedback log.")
     loop_app.command("report")(loop_report)
@@ -190,6 +191,31 @@ def bench_serve_command(
         print(json.dumps(result, indent=2))
     else:
         bench_serve.print_table(result, console)
+
+
+def bench_policy_command(
+    selector: Annotated[
+        str,
+        typer.Option(help="the selector to compare with the first-stage order (a folder, as `pai serve --selector`)"),
+    ] = "models/ranker",
+    notes: Annotated[
+        Optional[Path], typer.Option(help="a markdown folder: ingested into a scratch database, its headings asked")
+    ] = None,
+    queries: Annotated[int, typer.Option(min=1, help="new queries per store, each sent to both services")] = 200,
+    benchmark_dir: Annotated[Path, typer.Option(help="the shared benchmark folder")] = Path("../shared/benchmark"),
+    params: ParamsOpt = Path("params.yaml"),
+    out: Annotated[Optional[Path], typer.Option(help="also write the result as JSON here")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print results as JSON")] = False,
+) -> None:
+    """A selector answering every new query inline vs the first-stage order: /query p50 side by side, who
+    served each query, what was embedded on the query path; on the store and on a folder of notes."""
+    if notes is not None and not notes.is_dir():
+        _fail(f"--notes {notes}: not a folder")
+    try:
+        result = bench_policy.run(params, selector, benchmark_dir, notes, queries, log=console.print)
+    except (FileNotFoundError, RuntimeError, DatabaseError, ParamsError) as e:
+        _fail(str(e))
+    emit(result, as_json, out, lambda c: bench_policy.print_table(result, c))
 
 
 def bench_swap_command(

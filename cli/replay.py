@@ -1,13 +1,19 @@
 """`pai simulate`: replay a benchmark's queries through the real `/query` path and post the feedback
-a consumer would give, so a fresh machine gets a realistic feedback log.
+a consumer would give, so a fresh machine gets a feedback log.
 
-Used = the candidates whose document is relevant (qrels / HotpotQA gold paragraphs); the other
-candidates are ignored. Rating = +1 when the served context held a relevant chunk, else -1.
+Two consumers (`replay.consumer`):
+- `oracle` (the upper bound, not a real consumer): a judge who sees all 20 candidates and knows the gold
+  documents (qrels / HotpotQA gold paragraphs): every relevant candidate used, every other one ignored.
+- `realistic`: an assistant given only the context. It answers citing `[n]` the relevant chunks among
+  those it was shown, missing each with `miss_rate` and citing each irrelevant one with
+  `false_cite_rate`; it says nothing of the candidates it never saw (they stay unlabelled).
+Rating = +1 when the served context held a relevant chunk, else -1.
 """
 
 from __future__ import annotations
 
 import json
+import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -18,8 +24,25 @@ import httpx
 from eval.retrieval_eval import doc_ids, load_scifact
 from retrieval.db import connect
 from retrieval.ingest import ingest_documents
+from retrieval.params import load_section
 from retrieval.sources import Document, read_documents
 from serving.server import BackgroundServer, build_service
+
+
+@dataclass(frozen=True)
+class ReplayParams:
+    consumer: str = "oracle"  # oracle (a judge of all 20 candidates: the bound) | realistic (sees the context only)
+    miss_rate: float = 0.2  # realistic: a relevant chunk in the context left uncited
+    false_cite_rate: float = 0.05  # realistic: an irrelevant chunk in the context cited anyway
+    seed: int = 0  # the realistic consumer's draws
+
+    def problems(self) -> list[str]:
+        out = []
+        if self.consumer not in ("oracle", "realistic"):
+            out.append(f"replay.consumer must be oracle or realistic, not {self.consumer!r}")
+        if not (0 <= self.miss_rate <= 1 and 0 <= self.false_cite_rate <= 1):
+            out.append("replay: need miss_rate and false_cite_rate in [0, 1]")
+        return out
 
 
 @dataclass(frozen=True)
@@ -38,12 +61,16 @@ class ReplaySummary:
     ignored: int = 0
     thumbs_up: int = 0
     thumbs_down: int = 0
+    served_relevant: float = (
+        0.0  # sum over queries of the served context's Recall (relevant docs in it / among candidates)
+    )
     errors: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
     def as_dict(self) -> dict:
         return {
             **self.__dict__,
+            "served_recall": round(self.served_relevant / self.with_used, 4) if self.with_used else 0.0,
             "errors": len(self.errors),
             "queries_per_s": round(self.queries / self.seconds, 1) if self.seconds else 0.0,
         }
@@ -86,35 +113,67 @@ def corpus_documents(
     ][:limit]
 
 
-def feedback_for(response: dict, q: ReplayQuery) -> dict:
-    """The feedback a consumer who knows the gold documents would post for one /query response."""
-    used = [c["chunk_id"] for c in response["candidates"] if doc_ids([c["source"]])[0] in q.relevant]
-    in_context = {c["chunk_id"] for c in response["context"]}
-    body = {"query_id": response["query_id"], "used_chunk_ids": used, "rating": 1 if in_context & set(used) else -1}
-    if q.answer and q.answer.strip():  # the service refuses a blank answer
-        body["answer"] = q.answer
-    return body
+def relevant_chunks(cands: list[dict], q: ReplayQuery) -> list[int]:
+    return [c["chunk_id"] for c in cands if doc_ids([c["source"]])[0] in q.relevant]
 
 
-def replay(base_url: str, queries: list[ReplayQuery], advance: Callable[[], None] = lambda: None) -> ReplaySummary:
+def feedback_for(
+    response: dict, q: ReplayQuery, p: ReplayParams = ReplayParams(), rng: random.Random | None = None
+) -> dict:
+    """The feedback the consumer `p.consumer` would post for one /query response."""
+    context = response["context"]
+    in_context = {c["chunk_id"] for c in context}
+    if p.consumer == "oracle":
+        used = relevant_chunks(response["candidates"], q)
+        ignored = [c["chunk_id"] for c in response["candidates"] if c["chunk_id"] not in used]
+        body = {"query_id": response["query_id"], "used_chunk_ids": used, "ignored_chunk_ids": ignored}
+        body["rating"] = 1 if in_context & set(used) else -1
+        if q.answer and q.answer.strip():  # the service refuses a blank answer
+            body["answer"] = q.answer
+        return body
+    rng = rng or random.Random(p.seed)
+    relevant = set(relevant_chunks(context, q))
+    cited = [
+        c["rank"]
+        for c in context
+        if (c["chunk_id"] in relevant and rng.random() >= p.miss_rate)
+        or (c["chunk_id"] not in relevant and rng.random() < p.false_cite_rate)
+    ]
+    text = (q.answer or "").strip() or "From the notes"
+    answer = f"{text} {''.join(f'[{r}]' for r in cited)}".strip() if cited else f"{text}; the context did not say."
+    return {"query_id": response["query_id"], "answer": answer, "rating": 1 if relevant else -1}
+
+
+def replay(
+    base_url: str,
+    queries: list[ReplayQuery],
+    advance: Callable[[], None] = lambda: None,
+    consumer: ReplayParams = ReplayParams(),
+) -> ReplaySummary:
     s = ReplaySummary()
+    rng = random.Random(consumer.seed)
     t0 = time.perf_counter()
     with httpx.Client(base_url=base_url, timeout=60) as client:
         for q in queries:
             try:
                 r = client.post("/query", json={"query": q.query})
                 r.raise_for_status()
-                fb = feedback_for(r.json(), q)
-                client.post("/feedback", json=fb).raise_for_status()
+                fb = feedback_for(r.json(), q, consumer, rng)
+                used = client.post("/feedback", json=fb)
+                used.raise_for_status()
             except httpx.HTTPError as e:
                 s.errors.append(f"{q.qid}: {e}")
                 advance()
                 continue
-            n_cands = len(r.json()["candidates"])
+            body = r.json()
+            relevant = set(relevant_chunks(body["candidates"], q))
+            labelled = len(body["candidates"]) if consumer.consumer == "oracle" else len(body["context"])
             s.queries += 1
-            s.with_used += bool(fb["used_chunk_ids"])
-            s.used += len(fb["used_chunk_ids"])
-            s.ignored += n_cands - len(fb["used_chunk_ids"])
+            s.with_used += bool(relevant)
+            s.used += len(used.json()["used_ranks"])
+            s.ignored += labelled - len(used.json()["used_ranks"])
+            if relevant:  # what users got: the served context's share of the relevant candidates
+                s.served_relevant += len(relevant & {c["chunk_id"] for c in body["context"]}) / len(relevant)
             s.thumbs_up += fb["rating"] == 1
             s.thumbs_down += fb["rating"] == -1
             advance()
@@ -134,6 +193,7 @@ def run_replay(
 ) -> ReplaySummary:
     """Ingest the benchmark corpus, then replay `split` through a service (`url`, or one started here)."""
     queries = load_queries(benchmark_dir, benchmark, split)[:limit]
+    consumer = load_section(params, "replay", ReplayParams)
     service = build_service(params)
     docs = corpus_documents(
         benchmark_files(benchmark_dir, benchmark), queries, corpus_limit, service.ingest.max_file_bytes
@@ -145,6 +205,6 @@ def run_replay(
             bar.update(task, completed=min(start + 512, len(docs)))
     task = bar.add_task(f"replay {len(queries)} {benchmark} {split} queries", total=len(queries))
     if url:
-        return replay(url, queries, lambda: bar.advance(task))
+        return replay(url, queries, lambda: bar.advance(task), consumer)
     with BackgroundServer(service) as srv:
-        return replay(srv.url, queries, lambda: bar.advance(task))
+        return replay(srv.url, queries, lambda: bar.advance(task), consumer)

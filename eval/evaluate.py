@@ -22,16 +22,16 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
-from retrieval.ce_input import ce_passage
+from retrieval.ce_input import passage_text
 from retrieval.chunking import approx_tokens
 from retrieval.embed import Embedder, get_embedder
 from retrieval.feedback import shown_candidates, split_of
 from retrieval.files import write_atomic
 from retrieval.lexical import lexical_scores
 from retrieval.metrics import METRICS, contains_answer, paired_bootstrap, per_query, recall_at_k
-from retrieval.params import load_section
+from retrieval.params import SearchParams, load_section
 from retrieval.search import rrf
-from retrieval.selection import Pick, PromptCandidate, Selection, parse_selection, similarity_order
+from retrieval.selection import Pick, PromptCandidate, Selection, parse_selection, similarity_order, top_up
 from retrieval.tracking import use_mlflow
 from serving.interface import SelectorLoadError
 from serving.selectors import ChatSelector, build_selector, from_record
@@ -113,7 +113,13 @@ def feedback_items(feedback_dir: Path, val_fraction: float, limit: int) -> list[
                 "relevant_ids": used,
                 "answers": [],
                 "candidates": [
-                    {"id": str(c["chunk_id"]), "title": c["heading"], "text": c["text"], "source": c["source"]}
+                    {
+                        "id": str(c["chunk_id"]),
+                        "title": c["heading"],
+                        "parent_heading": c.get("parent_heading"),  # pulled before it: None
+                        "text": c["text"],
+                        "source": c["source"],
+                    }
                     for c in shown
                 ],
             }
@@ -126,14 +132,17 @@ def feedback_items(feedback_dir: Path, val_fraction: float, limit: int) -> list[
 def similarity_ranking(embedder: Embedder, item: dict) -> list[str]:
     cands = item["candidates"]
     q = embedder.encode([item["query"]])[0]
-    vecs = embedder.encode_passages([ce_passage(c.get("title"), c["text"]) for c in cands])
+    vecs = embedder.encode_passages([passage_text(c.get("title"), c["text"], c.get("parent_heading")) for c in cands])
     order = np.argsort(-(vecs @ q), kind="stable")
     return [cands[i]["id"] for i in order]
 
 
 def passage_texts(items: list[dict]) -> list[str]:
     """The distinct candidate passages of a benchmark, as the systems embed them, shortest first."""
-    return sorted({ce_passage(c.get("title"), c["text"]) for it in items for c in it["candidates"]}, key=len)
+    return sorted(
+        {passage_text(c.get("title"), c["text"], c.get("parent_heading")) for it in items for c in it["candidates"]},
+        key=len,
+    )
 
 
 def prefill_vectors(embedder: Embedder, texts: list[str], advance=None, step: int = 256) -> None:
@@ -155,17 +164,29 @@ def bm25_ranking(item: dict) -> list[str]:
     return [cands[i]["id"] for i in np.argsort(-np.asarray(scores), kind="stable")]
 
 
-def selector_pick(selector, item: dict, sim_order: list[str], k: int) -> Pick:
-    """The selector sees the candidates in similarity order (as retrieval hands them over)."""
+def selector_pick(selector, item: dict, sim_order: list[str], k: int, floor: int = 0) -> Pick:
+    """The selector sees the candidates in similarity order (as retrieval hands them over); its pick is
+    topped up to `floor` from that order, as the service does (`retrieval.selection.top_up`)."""
     by_id = {c["id"]: c for c in item["candidates"]}
     shown = [by_id[i] for i in sim_order]
-    cands = [PromptCandidate(c.get("source") or c.get("title") or c["id"], c.get("title"), c["text"]) for c in shown]
+    cands = [
+        PromptCandidate(
+            c.get("source") or c.get("title") or c["id"], c.get("title"), c["text"], c.get("parent_heading")
+        )
+        for c in shown
+    ]
     t0 = time.perf_counter()
     try:
         sel = parse_selection(selector.answer(item["query"], cands, k), len(shown), k)
     except Exception as e:  # noqa: BLE001 - evaluation counts a crash as a fallback, like serving
         sel = Selection(similarity_order(len(shown), k), "fallback", str(e)[:100])
-    return Pick(tuple(shown[i - 1]["id"] for i in sel.selected), sel.status, time.perf_counter() - t0)
+    full = top_up(sel.selected, len(shown), floor)
+    return Pick(
+        tuple(shown[i - 1]["id"] for i in full),
+        sel.status,
+        time.perf_counter() - t0,
+        topped_up=len(full) - len(sel.selected),
+    )
 
 
 def run_systems(
@@ -177,6 +198,7 @@ def run_systems(
     champion=None,
     others: dict | None = None,
     llm_max_queries: int = 0,
+    floor: int = 0,
 ) -> dict[str, dict]:
     """Every system's picks per query; `selector` and `others` (name -> selector) are challengers. An LLM
     (a `ChatSelector`, ~1 s a query on CPU) answers the first `llm_max_queries` queries only (0 = all)."""
@@ -199,7 +221,7 @@ def run_systems(
         picks["hybrid"][q] = Pick(tuple(rrf([sim, bm], 60)[:k]))
         for name, sel in models.items():
             if not isinstance(sel, ChatSelector) or not llm_max_queries or n < llm_max_queries:
-                picks[name][q] = selector_pick(sel, item, sim, k)
+                picks[name][q] = selector_pick(sel, item, sim, k, floor)
         if isinstance(champion, str) and q in picks[champion]:
             picks.setdefault("champion", {})[q] = picks[champion][q]
         progress()
@@ -224,6 +246,7 @@ def score(items: list[dict], picks: dict[str, dict[str, Pick]], seed: int) -> di
                 "queries": len(qs),
                 "json_valid": round(sum(s != "fallback" for s in statuses) / len(statuses), 4),
                 "fallback": round(statuses.count("fallback") / len(statuses), 4),
+                "topped_up": round(sum(p.topped_up > 0 for p in by_q.values()) / len(statuses), 4),
                 "latency_p50_ms": round(float(np.percentile(secs, 50)), 2),
                 "latency_p95_ms": round(float(np.percentile(secs, 95)), 2),
                 "context_tokens": round(
@@ -273,8 +296,15 @@ def recall_curve(items: list[dict], picks: dict[str, dict[str, Pick]], benchmark
 
 
 def evaluate(
-    p: EvaluateParams, embedder: Embedder, selector, progress_factory=None, champion=None, others: dict | None = None
+    p: EvaluateParams,
+    embedder: Embedder,
+    selector,
+    progress_factory=None,
+    champion=None,
+    others: dict | None = None,
+    floor: int = SearchParams().min_chunks,
 ) -> tuple[dict, list[dict]]:
+    """Every benchmark's table; a selector's pick is topped up to `floor` (search.min_chunks), as served."""
     benches = {bench_name(b): load_items(Path(b), p.max_queries) for b in p.benchmarks.split(",") if b}
     held_out = feedback_items(Path(p.feedback), p.val_fraction, p.max_queries)
     if held_out:
@@ -290,7 +320,7 @@ def evaluate(
             embedder, texts, progress_factory(f"{name}: passage vectors", len(texts)) if progress_factory else None
         )
         advance = progress_factory(name, len(items)) if progress_factory else (lambda: None)
-        picks = run_systems(items, embedder, p.k, selector, advance, champion, others, p.llm_max_queries)
+        picks = run_systems(items, embedder, p.k, selector, advance, champion, others, p.llm_max_queries, floor)
         result[name] = score(items, picks, p.seed)
         if len(items) < len(all_items):
             result[name]["skipped_no_relevant"] = len(all_items) - len(items)
@@ -323,6 +353,7 @@ def main() -> None:
             lambda name, n: lambda t=bar.add_task(name, total=n): bar.advance(t),
             champion,
             others,
+            load_section("params.yaml", "search", SearchParams).min_chunks,
         )
     out = Path(p.out)
     out.mkdir(parents=True, exist_ok=True)

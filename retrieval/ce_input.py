@@ -1,14 +1,20 @@
-"""The cross-encoder input contract: how a candidate becomes the passage side of a (query, passage) pair,
-the same in training and serving. Change it only with a CE_INPUT_FORMAT bump (saved with every model)."""
+"""A passage's text, defined once: what ingest embeds (the vector stored beside the chunk), what the
+learned ranker's BM25 reads, and the passage side of a cross-encoder pair, the same in ingest, training,
+evaluation and serving. Change it only with a CE_INPUT_FORMAT bump (saved with every cross-encoder)."""
 
 from __future__ import annotations
 
-CE_INPUT_FORMAT = "ce-input/1"  # the cross-encoder's passage side; saved with the model, served the same
+CE_INPUT_FORMAT = "ce-input/2"  # /2: the parent heading too, as ingest embeds it (`passage_text`)
 
 
-def ce_passage(heading: str | None, text: str) -> str:
-    """The passage side of a cross-encoder pair (CE_INPUT_FORMAT): the heading, if any, above the text."""
-    return f"{heading}\n{text}" if heading else text
+def passage_text(heading: str | None, text: str, parent_heading: str | None = None) -> str:
+    """The heading path (`parent / heading`), if any, above the text; a text that starts with its own
+    markdown heading line is taken as it is. Ingest embeds exactly this, so the stored vector is its vector."""
+    head = " / ".join(h for h in (parent_heading, heading) if h)
+    return f"{head}\n{text}" if head and not text.startswith("#") else text
+
+
+ce_passage = passage_text  # the cross-encoder's passage side is the passage text
 
 
 def ce_clip(text: str, max_length: int) -> str:

@@ -33,9 +33,13 @@ class FeedbackCandidate(TypedDict):
     score: float
     source: str | None  # None (with heading and text) when the chunk changed or was deleted since
     heading: str | None
+    parent_heading: str | None  # the heading path's upper part: the passage text is `parent / heading` + text
     text: str | None
     pick_rank: int | None  # its place in the selector's pick, None if not picked
-    used: bool | None  # used / ignored by the consumer; None = no feedback yet
+    served_rank: int | None  # its place in the served order the context was cut from, None if not in it
+    shown: bool | None  # in the context given to the consumer; None: logged before exposure was recorded
+    propensity: float | None  # P(shown) under the serving policy, exploration included
+    used: bool | None  # used (cited) / ignored (shown, not cited); None = no label (not shown, or no feedback)
 
 
 class FeedbackRecord(TypedDict):
@@ -111,15 +115,21 @@ def log_query(
     selector_version: str,
     picked: list[int] | None = None,
     *,
+    shown: list[int] | None = None,
+    propensity: dict[int, float] | None = None,
     prompt_version: str | None = None,
     selection_status: str = "pending",
     staging_path: str | None = None,
     threshold: float | None = None,
 ) -> int:
-    """Record a served query with its candidates (and the selector's pick, as candidate ranks); the
-    text is scrubbed of secrets first, as everything stored is."""
+    """Record a served query with its candidates: `picked`, the served order (candidate ranks, best
+    first); `shown`, the ranks in the context given to the consumer (None: the first `picked`, all of them);
+    `propensity`, rank -> P(shown) under the serving policy (absent: 1 if shown, else 0). The text is
+    scrubbed of secrets first, as everything stored is."""
     text = scrub_text(text)
     pick = {r: i for i, r in enumerate(picked or [], start=1)}
+    exposed = set(picked or []) if shown is None else set(shown)
+    p = {r: (propensity or {}).get(r, 1.0 if r in exposed else 0.0) for r in (c.rank for c in candidates)}
     with conn.transaction():
         (qid,) = conn.execute(
             "INSERT INTO queries (text, selector_version, prompt_version, selection_status, staging_path, threshold)"
@@ -127,8 +137,10 @@ def log_query(
             (text, selector_version, prompt_version, selection_status, staging_path, threshold),
         ).fetchone()
         conn.execute(  # one statement for all N candidates (this is on the query path)
-            "INSERT INTO query_candidates (query_id, rank, chunk_id, content_hash, score, pick_rank)"
-            " SELECT %s, * FROM unnest(%s::int[], %s::bigint[], %s::text[], %s::real[], %s::int[])",
+            "INSERT INTO query_candidates"
+            " (query_id, rank, chunk_id, content_hash, score, pick_rank, served_rank, shown, propensity)"
+            " SELECT %s, r, c, h, s, p, p, e, q FROM unnest("
+            "%s::int[], %s::bigint[], %s::text[], %s::real[], %s::int[], %s::bool[], %s::real[]) AS u(r, c, h, s, p, e, q)",
             (
                 qid,
                 [c.rank for c in candidates],
@@ -136,6 +148,8 @@ def log_query(
                 [c.content_hash for c in candidates],
                 [c.score for c in candidates],
                 [pick.get(c.rank) for c in candidates],
+                [c.rank in exposed for c in candidates],
+                [p[c.rank] for c in candidates],
             ),
         )
     return qid
@@ -169,12 +183,15 @@ def record_feedback(
     query_id: int,
     *,
     used_chunk_ids: list[int] | None = None,
+    ignored_chunk_ids: list[int] | None = None,
     answer: str | None = None,
     rating: int | None = None,
     correction: str | None = None,
 ) -> list[int]:
-    """Mark which candidates were used (explicit chunk ids, else the `[n]` cited in `answer`); the
-    others become ignored. A +1 rating promotes (query, answer) to learned Q&A; a correction
+    """Mark which candidates were used (explicit chunk ids, else the `[n]` cited in `answer`); the other
+    shown ones become ignored, and those never shown stay unlabelled (the consumer did not see them; rows
+    logged before exposure was recorded, `shown` NULL, keep the old rule: ignored). `ignored_chunk_ids`: a
+    judge who saw every candidate (a benchmark's qrels, a human grader) names negatives outside the context. A +1 rating promotes (query, answer) to learned Q&A; a correction
     replaces the learned answer. Feedback is the query's state, not an event log: posting the same
     again changes nothing, a new rating replaces the old one (a thumbs-up counts once per query).
     Answers and corrections are scrubbed of secrets: learned answers are shown to other users.
@@ -193,17 +210,28 @@ def record_feedback(
         by_chunk = dict(
             conn.execute("SELECT chunk_id, rank FROM query_candidates WHERE query_id = %s", (query_id,)).fetchall()
         )
+        unknown = [c for c in (used_chunk_ids or []) + (ignored_chunk_ids or []) if c not in by_chunk]
+        if unknown:
+            raise FeedbackError(f"query {query_id}: chunks {unknown} were not among its candidates")
+        if set(used_chunk_ids or []) & set(ignored_chunk_ids or []):
+            raise FeedbackError(f"query {query_id}: a chunk cannot be both used and ignored")
         if used_chunk_ids is not None:
-            unknown = [c for c in used_chunk_ids if c not in by_chunk]
-            if unknown:
-                raise FeedbackError(f"query {query_id}: chunks {unknown} were not among its candidates")
             used = [by_chunk[c] for c in used_chunk_ids]
         elif answer is not None:
             used = cited_ranks(answer, len(by_chunk))
         else:
             used = None
-        if used is not None:
-            conn.execute("UPDATE query_candidates SET used = (rank = ANY(%s)) WHERE query_id = %s", (used, query_id))
+        if used is not None:  # ignored = shown and not used; a candidate never shown gets no label (NULL)
+            conn.execute(
+                "UPDATE query_candidates SET used = CASE WHEN rank = ANY(%s) THEN true"
+                " WHEN shown IS false THEN NULL ELSE false END WHERE query_id = %s",
+                (used, query_id),
+            )
+        if ignored_chunk_ids:
+            conn.execute(
+                "UPDATE query_candidates SET used = false WHERE query_id = %s AND rank = ANY(%s)",
+                (query_id, [by_chunk[c] for c in ignored_chunk_ids]),
+            )
         # a query's thumbs-up counts in the learned answer's quality_score while it has an answer to give;
         # compared before and after this post: +1 it starts counting, -1 it stops
         counted = old_rating == 1 and bool(old_correction or old_answer)

@@ -18,6 +18,7 @@ import numpy as np
 import psycopg
 
 from . import store
+from .ce_input import passage_text
 from .chunking import Chunk, chunk_document
 from .embed import Embedder
 from .params import IngestParams, SearchParams
@@ -73,9 +74,8 @@ def scrub_names(doc: Document) -> Document:
 
 
 def embedding_text(chunk: Chunk) -> str:
-    """What is embedded: the heading path gives a chunk its context."""
-    head = " / ".join(h for h in (chunk.parent_heading, chunk.heading) if h)
-    return f"{head}\n{chunk.text}" if head and not chunk.text.startswith("#") else chunk.text
+    """What is embedded: the passage text (`retrieval.ce_input.passage_text`), its heading path for context."""
+    return passage_text(chunk.heading, chunk.text, chunk.parent_heading)
 
 
 def ingest_paths(

@@ -56,10 +56,13 @@ class SearchParams:
     rrf_k: int = 60  # RRF constant
     threshold: float = 0.2  # cosine below which a chunk never enters context
     token_budget: int = 1500  # context budget, approximate tokens
-    min_chunks: int = 3  # floor the budget never cuts below
+    min_chunks: int = 3  # floor the budget never cuts below, and a short selector pick is topped up to
+    explore_rate: float = 0.0  # share of queries whose last context slot goes to a random candidate below the cut
 
     def problems(self) -> list[str]:
         out = []
+        if not 0 <= self.explore_rate < 1:
+            out.append("search.explore_rate must be in [0, 1)")
         if not 1 <= self.top_k <= 1000:
             out.append("search.top_k must be in 1..1000")
         if self.hnsw_m < 2 or self.hnsw_ef_construction < 2 * self.hnsw_m:

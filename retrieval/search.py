@@ -27,6 +27,7 @@ class Candidate:
     tokens: int
     vector_rank: int | None = None  # 1-based rank on the vector side, None if only keyword found it
     keyword_rank: int | None = None
+    vector: np.ndarray | None = field(default=None, compare=False, repr=False)  # the stored embedding
 
 
 @dataclass(frozen=True)
@@ -135,7 +136,7 @@ def search_vector(
         rows = conn.execute(
             f"""
             SELECT c.id, c.source, c.heading, c.parent_heading, c.start_line, c.end_line, c.text,
-                   c.content_hash, c.tokens, 1 - (c.embedding <=> %s) AS score, {_WEIGHT[usage]}
+                   c.content_hash, c.tokens, 1 - (c.embedding <=> %s) AS score, {_WEIGHT[usage]}, c.embedding
             FROM chunks c {_USAGE_JOIN[usage]} WHERE c.id = ANY(%s)
             """,
             (qvec, fused),
@@ -163,6 +164,7 @@ def search_vector(
             score=float(by_id[i][9]),
             vector_rank=vrank.get(i),
             keyword_rank=krank.get(i),
+            vector=by_id[i][11].to_numpy().astype(np.float32),  # selectors score by it: no re-embedding
         )
         for n, i in enumerate((i for i in fused if i in by_id), start=1)
     ]

@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
 
 from .chunking import approx_tokens
 
@@ -81,6 +84,8 @@ class PromptCandidate:
     source: str
     heading: str | None
     text: str
+    parent_heading: str | None = None  # the heading path's upper part (nested markdown headings)
+    vector: np.ndarray | None = field(default=None, compare=False, repr=False)  # the stored embedding, if known
 
 
 def display_source(source: str) -> str:
@@ -131,10 +136,24 @@ class Pick:
     seconds: float = 0.0
     version: str | None = None  # the selector that made it (the service's feedback log records it)
     ranks: tuple[int, ...] = ()  # the picked candidates' retrieval ranks (service)
+    topped_up: int = 0  # candidates the context's floor added from the first-stage order (`top_up`)
 
 
 def similarity_order(n: int, k: int = DEFAULT_K) -> tuple[int, ...]:
     return tuple(range(1, min(n, k) + 1))
+
+
+def top_up(selected: Sequence[int], n: int, floor: int) -> tuple[int, ...]:
+    """The context's floor after selection: `selected` (candidate numbers 1..n), then the first-stage
+    order's next numbers not among them until there are `floor` (or all n). A selector that picks one
+    chunk, or none (`{"selected": []}` is valid), never leaves a context thinner than the floor."""
+    out = list(dict.fromkeys(selected))
+    for i in range(1, n + 1):
+        if len(out) >= floor:
+            break
+        if i not in out:
+            out.append(i)
+    return tuple(out)
 
 
 def parse_selection(raw: str, n: int, k: int = DEFAULT_K) -> Selection:

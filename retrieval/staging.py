@@ -66,7 +66,7 @@ def render(sf: StagingFile, display_root: str | None = None) -> str:
             "",
             f"## {c.rank}. **{shown}** ({c.score:.3f})",
             f"*lines {c.start_line}–{c.end_line}*" + (f" · {where}" if where else ""),
-            f"<!-- candidate {_comment_json({f.name: getattr(c, f.name) for f in fields(c) if f.name != 'text'})} -->",
+            f"<!-- candidate {_comment_json({f.name: getattr(c, f.name) for f in fields(c) if f.name not in ('text', 'vector')})} -->",
             "",
         ]
         out += [f"> {line}" if line else ">" for line in c.text.split("\n")]

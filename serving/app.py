@@ -1,8 +1,10 @@
 """The retrieval service: decode request -> retrieve -> pick -> log -> encode response.
 
-Selection never blocks the answer: the response carries the cached selector pick for the same
-query when there is one, else the similarity order, and the selector runs in the background (its
-pick is logged and cached for next time). `inline` waits for the selector, with a timeout.
+The picker's policy chooses the context (`serving.picker.Picker.serve`): a fast selector (the ranker)
+answers inline; a slow one (the LLM) is served from its cached pick for the same query, else the
+first-stage order while it runs in the background (its pick is logged and cached for next time);
+`inline` waits for a slow one too, with a timeout. The query's vector, computed for the search, and the
+candidates' stored vectors reach the selector: nothing is embedded twice.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from retrieval.db import DatabaseError, connect
 from retrieval.embed import Embedder
 from retrieval.ingest import ingest_documents, scrub_names
 from retrieval.params import IngestParams, MaintainParams, SearchParams, StagingParams
-from retrieval.search import Candidate, keyword_rankings, search_vector, take_budget
+from retrieval.search import Candidate, keyword_rankings, search_vector
 from retrieval.selection import PROMPT_VERSION, Pick
 from retrieval.sources import Document, text_problem
 
@@ -41,7 +43,6 @@ from .capture import CaptureWorker
 from .hotswap import HotSwapper
 from .maintenance import MaintenanceLoop
 from .picker import Picker
-from .selectors import CascadeSelector
 
 MAX_BODY_BYTES = 2_000_000
 MAX_ID = 2**63 - 1  # ids are bigint
@@ -125,7 +126,10 @@ class FeedbackIn(BaseModel):
     model_config = ConfigDict(strict=True, extra="forbid")  # a misspelt field is an error, not lost
     query_id: Id
     used_chunk_ids: list[Id] | None = Field(
-        None, max_length=1000, description="chunks the consumer used; the other candidates were ignored"
+        None, max_length=1000, description="chunks the consumer used; the others it was shown were ignored"
+    )
+    ignored_chunk_ids: list[Id] | None = Field(
+        None, max_length=1000, description="chunks judged not relevant, shown or not (a judge who saw every candidate)"
     )
     answer: Line | None = Field(None, max_length=50_000, description="final answer; [n] citations mark used candidates")
     rating: Rating | None = None
@@ -308,7 +312,12 @@ def create_app(service: Service) -> FastAPI:
             counts = feedback.counters(conn)
             counts["capture"] = capture.counters(conn)
         last = service.maintenance.last if service.maintenance else None
-        return {**counts, "selector": dict(service.picker.counts), "maintenance": last}
+        return {
+            **counts,
+            "selector": dict(service.picker.counts),  # topped_up: picks the floor filled from the first-stage order
+            "embedded_on_query_path": service.picker.embedded(),  # stays 0: selectors use the stored vectors
+            "maintenance": last,
+        }
 
     @app.post("/query")
     def query(body: QueryIn) -> JSONResponse:
@@ -317,13 +326,16 @@ def create_app(service: Service) -> FastAPI:
 
     @app.post("/feedback", dependencies=[Depends(require_writer)])
     def post_feedback(body: FeedbackIn) -> dict:
-        if body.used_chunk_ids is None and body.answer is None and body.rating is None and body.correction is None:
+        if all(
+            x is None for x in (body.used_chunk_ids, body.ignored_chunk_ids, body.answer, body.rating, body.correction)
+        ):
             return JSONResponse({"error": "empty feedback: give used_chunk_ids, answer, rating or correction"}, 422)
         with service.pool.connection() as conn:
             used = feedback.record_feedback(
                 conn,
                 body.query_id,
                 used_chunk_ids=body.used_chunk_ids,
+                ignored_chunk_ids=body.ignored_chunk_ids,
                 answer=body.answer,
                 rating=body.rating,
                 correction=body.correction,
@@ -385,21 +397,8 @@ def run_query(service: Service, text: str, inline: bool) -> dict:
         result = search_vector(conn, text, qvec, service.search, keyword.result(), usage=service.maintain.usage_prior)
         learned = feedback.learned_answers(conn, text)
     shown = result.above  # what the staging file lists and the selector sees, numbered 1..N
-    selector = service.picker.selector  # read once: a hot-swap mid-request does not change it
-    fast, slow = (selector.fast, selector.slow) if isinstance(selector, CascadeSelector) else (None, selector)
-    pick = service.picker.cached(text, shown, slow)
-    status = "cached" if pick else "pending"
-    if pick is None and (inline or fast) and shown:  # a cascade's fast selector always answers inline
-        pick = service.picker.select(text, shown, fast or selector)
-        status = pick.status
-    if pick is None:
-        chosen = shown[: service.picker.k]
-        version = "similarity"
-    else:
-        by_id = {c.chunk_id: c for c in shown}
-        chosen = [by_id[i] for i in pick.ids]
-        version = pick.version
-    context = take_budget(chosen, service.search.token_budget, service.search.min_chunks)
+    served = service.picker.serve(text, shown, qvec, inline)  # the policy: fast inline, slow in the background
+    chosen, version, status, context = served.chosen, served.version, served.status, served.context
     sf = staging.from_result(result)
     path = staging.write(sf, Path(service.staging.dir), display_root=os.getcwd())
     with service.pool.connection() as conn:
@@ -409,17 +408,19 @@ def run_query(service: Service, text: str, inline: bool) -> dict:
             result.candidates,
             version,
             [c.rank for c in chosen],
+            shown=[c.rank for c in context],
+            propensity=served.propensity,
             prompt_version=PROMPT_VERSION,
             selection_status=status,
             staging_path=str(path),
             threshold=service.search.threshold,
         )
-    if (status == "pending" or fast) and status != "cached" and shown:  # the slow selector refines for next time
-        service.picker.select_later(text, shown, lambda p: _log_pick(service, qid, p), slow)
+    if served.later is not None:  # the slow selector refines for next time
+        service.picker.select_later(text, shown, lambda p: _log_pick(service, qid, p), served.later)
     return {
         "query_id": qid,
-        "selector_version": version,  # what chose this context ("similarity" while the pick is pending)
-        "active_selector": selector.version,  # the selector this request ran (inline) or queued (background)
+        "selector_version": version,  # what chose this context ("similarity" while a slow pick is pending)
+        "active_selector": served.active,  # the selector this request ran (inline) or queued (background)
         "selection_status": status,
         "context": [_context_item(c) for c in context],
         "learned": [{"question": q, "answer": a, "similarity": round(s, 3)} for q, a, s in learned],

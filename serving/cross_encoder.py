@@ -24,6 +24,8 @@ from .interface import SelectorLoadError
 class CrossEncoderSelector:
     """A `train_ce` output folder (model/, ce_config.json) served as a selector."""
 
+    answers_inline = True  # tens of ms for 20 pairs: the fast side of a cascade
+
     def __init__(
         self,
         model_dir: Path,
@@ -63,7 +65,7 @@ class CrossEncoderSelector:
 
     def scores(self, query: str, candidates: Sequence[PromptCandidate]) -> list[float]:
         """The model's logit for each candidate, in candidate order."""
-        return self.score_texts(query, [ce_passage(c.heading, c.text) for c in candidates])
+        return self.score_texts(query, [ce_passage(c.heading, c.text, c.parent_heading) for c in candidates])
 
     def score_texts(self, query: str, texts: list[str]) -> list[float]:
         """The model's logit for each rendered passage (`ce_passage`), in order. Passages are clipped to
@@ -75,8 +77,8 @@ class CrossEncoderSelector:
             s = self.model.predict(pairs, batch_size=self.batch_size, activation_fn=None, show_progress_bar=False)
         return [float(x) for x in s]
 
-    def answer(self, query: str, candidates: Sequence[PromptCandidate], k: int) -> str:
-        texts = [ce_passage(c.heading, c.text) for c in candidates]
+    def answer(self, query: str, candidates: Sequence[PromptCandidate], k: int, query_vec=None) -> str:
+        texts = [ce_passage(c.heading, c.text, c.parent_heading) for c in candidates]
         s = fuse_for(query, texts, self.score_texts(query, texts), self.fusion)
         best = sorted(range(len(s)), key=lambda i: (-s[i], i))[: max(k, 0)]  # ties: retrieval order
         return render_answer([i + 1 for i in best])

@@ -1,20 +1,60 @@
 """Running the selector without ever failing the query: timeouts, crashes and garbage become the
-similarity order, counted; picks are cached by query so the next same query is served the pick."""
+similarity order, counted; picks are cached by query so the next same query is served the pick.
+
+The serving policy lives here (`Picker.serve`), not in the HTTP handler: a fast selector (`answers_inline`:
+the ranker, a cross-encoder, a cascade's fast side) answers on the query path; a slow one (an LLM) answers
+in the background and its pick serves the next same query, the first-stage order meanwhile. Whatever
+chose it, the context never holds fewer than `min_chunks` candidates when there are that many: a short
+pick is topped up from the first-stage order (`retrieval.selection.top_up`), counted `topped_up`.
+
+Then the token budget cuts the served order into the context, and, for `explore_rate` of the queries,
+the context's last slot is given to a candidate drawn uniformly from those below the cut (counted
+`explored`): the consumer's citations then say something about chunks the policy would have hidden.
+Every candidate's propensity (its probability of being shown under this policy) goes to the log.
+"""
 
 from __future__ import annotations
 
+import random
 import threading
 import time
 from collections import Counter, OrderedDict
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass, field
+
+import numpy as np
 
 from retrieval.feedback import normalize_query
-from retrieval.search import Candidate
-from retrieval.selection import Pick, PromptCandidate, Selection, parse_selection, similarity_order
+from retrieval.search import Candidate, take_budget
+from retrieval.selection import Pick, PromptCandidate, Selection, parse_selection, similarity_order, top_up
 
 from .interface import Selector
+from .ranker import RankerSelector
+from .selectors import CascadeSelector
+
+
+@dataclass(frozen=True)
+class Served:
+    """What `Picker.serve` decided for one query."""
+
+    chosen: list[Candidate]  # the served order, best first (before the token budget), at least the floor
+    version: str  # what chose them: a selector version, or "similarity" (the first-stage order)
+    status: str  # the selection's status: ok / repaired / fallback / cached / pending (a slow pick to come)
+    later: Selector | None  # the slow selector to run in the background for next time (None: nothing to run)
+    active: str  # the version of the selector this query ran (inline) or queued (background)
+    topped_up: int = 0  # candidates the floor added from the first-stage order
+    context: list[Candidate] = field(default_factory=list)  # what the consumer is given: the budget's cut, explored
+    propensity: dict[int, float] = field(default_factory=dict)  # rank -> P(shown) under the policy (0 if absent)
+    explored: int | None = None  # the rank given the context's last slot by exploration, if any
+
+
+def split(selector: Selector) -> tuple[Selector | None, Selector | None]:
+    """(the selector that answers inline, the one that refines in the background) of a selector."""
+    if isinstance(selector, CascadeSelector):
+        return selector.fast, selector.slow
+    return (selector, None) if selector.answers_inline else (None, selector)
 
 
 class Picker:
@@ -25,12 +65,20 @@ class Picker:
         timeout_s: float = 30.0,
         cache_size: int = 10_000,
         max_pending: int = 256,
+        min_chunks: int = 3,
+        token_budget: int = 1_000_000,
+        explore_rate: float = 0.0,
+        seed: int | None = None,
     ):
         self.selector = selector  # swapped by reference (hot-swap); read once per selection
         self.k, self.timeout_s = k, timeout_s
+        self.min_chunks = min_chunks  # the context's floor (search.min_chunks): a shorter pick is topped up
+        self.token_budget = token_budget  # the context's token budget (search.token_budget)
+        self.explore_rate = explore_rate  # share of queries whose last context slot goes to a candidate below the cut
+        self._rng = random.Random(seed)
         self.max_pending = max_pending  # background selections waiting or running; more are skipped, counted
         self._pending = 0
-        self.counts: Counter = Counter()  # ok / repaired / fallback / timeout / error / cached
+        self.counts: Counter = Counter()  # ok / repaired / fallback / timeout / error / cached / topped_up / ...
         self._cache: OrderedDict[str, Pick] = OrderedDict()
         self._cache_size = cache_size
         self._lock = threading.Lock()
@@ -51,15 +99,81 @@ class Picker:
             return pick
         return None
 
-    def select(self, query: str, candidates: list[Candidate], selector: Selector | None = None) -> Pick:
+    def serve(
+        self, query: str, shown: list[Candidate], query_vec: np.ndarray | None = None, inline: bool = False
+    ) -> Served:
+        """The policy for one query over its `shown` candidates (first-stage order): a cached pick of the slow
+        selector; else the fast selector's pick, inline (`inline` makes a slow one answer inline too); else
+        the first-stage order while the slow one runs later. Then the floor. Never raises."""
+        selector = self.selector  # read once: a hot-swap mid-request does not change it
+        fast, slow = split(selector)
+        pick = self.cached(query, shown, slow) if slow is not None else None
+        status, later = ("cached", None) if pick else ("pending", slow)
+        if pick is None and shown and (fast is not None or inline):
+            pick = self.select(query, shown, fast or slow, query_vec)
+            status = pick.status
+            if fast is None:  # the slow selector answered inline: nothing left to refine
+                later = None
+        if pick is None:
+            numbers, version = list(similarity_order(len(shown), self.k)), "similarity"
+        else:
+            at = {c.chunk_id: i for i, c in enumerate(shown, start=1)}
+            numbers, version = [at[i] for i in pick.ids], pick.version
+        full = top_up(numbers, len(shown), self.min_chunks)
+        if len(full) > len(numbers):
+            self._count("topped_up")
+        chosen = [shown[i - 1] for i in full]
+        context, propensity, explored = self.expose(take_budget(chosen, self.token_budget, self.min_chunks), shown)
+        return Served(
+            chosen,
+            version,
+            status,
+            later if shown else None,
+            selector.version,
+            len(full) - len(numbers),
+            context,
+            propensity,
+            explored,
+        )
+
+    def expose(
+        self, context: list[Candidate], shown: list[Candidate]
+    ) -> tuple[list[Candidate], dict[int, float], int | None]:
+        """(the context as given, rank -> propensity, the explored rank): with probability `explore_rate` the
+        last slot goes to a candidate drawn uniformly from the shown ones below the cut. So the propensity is
+        1 for the slots above the last, 1 - rate for the last, rate / (candidates below the cut) below it."""
+        below = [c for c in shown if c.chunk_id not in {x.chunk_id for x in context}]
+        rate = self.explore_rate if context and below else 0.0
+        propensity = {c.rank: 1.0 for c in context}
+        if rate == 0.0:
+            return context, propensity, None
+        propensity[context[-1].rank] = 1.0 - rate
+        propensity.update({c.rank: rate / len(below) for c in below})
+        with self._lock:
+            explore = self._rng.random() < rate
+            pick = self._rng.choice(below) if explore else None
+        if pick is None:
+            return context, propensity, None
+        self._count("explored")
+        return [*context[:-1], pick], propensity, pick.rank
+
+    def select(
+        self,
+        query: str,
+        candidates: list[Candidate],
+        selector: Selector | None = None,
+        query_vec: np.ndarray | None = None,
+    ) -> Pick:
         """Run `selector` (default: the current one) on `candidates` (numbered 1..N in this order);
-        never raises."""
+        never raises. `query_vec`: the query's embedding, when the caller computed it."""
         selector = selector or self.selector
         n = len(candidates)
-        shown = [PromptCandidate(c.source, c.heading, c.text) for c in candidates]
+        shown = [PromptCandidate(c.source, c.heading, c.text, c.parent_heading, c.vector) for c in candidates]
         t0 = time.perf_counter()
         try:
-            raw = self._generate_pool.submit(selector.answer, query, shown, self.k).result(timeout=self.timeout_s)
+            raw = self._generate_pool.submit(selector.answer, query, shown, self.k, query_vec).result(
+                timeout=self.timeout_s
+            )
             selection = parse_selection(raw, n, self.k)
         except FutureTimeout:
             selection = Selection(
@@ -114,6 +228,15 @@ class Picker:
                     self._pending -= 1
 
         self._background.submit(work)
+
+    def embedded(self) -> dict[str, int]:
+        """Texts the active selector embedded itself (a ranker given candidates without stored vectors, or no
+        query vector): on the service's query path both stay 0."""
+        out: Counter = Counter()
+        for s in {id(s): s for s in (self.selector, *split(self.selector))}.values():
+            if isinstance(s, RankerSelector):
+                out.update(s.embedded)
+        return {"queries": out["queries"], "candidates": out["candidates"]}
 
     def _count(self, what: str) -> None:
         with self._lock:

@@ -3,8 +3,11 @@ the base model (the store's), passes the query through the learned adapter, and 
 `{"selected": [...]}` with the k best candidates by the fitted weights of `retrieval.ranking_features`,
 gated by the query's affinity to the feedback's train queries (a query unlike them gets the general weights).
 
-No generation, so no parse can fail; ties keep retrieval order. Candidate vectors come through the
-machine's vector cache (`Embedder.encode_passages`): a chunk embedded at ingest is looked up, not embedded again.
+No generation, so no parse can fail; ties keep retrieval order. It answers inline (a few ms): in the
+service every candidate carries the vector stored beside its chunk and the query comes with the vector the
+search already computed, so nothing is embedded on the query path. A candidate without a vector (a
+benchmark's, an evaluation's) is embedded from its passage text (`retrieval.ce_input.passage_text`, what
+ingest embeds) through the machine's vector cache, and counted in `embedded`.
 """
 
 from __future__ import annotations
@@ -12,12 +15,13 @@ from __future__ import annotations
 import json
 import math
 import threading
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
-from retrieval.ce_input import ce_passage
+from retrieval.ce_input import passage_text
 from retrieval.embed import DIM, get_embedder
 from retrieval.ranking_features import (
     FEATURES,
@@ -43,6 +47,8 @@ def _finite(x) -> bool:
 
 class RankerSelector:
     """A `train_ranker` output folder (adapter.npy, ranker_config.json) served as a selector."""
+
+    answers_inline = True  # a few ms a query: the service waits for it
 
     def __init__(self, model_dir: Path, version: str):
         model_dir = Path(model_dir)
@@ -84,24 +90,50 @@ class RankerSelector:
         self.embedder = get_embedder()
         self.version = version
         self._lock = threading.Lock()  # one forward pass at a time: on a few cores concurrent ones only fight
+        self.embedded: Counter = Counter()  # texts it had to embed itself: "queries", "candidates" (shown in /stats)
 
     def gate(self, query_vec: np.ndarray) -> float:
         """The fitted weights' share for this query (1 in the feedback's domain, 0 far from it)."""
         return domain_gate(domain_affinity(query_vec, self.train_queries, self.gate_k), self.gate_lo, self.gate_hi)
 
-    def scores(self, query: str, candidates: Sequence[PromptCandidate]) -> np.ndarray:
-        texts = [ce_passage(c.heading, c.text) for c in candidates]
-        with self._lock:
-            q = self.embedder.encode([query])[0]
-            vecs = self.embedder.encode_passages(texts)
+    def vectors(
+        self, query: str, candidates: Sequence[PromptCandidate], query_vec: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(query vector, candidate vectors): those given (the stored ones), the rest embedded and counted."""
+        missing = [i for i, c in enumerate(candidates) if c.vector is None]
+        vecs = np.zeros((len(candidates), DIM), dtype=np.float32)
+        for i, c in enumerate(candidates):
+            if c.vector is not None:
+                vecs[i] = c.vector
+        if query_vec is None or missing:
+            with self._lock:
+                if query_vec is None:
+                    query_vec = self.embedder.encode([query])[0]
+                    self.embedded["queries"] += 1
+                if missing:
+                    texts = [
+                        passage_text(candidates[i].heading, candidates[i].text, candidates[i].parent_heading)
+                        for i in missing
+                    ]
+                    vecs[missing] = self.embedder.encode_passages(texts)
+                    self.embedded["candidates"] += len(missing)
+        return np.asarray(query_vec, dtype=np.float32), vecs
+
+    def scores(
+        self, query: str, candidates: Sequence[PromptCandidate], query_vec: np.ndarray | None = None
+    ) -> np.ndarray:
+        q, vecs = self.vectors(query, candidates, query_vec)
+        texts = [passage_text(c.heading, c.text, c.parent_heading) for c in candidates]
         lexical = bool(self.weights.get("bm25") or self.general.get("bm25"))
         feats = features(query, q, vecs, texts, self.adapter, lexical=lexical, bm25_sd_floor=self.bm25_sd_floor)
         return gated_scores(feats, self.weights, self.general, self.gate(q))
 
-    def answer(self, query: str, candidates: Sequence[PromptCandidate], k: int) -> str:
+    def answer(
+        self, query: str, candidates: Sequence[PromptCandidate], k: int, query_vec: np.ndarray | None = None
+    ) -> str:
         if not candidates:
             return render_answer([])
-        s = self.scores(query, candidates)
+        s = self.scores(query, candidates, query_vec)
         best = sorted(range(len(s)), key=lambda i: (-s[i], i))[: max(k, 0)]
         return render_answer([i + 1 for i in best])
 

@@ -48,8 +48,9 @@ class SimilaritySelector:
     """The baseline: keep retrieval order."""
 
     version = "similarity"
+    answers_inline = True
 
-    def answer(self, query: str, candidates: Sequence[PromptCandidate], k: int) -> str:
+    def answer(self, query: str, candidates: Sequence[PromptCandidate], k: int, query_vec=None) -> str:
         return render_answer(list(similarity_order(len(candidates), k)))
 
 
@@ -58,8 +59,9 @@ class ChatSelector:
 
     version: str = "llm"
     chunk_tokens: int = 200
+    answers_inline = False  # ~1 s a query or more: it refines in the background, its pick serves the next same query
 
-    def answer(self, query: str, candidates: Sequence[PromptCandidate], k: int) -> str:
+    def answer(self, query: str, candidates: Sequence[PromptCandidate], k: int, query_vec=None) -> str:
         return self.chat(render_messages(query, list(candidates), k, self.chunk_tokens), len(candidates), k)
 
     def chat(self, messages: list[dict[str, str]], n: int, k: int) -> str:
@@ -261,16 +263,18 @@ class OllamaSelector(ChatSelector):
 
 
 class CascadeSelector:
-    """A fast selector answers inline (the cross-encoder); a slow one (the LLM) refines in the
-    background, and its pick is cached for the next same query. The service runs `fast` inline and
-    queues `slow`; called directly, `answer` is the fast one's."""
+    """A fast selector answers inline (the ranker, a cross-encoder); a slow one (the LLM) refines in the
+    background, and its pick is cached for the next same query (the picker's policy,
+    `serving.picker.Picker.serve`); called directly, `answer` is the fast one's."""
+
+    answers_inline = True
 
     def __init__(self, fast: Selector, slow: Selector):
         self.fast, self.slow = fast, slow
         self.version = f"cascade({fast.version}>{slow.version})"
 
-    def answer(self, query: str, candidates: Sequence[PromptCandidate], k: int) -> str:
-        return self.fast.answer(query, candidates, k)
+    def answer(self, query: str, candidates: Sequence[PromptCandidate], k: int, query_vec=None) -> str:
+        return self.fast.answer(query, candidates, k, query_vec)
 
     def close(self) -> None:
         for s in (self.fast, self.slow):

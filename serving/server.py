@@ -39,7 +39,13 @@ def build_service(
     if staging_dir is not None:
         st = StagingParams(dir=str(staging_dir), git=st.git)
     db_url = database_url()
-    picker = Picker(selector or SimilaritySelector(), timeout_s=timeout_s)
+    picker = Picker(
+        selector or SimilaritySelector(),
+        timeout_s=timeout_s,
+        min_chunks=sp.min_chunks,
+        token_budget=sp.token_budget,
+        explore_rate=sp.explore_rate,
+    )
     cp = load_section(params, "capture", CaptureParams)
     return Service(
         db_url=db_url,

@@ -2,6 +2,7 @@ from pathlib import Path
 
 import pytest
 
+from cli.replay import ReplayParams
 from eval.deploy import DeployParams
 from eval.evaluate import EvaluateParams
 from eval.scifact_bench import BenchmarkParams
@@ -27,6 +28,7 @@ SECTIONS = {
     "ingest": IngestParams,
     "search": SearchParams,
     "staging": StagingParams,
+    "replay": ReplayParams,
     "capture": CaptureParams,
     "pull": PullParams,
     "build": BuildParams,

@@ -83,7 +83,7 @@ def build_pairs(
         negs, hard = negatives(cands, max_negatives_per_query, rng)
         hard_total += hard
         for c in [c for c in cands if c["used"]] + negs:  # positives first: a conflicting duplicate stays positive
-            text = ce_passage(c["heading"], c["text"])
+            text = ce_passage(c["heading"], c["text"], c.get("parent_heading"))
             key = (normalize_query(rec["query"]), text)
             if key in seen:
                 skipped["duplicate pair"] += 1
@@ -114,7 +114,11 @@ def rankings(records: list[dict], split: str, val_fraction: float, calibration_f
         used = [i for i, c in enumerate(cands) if c["used"]]
         if used:
             out.append(
-                {"query": rec["query"], "texts": [ce_passage(c["heading"], c["text"]) for c in cands], "used": used}
+                {
+                    "query": rec["query"],
+                    "texts": [ce_passage(c["heading"], c["text"], c.get("parent_heading")) for c in cands],
+                    "used": used,
+                }
             )
     return out
 

@@ -46,8 +46,9 @@ SELECT q.id, q.text, q.created_at, q.updated_at, q.selector_version, q.picked_by
        q.selection_status, q.threshold, q.rating, q.correction, q.answer,
        json_agg(json_build_object(
            'rank', c.rank, 'chunk_id', c.chunk_id, 'content_hash', c.content_hash, 'score', c.score,
-           'source', ch.source, 'heading', ch.heading, 'text', ch.text,
-           'pick_rank', c.pick_rank, 'used', c.used) ORDER BY c.rank)
+           'source', ch.source, 'heading', ch.heading, 'parent_heading', ch.parent_heading, 'text', ch.text,
+           'pick_rank', c.pick_rank, 'served_rank', c.served_rank, 'shown', c.shown,
+           'propensity', c.propensity, 'used', c.used) ORDER BY c.rank)
 FROM queries q
 JOIN query_candidates c ON c.query_id = q.id
 LEFT JOIN chunks ch ON ch.id = c.chunk_id AND ch.content_hash = c.content_hash
@@ -95,7 +96,8 @@ def to_record(row: tuple, redactions: Counter) -> FeedbackRecord:
         "correction": clean(correction),
         "answer": clean(answer),
         "candidates": [
-            {k: (clean(c[k]) if k in ("text", "source", "heading") else c[k]) for k in CANDIDATE_KEYS} for c in cands
+            {k: (clean(c[k]) if k in ("text", "source", "heading", "parent_heading") else c[k]) for k in CANDIDATE_KEYS}
+            for c in cands
         ],
     }
 

@@ -1,37 +1,58 @@
 """The replay: literal feedback building, and a small real run through the service."""
 
 import json
+import random
 from pathlib import Path
 
 from typer.testing import CliRunner
 
 from cli.main import app
-from cli.replay import ReplayQuery, feedback_for, load_queries
+from cli.replay import ReplayParams, ReplayQuery, feedback_for, load_queries
 
 REPO = Path(__file__).resolve().parents[2]
 
 
-def test_feedback_for_marks_relevant_candidates_used():
-    response = {
-        "query_id": 7,
-        "candidates": [
-            {"chunk_id": 1, "source": "/c.jsonl#A"},
-            {"chunk_id": 2, "source": "/c.jsonl#B"},
-            {"chunk_id": 3, "source": "/c.jsonl#A"},
-        ],
-        "context": [{"chunk_id": 2}],
-    }
-    assert feedback_for(response, ReplayQuery("q", "x", frozenset({"A"}))) == {
+RESPONSE = {
+    "query_id": 7,
+    "candidates": [
+        {"rank": 1, "chunk_id": 1, "source": "/c.jsonl#A"},
+        {"rank": 2, "chunk_id": 2, "source": "/c.jsonl#B"},
+        {"rank": 3, "chunk_id": 3, "source": "/c.jsonl#A"},
+    ],
+    "context": [{"rank": 2, "chunk_id": 2, "source": "/c.jsonl#B"}, {"rank": 3, "chunk_id": 3, "source": "/c.jsonl#A"}],
+}
+
+
+def test_the_oracle_judges_every_candidate():
+    assert feedback_for(RESPONSE, ReplayQuery("q", "x", frozenset({"A"}))) == {
         "query_id": 7,
         "used_chunk_ids": [1, 3],
-        "rating": -1,
-    }
-    assert feedback_for(response, ReplayQuery("q", "x", frozenset({"B"}), "yes")) == {
-        "query_id": 7,
-        "used_chunk_ids": [2],
+        "ignored_chunk_ids": [2],
         "rating": 1,
+    }
+    assert feedback_for(RESPONSE, ReplayQuery("q", "x", frozenset({"C"}), "yes")) == {
+        "query_id": 7,
+        "used_chunk_ids": [],
+        "ignored_chunk_ids": [1, 2, 3],
+        "rating": -1,
         "answer": "yes",
     }
+
+
+def test_the_realistic_consumer_cites_within_its_context_only():
+    exact = ReplayParams(consumer="realistic", miss_rate=0.0, false_cite_rate=0.0)
+    fb = feedback_for(RESPONSE, ReplayQuery("q", "x", frozenset({"A"}), "Yes"), exact)
+    assert fb == {"query_id": 7, "answer": "Yes [3]", "rating": 1}  # chunk 1 is relevant but was never shown
+    fb = feedback_for(RESPONSE, ReplayQuery("q", "x", frozenset({"Z"})), exact)
+    assert fb["rating"] == -1 and "[" not in fb["answer"]
+    noisy = ReplayParams(consumer="realistic", miss_rate=0.5, false_cite_rate=0.5)
+    rng = random.Random(0)
+    answers = [
+        feedback_for(RESPONSE, ReplayQuery("q", "x", frozenset({"A"})), noisy, rng)["answer"] for _ in range(200)
+    ]
+    assert {"[2]" in a for a in answers} == {True, False} and {"[3]" in a for a in answers} == {True, False}
+    assert not any("[1]" in a for a in answers)
+    assert ReplayParams(consumer="psychic", miss_rate=2).problems() != [] and len(ReplayParams().problems()) == 0
 
 
 def test_load_queries_counts(benchmark_dir):
@@ -72,3 +93,24 @@ def test_simulate_fills_the_feedback_log(db_url, benchmark_dir, monkeypatch, tmp
     assert rows[0] == 8 and rows[1] == rows[2]  # every candidate of every query is labelled used or ignored
     assert rows[3] == summary["used"]
     assert len(list((tmp_path / ".pai" / "staging").rglob("*.md"))) == 8
+
+
+def test_a_realistic_replay_never_labels_outside_the_context(db_url, benchmark_dir, monkeypatch, tmp_path, conn):
+    monkeypatch.setenv("DATABASE_URL", db_url)
+    monkeypatch.chdir(tmp_path)
+    params = tmp_path / "params.yaml"
+    params.write_text((REPO / "params.yaml").read_text().replace("consumer: oracle", "consumer: realistic"))
+    r = CliRunner().invoke(
+        app,
+        ["simulate", "--dataset", "scifact", "--split", "train", "--max-queries", "10", "--corpus-limit", "60"]
+        + ["--benchmark-dir", str(benchmark_dir), "--params", str(params), "--json"],
+    )
+    assert r.exit_code == 0, r.output
+    rows = conn.execute(
+        "SELECT c.shown, c.used, c.propensity, c.served_rank FROM queries q JOIN query_candidates c ON c.query_id = q.id"
+    ).fetchall()
+    assert {used for shown, used, _, _ in rows if not shown} == {None}  # an unshown candidate is never a negative
+    assert {used is not None for shown, used, _, _ in rows if shown} == {True}  # shown: cited or ignored
+    assert all(p == 1.0 for shown, _, p, _ in rows if shown) and all(p == 0.0 for shown, _, p, _ in rows if not shown)
+    assert all(sr is not None for shown, _, _, sr in rows if shown)
+    assert sum(used is True for _, used, _, _ in rows) == json.loads(r.stdout)["used"] > 0

@@ -30,7 +30,7 @@ def items(n=60):
 class Perfect:
     version = "perfect"
 
-    def answer(self, query, cands, k):
+    def answer(self, query, cands, k, query_vec=None):
         return json.dumps({"selected": [i for i, c in enumerate(cands, 1) if c.text.startswith("GOLD")]})
 
 
@@ -40,7 +40,7 @@ class Random:
     def __init__(self):
         self.rng = random.Random(7)
 
-    def answer(self, query, cands, k):
+    def answer(self, query, cands, k, query_vec=None):
         return json.dumps({"selected": self.rng.sample(range(1, len(cands) + 1), k)})
 
 
@@ -81,7 +81,7 @@ def test_garbage_selector_falls_back_and_is_counted(embedder):
     class Garbage:
         version = "garbage"
 
-        def answer(self, query, cands, k):
+        def answer(self, query, cands, k, query_vec=None):
             return "no idea"
 
     its = items(5)

@@ -42,9 +42,9 @@ def test_query_log_then_used_and_ignored(conn):
         (4, 104, "h4", None, None),
     ]
     assert record_feedback(conn, qid, used_chunk_ids=[102]) == [2]
-    assert [u for *_, u in rows(conn, qid)] == [False, True, False, False]
-    assert record_feedback(conn, qid, answer="Per [4] and [1].") == [4, 1]
-    assert [u for *_, u in rows(conn, qid)] == [True, False, False, True]
+    assert [u for *_, u in rows(conn, qid)] == [False, True, None, None]  # 3 and 4 were never shown: no label
+    assert record_feedback(conn, qid, answer="Per [4] and [1].") == [4, 1]  # 4 was in the staging file
+    assert [u for *_, u in rows(conn, qid)] == [True, False, None, True]
     assert conn.execute("SELECT selector_version, answer FROM queries WHERE id = %s", (qid,)).fetchone() == (
         "similarity",
         "Per [4] and [1].",
@@ -165,3 +165,48 @@ def test_pick_and_feedback_racing_on_one_query_never_deadlock(db_url, conn):
     for t in threads:
         t.join()
     assert errors == []
+
+
+def exposure(conn, qid):
+    return conn.execute(
+        "SELECT rank, served_rank, shown, propensity, used FROM query_candidates WHERE query_id = %s ORDER BY rank",
+        (qid,),
+    ).fetchall()
+
+
+def test_exposure_is_stored_per_candidate_and_an_unshown_candidate_is_never_a_negative(conn):
+    """Served order [3, 1, 2], context [3, 4] (4 explored into the last slot), propensities as the policy gave."""
+    p = {3: 1.0, 1: 0.9, 2: 0.05, 4: 0.05}
+    qid = log_query(conn, "q?", cands(), "ranker:1", picked=[3, 1, 2], shown=[3, 4], propensity=p)
+    assert exposure(conn, qid) == [
+        (1, 2, False, pytest.approx(0.9), None),
+        (2, 3, False, pytest.approx(0.05), None),
+        (3, 1, True, 1.0, None),
+        (4, None, True, pytest.approx(0.05), None),
+    ]
+    assert record_feedback(conn, qid, answer="It is so [4].") == [4]  # cites the explored chunk
+    assert [r[4] for r in exposure(conn, qid)] == [None, None, False, True]  # 3 shown and not cited: ignored
+    record_feedback(conn, qid, used_chunk_ids=[103])
+    assert [r[4] for r in exposure(conn, qid)] == [None, None, True, False]
+    # a judge who saw every candidate may name negatives outside the context
+    record_feedback(conn, qid, used_chunk_ids=[103], ignored_chunk_ids=[101, 102])
+    assert [r[4] for r in exposure(conn, qid)] == [False, False, True, False]
+    with pytest.raises(FeedbackError, match="both used and ignored"):
+        record_feedback(conn, qid, used_chunk_ids=[101], ignored_chunk_ids=[101])
+    with pytest.raises(FeedbackError, match="not among its candidates"):
+        record_feedback(conn, qid, ignored_chunk_ids=[999])
+    assert [r[4] for r in exposure(conn, qid)] == [False, False, True, False]  # refused: nothing written
+
+
+def test_without_exposure_given_the_served_order_is_the_context(conn):
+    qid = log_query(conn, "q?", cands(), "similarity", picked=[1, 2])
+    assert [(r[2], r[3]) for r in exposure(conn, qid)] == [(True, 1.0), (True, 1.0), (False, 0.0), (False, 0.0)]
+    record_feedback(conn, qid, answer="[2]")
+    assert [r[4] for r in exposure(conn, qid)] == [False, True, None, None]
+
+
+def test_rows_logged_before_exposure_keep_the_old_rule(conn):
+    qid = log_query(conn, "q?", cands(), "similarity", picked=[1])
+    conn.execute("UPDATE query_candidates SET shown = NULL, propensity = NULL WHERE query_id = %s", (qid,))
+    record_feedback(conn, qid, used_chunk_ids=[102])
+    assert [r[4] for r in exposure(conn, qid)] == [False, True, False, False]

@@ -21,31 +21,35 @@ NOTES = {
 
 
 class Reverse:
+    answers_inline = False  # a slow selector: it refines in the background
     version = "test-reverse:1"
 
-    def answer(self, query, cands, k):
+    def answer(self, query, cands, k, query_vec=None):
         return json.dumps({"selected": list(range(len(cands), 0, -1))[:k]})
 
 
 class Crash:
+    answers_inline = False  # a slow selector: it refines in the background
     version = "test-crash:1"
 
-    def answer(self, query, cands, k):
+    def answer(self, query, cands, k, query_vec=None):
         raise RuntimeError("model exploded")
 
 
 class Hang:
+    answers_inline = False  # a slow selector: it refines in the background
     version = "test-hang:1"
 
-    def answer(self, query, cands, k):
+    def answer(self, query, cands, k, query_vec=None):
         time.sleep(3)
         return '{"selected": [1]}'
 
 
 class Garbage:
+    answers_inline = False  # a slow selector: it refines in the background
     version = "test-garbage:1"
 
-    def answer(self, query, cands, k):
+    def answer(self, query, cands, k, query_vec=None):
         return "I like candidate number two the most!"
 
 
@@ -188,3 +192,40 @@ def test_a_failing_selector_still_answers_from_similarity_order(serve, selector,
         assert body["selection_status"] == "fallback"
         assert [c["rank"] for c in body["context"]] == [1, 2, 3, 4]
         assert client.get("/stats").json()["selector"][count] == 1
+
+
+class Empty:
+    version = "test-empty:1"
+    answers_inline = True
+
+    def answer(self, query, cands, k, query_vec=None):
+        return '{"selected": []}'  # valid JSON, parsed as "ok": the context's floor must still hold
+
+
+def test_the_ranker_answers_a_new_query_inline_from_stored_vectors(serve, tmp_path, make_ranker):
+    """The champion ranker serves the first query, not only its repeat; nothing is embedded on the query path."""
+    from serving.ranker import RankerSelector
+
+    ranker = RankerSelector(make_ranker(tmp_path / "ranker", {"similarity": 1.0, "bm25": 0.5}), "ranker:t")
+    with serve(ranker) as srv, httpx.Client(base_url=srv.url, timeout=30) as client:
+        ingest_notes(client)
+        for q in ("how do bees make honey?", "what shapes valleys?", "how does a compiler work?"):
+            body = client.post("/query", json={"query": q}).json()
+            assert (body["selector_version"], body["selection_status"]) == ("ranker:t", "ok"), body
+            assert len(body["context"]) >= 3
+        stats = client.get("/stats").json()
+        assert stats["embedded_on_query_path"] == {"queries": 0, "candidates": 0}
+        assert stats["selector"]["ok"] == 3 and "cached" not in stats["selector"]
+
+
+def test_an_empty_pick_never_gives_an_empty_context(serve, conn):
+    with serve(Empty()) as srv, httpx.Client(base_url=srv.url, timeout=30) as client:
+        ingest_notes(client)
+        body = client.post("/query", json={"query": "how do bees make honey?"}).json()
+        assert body["selector_version"] == "test-empty:1" and [c["rank"] for c in body["context"]] == [1, 2, 3]
+        assert client.get("/stats").json()["selector"]["topped_up"] == 1
+        shown = conn.execute(
+            "SELECT rank FROM query_candidates WHERE query_id = %s AND pick_rank IS NOT NULL ORDER BY pick_rank",
+            (body["query_id"],),
+        ).fetchall()
+        assert [r for (r,) in shown] == [1, 2, 3]  # the log records the context it was served

@@ -18,12 +18,13 @@ def cands(n):
 
 
 class Echo:
+    answers_inline = False  # a slow selector: it refines in the background
     version = "echo:1"
 
     def __init__(self, raw):
         self.raw = raw
 
-    def answer(self, query, cands, k):
+    def answer(self, query, cands, k, query_vec=None):
         if isinstance(self.raw, Exception):
             raise self.raw
         return self.raw
@@ -71,7 +72,7 @@ def test_background_selections_beyond_the_backlog_bound_are_skipped_and_counted(
     release = threading.Event()
 
     class Slow(Echo):
-        def answer(self, query, cands, k):
+        def answer(self, query, cands, k, query_vec=None):
             release.wait(10)
             return '{"selected": [1]}'
 

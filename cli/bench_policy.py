@@ -1,0 +1,191 @@
+"""`pai bench policy`: what a user's new query costs with the champion answering inline.
+
+Two `pai serve` processes run side by side on one store: one pinned to the first-stage order
+(`--selector similarity`), one to a selector (default: the learned ranker, `models/ranker`). One client
+sends each new query to both, in alternating order (so drift and warm caches cost both alike), and
+compares /query latency, which selector chose each context, and what the selector embedded on the query
+path (`/stats` `embedded_on_query_path`, which stays 0 when the stored vectors are used).
+
+Stores: `scifact` is the current one (`pai cycle` ingests the SciFact corpus into it; SciFact test
+claims are the queries); `--notes DIR` ingests a markdown folder into a scratch database on the same
+server (dropped after) and asks each section's heading path (nested headings, the user's own notes).
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import random
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import httpx
+import numpy as np
+import psycopg
+from psycopg.conninfo import make_conninfo
+from rich.table import Table
+
+from eval.retrieval_eval import load_scifact
+from retrieval.db import connect, database_url
+from retrieval.embed import get_embedder
+from retrieval.ingest import ingest_paths
+from retrieval.params import EmbedParams, IngestParams, SearchParams, load_section
+from serving.server import free_port
+
+from .bench_serve import start_service
+
+
+def machine() -> str:
+    """The machine a figure was measured on (STYLE 13)."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        names = [line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")]
+        cpu = names[0] if names else cpu
+    except OSError:
+        pass
+    return f"{cpu}, {os.cpu_count()} cores, {platform.system()} {platform.release()}"
+
+
+def heading_queries(conn: psycopg.Connection, n: int, seed: int = 0) -> list[str]:
+    """The store's distinct heading paths (`parent heading heading`) as short queries a user would ask."""
+    rows = conn.execute(
+        "SELECT DISTINCT concat_ws(' ', parent_heading, heading) FROM chunks WHERE heading IS NOT NULL"
+    ).fetchall()
+    queries = sorted(q for (q,) in rows if len(q.split()) >= 2)
+    random.Random(seed).shuffle(queries)
+    return queries[:n]
+
+
+def nested_share(conn: psycopg.Connection) -> tuple[int, int]:
+    (chunks, nested) = conn.execute("SELECT count(*), count(parent_heading) FROM chunks").fetchone()
+    return chunks, nested
+
+
+def compare(params: Path, selector: str, queries: list[str], env: dict[str, str]) -> dict:
+    """Both services up, each query to both (alternating which goes first), then their figures."""
+    procs, urls = {}, {}
+    old = os.environ.copy()
+    os.environ.update(env)
+    try:
+        with tempfile.TemporaryDirectory() as staging:
+            for name, sel in (("similarity", "similarity"), ("selector", selector)):
+                port = free_port()
+                procs[name] = start_service(params, port, Path(staging) / name, ["--selector", sel])
+                urls[name] = f"http://127.0.0.1:{port}"
+            lat: dict[str, list[float]] = {"similarity": [], "selector": []}
+            versions: dict[str, dict[str, int]] = {"similarity": {}, "selector": {}}
+            with httpx.Client(timeout=60) as c:
+                for name in urls:  # warm-up: first-call allocations, the embedder's first batch
+                    c.post(f"{urls[name]}/query", json={"query": "warm up the service"}).raise_for_status()
+                before = {name: c.get(f"{urls[name]}/stats").json() for name in urls}
+                for i, q in enumerate(queries):
+                    for name in ("similarity", "selector") if i % 2 == 0 else ("selector", "similarity"):
+                        t0 = time.perf_counter()
+                        r = c.post(f"{urls[name]}/query", json={"query": q})
+                        lat[name].append(time.perf_counter() - t0)
+                        r.raise_for_status()
+                        v = r.json()["selector_version"]
+                        versions[name][v] = versions[name].get(v, 0) + 1
+                after = {name: c.get(f"{urls[name]}/stats").json() for name in urls}
+    finally:
+        for p in procs.values():
+            p.terminate()
+            p.wait(timeout=30)
+        os.environ.clear()
+        os.environ.update(old)
+    out = {}
+    for name in urls:
+        ms = np.array(lat[name]) * 1000
+        emb_b, emb_a = before[name]["embedded_on_query_path"], after[name]["embedded_on_query_path"]
+        out[name] = {
+            "queries": len(ms),
+            "p50_ms": round(float(np.percentile(ms, 50)), 1),
+            "p95_ms": round(float(np.percentile(ms, 95)), 1),
+            "served_by": versions[name],
+            "embedded_on_query_path": {k: emb_a[k] - emb_b[k] for k in emb_a},
+            "topped_up": after[name]["selector"].get("topped_up", 0) - before[name]["selector"].get("topped_up", 0),
+        }
+    out["p50_ratio"] = round(out["selector"]["p50_ms"] / out["similarity"]["p50_ms"], 3)
+    return out
+
+
+def _scratch_db(base_url: str) -> tuple[str, str]:
+    name = f"pai_bench_notes_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(base_url, autocommit=True) as c:
+        c.execute(f"CREATE DATABASE {name}")
+    return name, make_conninfo(base_url, dbname=name)
+
+
+def run(params: Path, selector: str, benchmark_dir: Path, notes: Path | None, queries: int, log=print) -> dict:
+    base = database_url()
+    result: dict = {"machine": machine(), "selector": selector, "stores": {}}
+    with connect(base) as conn:
+        chunks, nested = nested_share(conn)
+        (last,) = conn.execute("SELECT coalesce(max(id), 0) FROM queries").fetchone()
+    if chunks:
+        claims = [q for _, q, _ in load_scifact(benchmark_dir, "test")][:queries]
+        log(f"scifact: {chunks:,} chunks, {len(claims)} claims to each service")
+        try:
+            r = compare(params, selector, claims, {"DATABASE_URL": base})
+        finally:
+            with connect(base) as conn:  # the feedback log that trains the selector holds no bench traffic
+                conn.execute("DELETE FROM queries WHERE id > %s", (last,))
+        result["stores"]["scifact"] = {"chunks": chunks, "nested_heading_chunks": nested, **r}
+    if notes is not None:
+        name, url = _scratch_db(base)
+        try:
+            with connect(url) as conn:
+                ip, sp = load_section(params, "ingest", IngestParams), load_section(params, "search", SearchParams)
+                embedder = get_embedder(load_section(params, "embed", EmbedParams).batch_size)
+                t0 = time.perf_counter()
+                rep = ingest_paths(conn, [notes], ip, sp, embedder)
+                log(f"notes: {notes} ingested, {rep.chunks_inserted:,} chunks in {time.perf_counter() - t0:.0f} s")
+                chunks, nested = nested_share(conn)
+                asks = heading_queries(conn, queries)
+            log(f"notes: {chunks:,} chunks ({nested:,} under a nested heading), {len(asks)} heading paths asked")
+            r = compare(params, selector, asks, {"DATABASE_URL": url})
+            result["stores"][f"notes:{notes.name}"] = {"chunks": chunks, "nested_heading_chunks": nested, **r}
+        finally:
+            with psycopg.connect(base, autocommit=True) as c:
+                c.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+    if not result["stores"]:
+        raise RuntimeError("the store is empty and no --notes folder was given (run pai cycle, or pass --notes)")
+    return result
+
+
+def print_table(result: dict, console) -> None:
+    t = Table(title=f"/query, new queries, one client: {result['selector']} vs the first-stage order")
+    for col in (
+        "store",
+        "chunks",
+        "nested",
+        "system",
+        "queries",
+        "p50 ms",
+        "p95 ms",
+        "served by",
+        "embedded",
+        "topped up",
+    ):
+        t.add_column(col, justify="right")
+    for store, r in result["stores"].items():
+        for name in ("similarity", "selector"):
+            s = r[name]
+            t.add_row(
+                store,
+                f"{r['chunks']:,}",
+                f"{r['nested_heading_chunks']:,}",
+                name,
+                str(s["queries"]),
+                str(s["p50_ms"]),
+                str(s["p95_ms"]),
+                ", ".join(f"{v} {n}" for v, n in s["served_by"].items()),
+                ", ".join(f"{k} {v}" for k, v in s["embedded_on_query_path"].items()),
+                str(s["topped_up"]),
+            )
+    console.print(t)
+    for store, r in result["stores"].items():
+        console.print(f"{store}: p50 ratio selector / similarity = {r['p50_ratio']} (target <= 1.3)")
+    console.print(f"machine: {result['machine']}")
