@@ -21,7 +21,7 @@ from retrieval.params import EmbedParams, ParamsError, SearchParams, load_sectio
 from serving.interface import SelectorLoadError
 from serving.selectors import build_selector, from_record
 
-from . import bench_policy, bench_serve, bench_swap
+from . import bench_policy, bench_serve, bench_swap, onpolicy
 from .cycle import print_cycle, run_cycle
 from .loop import print_loop, run_loop, write_outputs
 from .replay import run_replay
@@ -280,12 +280,40 @@ def loop_report(
     slices: Annotated[int, typer.Option(help="chronological slices of the SciFact feedback (one retrain each)")] = 3,
     max_queries: Annotated[int, typer.Option(help="held-out queries per benchmark (0 = all)")] = 0,
     out_dir: Annotated[Path, typer.Option(help="folder for loop.json and loop_recall.csv")] = Path("metrics"),
+    consumer: Annotated[
+        Optional[str],
+        typer.Option(
+            help="on-policy: serve each slice of SciFact train with the current champion, this consumer posting "
+            "feedback (realistic: cites within its context; oracle: judges all 20, the bound), retrain, promote"
+        ),
+    ] = None,
+    explore_rate: Annotated[
+        Optional[float], typer.Option(help="on-policy: search.explore_rate while serving (default: params.yaml's)")
+    ] = None,
+    ipw: Annotated[bool, typer.Option(help="on-policy: inverse-propensity weights (--no-ipw: the ablation)")] = True,
+    benchmark_dir: Annotated[Path, typer.Option(help="the shared benchmark folder")] = Path("../shared/benchmark"),
     params: ParamsOpt = Path("params.yaml"),
     as_json: Annotated[bool, typer.Option("--json", help="print results as JSON")] = False,
 ) -> None:
-    """Retrain the learned ranker after each slice of the feedback; held-out Recall@5 with 95% CIs per cycle."""
+    """Retrain the learned ranker after each slice of the feedback; held-out Recall@5 with 95% CIs per cycle.
+    With --consumer, the loop runs on-policy through the service (`cli/onpolicy.py`)."""
     if slices < 1:
         _fail("--slices must be >= 1")
+    if consumer is not None:
+        if consumer not in ("realistic", "oracle"):
+            _fail(f"--consumer {consumer!r}: realistic or oracle")
+        if explore_rate is not None and not 0 <= explore_rate < 1:
+            _fail("--explore-rate must be in [0, 1)")
+        try:
+            result = onpolicy.run_on_policy(
+                params, benchmark_dir, consumer, slices, explore_rate, ipw, max_queries, log=console.print
+            )
+        except (ParamsError, FileNotFoundError, ValueError, DatabaseError) as e:
+            _fail(str(e))
+        tag = f"{consumer}{'' if explore_rate is None else f'-explore{explore_rate:g}'}{'' if ipw else '-noipw'}"
+        onpolicy.write_on_policy(result, out_dir / f"loop_onpolicy_{tag}.json")
+        emit(result, as_json, None, lambda c: onpolicy.print_on_policy(result, c))
+        return
     try:
         result = run_loop(params, slices, max_queries, log=lambda s: console.print(s, soft_wrap=True))
     except (ParamsError, FileNotFoundError, ValueError) as e:

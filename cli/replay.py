@@ -71,6 +71,9 @@ class ReplaySummary:
         return {
             **self.__dict__,
             "served_recall": round(self.served_relevant / self.with_used, 4) if self.with_used else 0.0,
+            "served_recall_without_exploration": round(self.planned_relevant / self.with_used, 4)
+            if self.with_used
+            else 0.0,
             "errors": len(self.errors),
             "queries_per_s": round(self.queries / self.seconds, 1) if self.seconds else 0.0,
         }
@@ -172,8 +175,17 @@ def replay(
             s.with_used += bool(relevant)
             s.used += len(used.json()["used_ranks"])
             s.ignored += labelled - len(used.json()["used_ranks"])
+            context = {c["chunk_id"] for c in body["context"]}
+            if body.get("exploration"):  # the context as the policy planned it, before exploration swapped a slot
+                by_rank = {c["rank"]: c["chunk_id"] for c in body["candidates"]}
+                s.explored += 1
+                planned = context - {by_rank[body["exploration"]["explored_rank"]]}
+                planned |= {by_rank[body["exploration"]["replaced_rank"]]}
+            else:
+                planned = context
             if relevant:  # what users got: the served context's share of the relevant candidates
-                s.served_relevant += len(relevant & {c["chunk_id"] for c in body["context"]}) / len(relevant)
+                s.served_relevant += len(relevant & context) / len(relevant)
+                s.planned_relevant += len(relevant & planned) / len(relevant)
             s.thumbs_up += fb["rating"] == 1
             s.thumbs_down += fb["rating"] == -1
             advance()

@@ -423,6 +423,10 @@ def run_query(service: Service, text: str, inline: bool) -> dict:
         "active_selector": served.active,  # the selector this request ran (inline) or queued (background)
         "selection_status": status,
         "context": [_context_item(c) for c in context],
+        # exploration gave the context's last slot to a candidate below the cut (search.explore_rate), or null
+        "exploration": {"explored_rank": served.explored, "replaced_rank": served.replaced}
+        if served.explored is not None
+        else None,
         "learned": [{"question": q, "answer": a, "similarity": round(s, 3)} for q, a, s in learned],
         "candidates": [
             {"rank": c.rank, "chunk_id": c.chunk_id, "source": c.source, "score": round(c.score, 4)}

@@ -48,6 +48,7 @@ class Served:
     context: list[Candidate] = field(default_factory=list)  # what the consumer is given: the budget's cut, explored
     propensity: dict[int, float] = field(default_factory=dict)  # rank -> P(shown) under the policy (0 if absent)
     explored: int | None = None  # the rank given the context's last slot by exploration, if any
+    replaced: int | None = None  # the rank exploration took that slot from
 
 
 def split(selector: Selector) -> tuple[Selector | None, Selector | None]:
@@ -123,7 +124,8 @@ class Picker:
         if len(full) > len(numbers):
             self._count("topped_up")
         chosen = [shown[i - 1] for i in full]
-        context, propensity, explored = self.expose(take_budget(chosen, self.token_budget, self.min_chunks), shown)
+        planned = take_budget(chosen, self.token_budget, self.min_chunks)
+        context, propensity, explored = self.expose(planned, shown)
         return Served(
             chosen,
             version,
@@ -134,6 +136,7 @@ class Picker:
             context,
             propensity,
             explored,
+            planned[-1].rank if explored is not None else None,
         )
 
     def expose(

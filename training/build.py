@@ -72,9 +72,11 @@ def build_examples(
         if any(c["text"] is None for c in shown):
             skipped["candidate text changed or deleted since the query"] += 1
             continue
-        if any(c["used"] is None for c in rec["candidates"]):
+        if all(c["used"] is None for c in rec["candidates"]):
             skipped["no used/ignored labels"] += 1
             continue
+        # exposed candidates only: one never shown to the consumer has no label, and is not taught as a negative
+        shown = [c for c in shown if c["used"] is not None]
         all_used = {c["rank"] for c in rec["candidates"] if c["used"]}
         used = {c["rank"] for c in shown if c["used"]}
         if all_used - used:
@@ -101,7 +103,7 @@ def build_examples(
                 rng.shuffle(order)
                 splits["train"].append(example(rec["query"], order, used, p, {**meta, "shuffled": True}))
         pos = [c["text"] for c in shown if c["used"]]
-        neg = [c["text"] for c in shown if not c["used"]]
+        neg = [c["text"] for c in shown if c["used"] is False]
         if pos and neg:
             pairs.append({"query": rec["query"], "pos": pos, "neg": neg, "split": split, "query_id": rec["query_id"]})
     return splits, pairs, skipped

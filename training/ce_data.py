@@ -103,9 +103,21 @@ def build_pairs(
     return pairs, stats
 
 
-def rankings(records: list[dict], split: str, val_fraction: float, calibration_fraction: float = 0.0) -> list[dict]:
-    """A split's queries as the selector sees them: `{"query", "texts"}` of every shown candidate in
-    retrieval order, and `used`, the 0-based positions the consumer used (queries with none are left out)."""
+def ipw(c: dict, clip: float) -> float:
+    """A label's inverse-propensity weight: 1 / max(P(shown), clip) for what the consumer was shown under the
+    serving policy (a chunk exploration put in the context counts for the many like it the policy hid);
+    1 for a judge's label or a row logged before exposure was recorded."""
+    p = c.get("propensity")
+    return 1.0 / max(float(p), clip) if c.get("shown") and p is not None else 1.0
+
+
+def rankings(
+    records: list[dict], split: str, val_fraction: float, calibration_fraction: float = 0.0, ipw_clip: float = 1.0
+) -> list[dict]:
+    """A split's queries as the selector sees them: `{"query", "texts"}` of every labelled candidate in
+    retrieval order (a candidate never shown has no label, so it is left out: never a negative), `used`, the
+    0-based positions the consumer used (queries with none are left out), and `weights`, each labelled
+    candidate's inverse-propensity weight (`ipw`; `ipw_clip` 1 = all 1, no correction)."""
     out = []
     for rec in records:
         if split_of3(rec["query"], val_fraction, calibration_fraction) != split:
@@ -118,9 +130,26 @@ def rankings(records: list[dict], split: str, val_fraction: float, calibration_f
                     "query": rec["query"],
                     "texts": [ce_passage(c["heading"], c["text"], c.get("parent_heading")) for c in cands],
                     "used": used,
+                    "weights": [ipw(c, ipw_clip) for c in cands],
                 }
             )
     return out
+
+
+def ips_recall(groups: list[dict], scores: list[list[float]] | None, k: int) -> float:
+    """Self-normalised inverse-propensity estimate of Recall@k (scores None: the retrieval order): per query,
+    the weighted used candidates in the top k over all weighted used ones (`weights`), averaged. With labels
+    from exposure alone the naive Recall@k (`mean_recall`) of the order that chose what was shown is ~1, marking
+    its own homework; an explored chunk's 1/propensity stands in for the ones like it that were never shown."""
+    total = 0.0
+    for i, g in enumerate(groups):
+        order = list(range(len(g["texts"])))
+        if scores is not None:
+            order.sort(key=lambda j: -scores[i][j])
+        w = g.get("weights") or [1.0] * len(g["texts"])
+        top = set(order[:k])
+        total += sum(w[j] for j in g["used"] if j in top) / sum(w[j] for j in g["used"])
+    return total / len(groups) if groups else 0.0
 
 
 def mean_recall(groups: list[dict], scores: list[list[float]] | None, k: int) -> float:

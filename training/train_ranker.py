@@ -49,7 +49,7 @@ from retrieval.ranking_features import (
 from retrieval.tracking import git_commit, use_mlflow
 
 from .build import BuildParams
-from .ce_data import mean_recall, rankings
+from .ce_data import ips_recall, mean_recall, rankings
 
 ADAPTER_FILE, QUERIES_FILE = "adapter.npy", "queries.npy"
 CONFIG_FILE, METRICS_FILE = "ranker_config.json", "metrics.json"
@@ -74,6 +74,7 @@ class RankerParams:
     general_bm25: float = 1.0  # the general weights: standardised cosine 1.0 + BM25 this much
     bm25_sd_floor: float = 0.2  # BM25 feature / max(sd, this): no evidence among the candidates, no weight
     k: int = 5  # Recall@k of the val ranking (the selector picks k)
+    ipw_clip: float = 0.05  # labels weigh 1 / max(propensity, this) (inverse propensity); 1 = no correction
     seed: int = 13
 
     def problems(self) -> list[str]:
@@ -88,6 +89,8 @@ class RankerParams:
             )
         if not self.bm25_sd_floor >= 0:
             out.append("train_ranker: need bm25_sd_floor >= 0")
+        if not 0 < self.ipw_clip <= 1:
+            out.append("train_ranker: need 0 < ipw_clip <= 1")
         return out
 
 
@@ -115,7 +118,8 @@ def _padded(groups: list[dict]):
     target = torch.zeros(len(groups), n)
     for i, g in enumerate(groups):
         mask[i, : len(g["texts"])] = True
-        target[i, g["used"]] = 1.0 / len(g["used"])
+        w = g.get("weights") or [1.0] * len(g["texts"])  # inverse propensities: 1 for a judge's labels
+        target[i, g["used"]] = torch.tensor([w[j] for j in g["used"]]) / len(g["used"])
     return n, mask, target
 
 
@@ -191,7 +195,10 @@ def train(p: RankerParams, val_fraction: float, progress=None) -> tuple[np.ndarr
     t0 = time.perf_counter()
     raw = (Path(p.feedback) / FEEDBACK_FILE).read_bytes()  # hashed as read: the pull stage may rewrite the file
     records = [json.loads(line) for line in raw.decode("utf-8").splitlines() if line.strip()]
-    groups = {s: rankings(records, s, val_fraction, p.calibration_fraction) for s in ("train", "calibration", "val")}
+    groups = {
+        s: rankings(records, s, val_fraction, p.calibration_fraction, p.ipw_clip)
+        for s in ("train", "calibration", "val")
+    }
     if not groups["train"]:
         raise SystemExit(
             f"train_ranker: no train query with a used candidate ({ {s: len(g) for s, g in groups.items()} })"
@@ -230,6 +237,12 @@ def train(p: RankerParams, val_fraction: float, progress=None) -> tuple[np.ndarr
         f"val_recall@{k}_similarity": round(mean_recall(val, [f["similarity"] for f in fv], k), 4),
         f"val_recall@{k}_adapter_only": round(mean_recall(val, [f["adapted"] for f in fv], k), 4),
         f"val_recall@{k}_bm25": round(mean_recall(val, [f["bm25"] for f in fv], k), 4),
+        # the unbiased (inverse-propensity) estimates beside the naive ones: labels come from what was shown
+        f"val_recall@{k}_ips": round(
+            ips_recall(val, [gated_scores(f, weights, general, a) for f, a in zip(fv, shares)], k), 4
+        ),
+        f"val_recall@{k}_retrieval_order_ips": round(ips_recall(val, [f["prior"] for f in fv], k), 4),
+        f"val_recall@{k}_similarity_ips": round(ips_recall(val, [f["similarity"] for f in fv], k), 4),
         "adapter_norm": round(float(np.linalg.norm(w)), 4),
         "val_gate_mean": round(float(np.mean(shares)), 4) if shares else None,  # the fitted weights' share
         "gate_lo": gate["lo"],

@@ -87,3 +87,15 @@ def test_stats_literals():
     )
     s = stats(splits, pairs, skipped)
     assert (s["train_examples"], s["val_examples"], s["pairs"], s["used_ratio"]) == (2, 0, 2, 0.5)
+
+
+def test_only_exposed_candidates_are_taught():
+    """A realistic consumer labels what it was shown: candidate 3 (never shown, no label) is neither a
+    pick to learn nor a negative; the example's candidates are the labelled ones, in retrieval order."""
+    r = rec(1, "alpha", {2})
+    r["candidates"][2]["used"] = None
+    splits, pairs, _ = build_examples([r], BuildParams(val_fraction=0.01, shuffles=0))
+    (ex,) = splits["train"]
+    assert ex["meta"]["n"] == 2 and "passage 3" not in ex["messages"][1]["content"]  # 4: below threshold
+    assert json.loads(ex["messages"][2]["content"]) == {"selected": [2]}
+    assert pairs[0]["pos"] == ["passage 2"] and pairs[0]["neg"] == ["passage 1"]
