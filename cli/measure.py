@@ -8,12 +8,13 @@ file, `--benchmark-dir` is the shared benchmark folder, `--max-queries` caps the
 from __future__ import annotations
 
 import json
+import sysconfig
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
-from eval import bench_ce, general_fusion, scrub_bench, seq_length
+from eval import bench_ce, code_bench, general_fusion, scrub_bench, seq_length
 from eval.evaluate import bench_name, checked_items
 from retrieval.embed import get_embedder
 from training import gpu_smoke
@@ -31,6 +32,7 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
     bench_app.command("scrub")(bench_scrub_command)
     bench_app.command("general")(bench_general_command)
     bench_app.command("seq-length")(bench_seq_length_command)
+    bench_app.command("build-code")(build_code_command)
     sweep_app = typer.Typer(no_args_is_help=True, help="Train and measure several model sizes side by side.")
     sweep_app.command("ce")(sweep_ce_command)
     app.add_typer(sweep_app, name="sweep")
@@ -107,6 +109,29 @@ def bench_general_command(
     except (OSError, ValueError) as e:
         _fail(str(e))
     emit(result, as_json, out, general_fusion.table(result))
+
+
+def build_code_command(
+    out: Annotated[Path, typer.Option(help="the contract-5 JSONL to write")] = Path(
+        "data/benchmarks/code-docstrings.jsonl"
+    ),
+    queries: Annotated[int, typer.Option(min=1, help="queries (documented functions) to sample")] = 300,
+    site_packages: Annotated[
+        Optional[Path], typer.Option(help="where the packages are (default: this interpreter's site-packages)")
+    ] = None,
+    seed: Annotated[int, typer.Option(help="which functions are sampled")] = 0,
+) -> None:
+    """A lexical-mismatch set from this machine: docstrings as queries for their functions' bodies (docstring
+    removed), 19 distractors mined by our hybrid first stage over all pooled functions (eval/code_bench.py)."""
+    root = site_packages or Path(sysconfig.get_paths()["purelib"])
+    try:
+        with progress_bar() as bar:
+            task = bar.add_task("code search: mine candidates", total=queries)
+            items = code_bench.build(root, get_embedder(), queries, seed=seed, progress=lambda: bar.advance(task))
+    except (OSError, ValueError) as e:
+        _fail(str(e))
+    code_bench.write(items, out)
+    console.print(f"build-code: {len(items)} queries, 20 candidates each, from {root} -> {out}")
 
 
 def bench_seq_length_command(
