@@ -61,9 +61,9 @@ class ReplaySummary:
     ignored: int = 0
     thumbs_up: int = 0
     thumbs_down: int = 0
-    served_relevant: float = (
-        0.0  # sum over queries of the served context's Recall (relevant docs in it / among candidates)
-    )
+    served_relevant: float = 0.0  # sum over queries of the served context's recall of the relevant candidates
+    planned_relevant: float = 0.0  # the same for the context exploration would not have touched
+    explored: int = 0  # queries whose last context slot exploration gave to a candidate below the cut
     errors: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
