@@ -57,9 +57,10 @@ def replay(conn, embedder, sp, split):
         if s == split:
             r = search(conn, embedder, text, sp)
             qid = log_query(conn, text, r.candidates, "similarity", threshold=sp.threshold)
-            record_feedback(
-                conn, qid, used_chunk_ids=[c.chunk_id for c in r.candidates if c.source.endswith("#" + rel)]
-            )
+            used = [c.chunk_id for c in r.candidates if c.source.endswith("#" + rel)]
+            # a judge of every candidate (pai simulate's oracle): the others are negatives, shown or not
+            ignored = [c.chunk_id for c in r.candidates if c.chunk_id not in used]
+            record_feedback(conn, qid, used_chunk_ids=used, ignored_chunk_ids=ignored)
 
 
 def test_bench_compares_with_the_baseline_and_leaves_the_store_alone(conn, embedder, scifact, all_text):
