@@ -123,13 +123,18 @@ def log_query(
     threshold: float | None = None,
 ) -> int:
     """Record a served query with its candidates: `picked`, the served order (candidate ranks, best
-    first); `shown`, the ranks in the context given to the consumer (None: the first `picked`, all of them);
+    first); `shown`, the ranks in the context given to the consumer (None: `picked`, all of them; neither
+    given: exposure unknown, stored NULL, and feedback labels every candidate as before);
     `propensity`, rank -> P(shown) under the serving policy (absent: 1 if shown, else 0). The text is
     scrubbed of secrets first, as everything stored is."""
     text = scrub_text(text)
     pick = {r: i for i, r in enumerate(picked or [], start=1)}
-    exposed = set(picked or []) if shown is None else set(shown)
-    p = {r: (propensity or {}).get(r, 1.0 if r in exposed else 0.0) for r in (c.rank for c in candidates)}
+    # exposure unknown (no served order, no context given: a caller other than the service): NULL, the old rule
+    exposed = None if picked is None and shown is None else set(picked or []) if shown is None else set(shown)
+    p = {
+        r: None if exposed is None else (propensity or {}).get(r, 1.0 if r in exposed else 0.0)
+        for r in (c.rank for c in candidates)
+    }
     with conn.transaction():
         (qid,) = conn.execute(
             "INSERT INTO queries (text, selector_version, prompt_version, selection_status, staging_path, threshold)"
@@ -148,7 +153,7 @@ def log_query(
                 [c.content_hash for c in candidates],
                 [c.score for c in candidates],
                 [pick.get(c.rank) for c in candidates],
-                [c.rank in exposed for c in candidates],
+                [None if exposed is None else c.rank in exposed for c in candidates],
                 [p[c.rank] for c in candidates],
             ),
         )

@@ -96,7 +96,10 @@ def to_record(row: tuple, redactions: Counter) -> FeedbackRecord:
         "correction": clean(correction),
         "answer": clean(answer),
         "candidates": [
-            {k: (clean(c[k]) if k in ("text", "source", "heading", "parent_heading") else c[k]) for k in CANDIDATE_KEYS}
+            {
+                k: (clean(c.get(k)) if k in ("text", "source", "heading", "parent_heading") else c.get(k))
+                for k in CANDIDATE_KEYS
+            }
             for c in cands
         ],
     }
