@@ -289,7 +289,7 @@ def test_tiny_training_run_saves_a_loadable_model(tmp_path, feedback, monkeypatc
         m["val_queries"] > 0 and 0 <= m["val_recall@5"] <= 1 and m["val_recall@5_similarity"] == 1.0
     )  # 5 shown: all in the top 5
     cfg = json.loads((tmp_path / "ce" / "ce_config.json").read_text())
-    assert cfg["input_format"] == "ce-input/1" and cfg["layers"] == 1 and len(cfg["dataset_sha256"]) == 64
+    assert cfg["input_format"] == "ce-input/2" and cfg["layers"] == 1 and len(cfg["dataset_sha256"]) == 64
     assert cfg["val_curve"][0]["step"] == 0 and cfg["best_step"] == m["best_step"]
     assert m["calibration_queries"] > 0 and cfg["fusion"]["ce_weight"] >= 0 and len(cfg["fusion"]["rank_bias"]) == 20
     assert set(json.loads((tmp_path / "ce" / "metrics.json").read_text())) >= {
