@@ -145,7 +145,8 @@ class Picker:
         """(the context as given, rank -> propensity, the explored rank): with probability `explore_rate` the
         last slot goes to a candidate drawn uniformly from the shown ones below the cut. So the propensity is
         1 for the slots above the last, 1 - rate for the last, rate / (candidates below the cut) below it."""
-        below = [c for c in shown if c.chunk_id not in {x.chunk_id for x in context}]
+        in_context = {c.chunk_id for c in context}
+        below = [c for c in shown if c.chunk_id not in in_context]
         rate = self.explore_rate if context and below else 0.0
         propensity = {c.rank: 1.0 for c in context}
         if rate == 0.0:
