@@ -16,13 +16,29 @@ import ast
 import json
 import random
 import re
+import sysconfig
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from rich.console import Console
 
-from retrieval.embed import Embedder
+from retrieval.embed import Embedder, get_embedder
+from retrieval.files import write_atomic
 from retrieval.lexical import lexical_scores
+from retrieval.params import load_section
 from retrieval.search import rrf
+
+
+@dataclass(frozen=True)
+class CodeBenchParams:
+    out: str = "data/benchmarks/code-docstrings.jsonl"  # the contract-5 file evaluate and the deploy gate read
+    queries: int = 300  # documented functions sampled as queries (of ~1,300 in the packages below)
+    seed: int = 0  # which ones
+
+    def problems(self) -> list[str]:
+        return [] if self.queries >= 1 else ["code_bench: need queries >= 1"]
+
 
 PACKAGES = ("requests", "httpx", "click", "jinja2", "yaml", "dateutil", "attr", "rich", "typer", "psycopg")
 MIN_WORDS, MAX_CHARS = 6, 1200
@@ -72,6 +88,15 @@ def build(
                     pool.append((fid, query, body))
     if len(pool) < n:
         raise ValueError(f"only {len(pool)} documented functions under {site_packages}: not a benchmark")
+    return mine(pool, embedder, queries, n, seed, progress)
+
+
+def mine(
+    pool: list[tuple[str, str, str]], embedder: Embedder, queries: int, n: int = 20, seed: int = 0, progress=None
+) -> list[dict]:
+    """Contract-5 items from a pool of (id, query, passage): `queries` of them sampled, each with its own passage
+    and n - 1 distractors from our hybrid first stage (cosine + BM25 over the whole pool, reciprocal rank fused),
+    handed over in similarity order, as retrieval hands candidates to a selector."""
     texts = [b for _, _, b in pool]
     vecs = np.concatenate([embedder.encode_passages(texts[i : i + 256]) for i in range(0, len(texts), 256)])
     picked = random.Random(seed).sample(range(len(pool)), min(queries, len(pool)))
@@ -99,4 +124,18 @@ def build(
 
 def write(items: list[dict], out: Path) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text("".join(json.dumps(it) + "\n" for it in items))
+    write_atomic(out, "".join(json.dumps(it) + "\n" for it in items))
+
+
+def main() -> None:
+    """Stage `code_bench`: the lexical-mismatch set the deploy gate holds a challenger to, from the packages
+    installed beside pai-brain (the same on every machine that installs the same versions)."""
+    p = load_section("params.yaml", "code_bench", CodeBenchParams)
+    root = Path(sysconfig.get_paths()["purelib"])
+    items = build(root, get_embedder(), p.queries, seed=p.seed)
+    write(items, Path(p.out))
+    Console(stderr=True).print(f"code_bench: {len(items)} queries (docstring -> function body) from {root} -> {p.out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -39,9 +39,11 @@ class DeployParams:
     eval: str = "metrics/eval.json"  # the evaluate stage's result (challenger = system "selector")
     out: str = "metrics/deploy.json"  # the decision, as DVC metrics
     in_domain: str = (
-        "scifact-test,feedback/val"  # eval.json benchmarks whose domain feeds the feedback log (comma-separated)
+        "scifact-test,feedback/val-ips"  # eval.json benchmarks whose domain feeds the feedback log (comma-separated)
     )
-    out_of_domain: str = "hotpotqa/test"  # eval.json benchmarks of other domains: general relevance must hold there
+    out_of_domain: str = (
+        "hotpotqa/test,code-docstrings"  # eval.json benchmarks of other domains: general relevance must hold there
+    )
     margin: float = 0.03  # in domain: recall@5 must beat the best baseline by at least this, its 95 % CI above 0
     ood_tolerance: float = 0.02  # out of domain: recall@5 may trail the best baseline by at most this
     answer_tolerance: float = 0.02  # answer-in-context may drop by at most this

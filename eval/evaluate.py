@@ -25,10 +25,10 @@ from rich.table import Table
 from retrieval.ce_input import passage_text
 from retrieval.chunking import approx_tokens
 from retrieval.embed import Embedder, get_embedder
-from retrieval.feedback import shown_candidates, split_of
+from retrieval.feedback import ipw, shown_candidates, split_of
 from retrieval.files import write_atomic
 from retrieval.lexical import lexical_scores
-from retrieval.metrics import METRICS, contains_answer, paired_bootstrap, per_query, recall_at_k
+from retrieval.metrics import METRICS, contains_answer, paired_bootstrap, per_query, recall_at_k, weighted_recall_at_k
 from retrieval.params import SearchParams, load_section
 from retrieval.search import rrf
 from retrieval.selection import Pick, PromptCandidate, Selection, parse_selection, similarity_order, top_up
@@ -40,13 +40,12 @@ from . import promotion
 from .promotion import RegistryError, ce_record, folder_record, has_model
 
 BASELINES = ("similarity", "bm25", "hybrid")
+FEEDBACK_VAL, FEEDBACK_VAL_IPS = "feedback/val", "feedback/val-ips"  # the held-out feedback: naive, unbiased
 
 
 @dataclass(frozen=True)
 class EvaluateParams:
-    benchmarks: str = (
-        "../shared/benchmark/hotpotqa/test.jsonl,data/benchmarks/scifact-test.jsonl"  # comma-separated contract-5 files
-    )
+    benchmarks: str = "../shared/benchmark/hotpotqa/test.jsonl,data/benchmarks/scifact-test.jsonl,data/benchmarks/code-docstrings.jsonl"  # comma-separated contract-5 files
     feedback: str = "data/feedback"  # held-out feedback split (build's val split), when present
     model: str = "models/export"  # the LLM challenger: the export stage's folder (selector.json + GGUF), run as served
     cross_encoder: str = "models/cross_encoder"  # the cross-encoder challenger (train_ce's folder), when present
@@ -57,10 +56,11 @@ class EvaluateParams:
     llm_max_queries: int = 20  # the first this many of them for the LLM selector (~1 s per query on CPU); 0 = all
     val_fraction: float = 0.15  # must match build.val_fraction to find the held-out queries
     seed: int = 0
+    ipw_clip: float = 0.05  # feedback/val-ips: a used label weighs 1 / max(propensity, this); 1 = the naive figure
 
     def problems(self) -> list[str]:
-        ok = self.k >= 1 and self.max_queries >= 0 and self.llm_max_queries >= 0
-        return [] if ok else ["evaluate: need k >= 1, max_queries >= 0 and llm_max_queries >= 0"]
+        ok = self.k >= 1 and self.max_queries >= 0 and self.llm_max_queries >= 0 and 0 < self.ipw_clip <= 1
+        return [] if ok else ["evaluate: need k >= 1, max_queries >= 0, llm_max_queries >= 0 and 0 < ipw_clip <= 1"]
 
 
 def bench_name(path: str) -> str:
@@ -94,8 +94,9 @@ def checked_items(path: Path, max_queries: int = 0) -> list[dict]:
     return items
 
 
-def feedback_items(feedback_dir: Path, val_fraction: float, limit: int) -> list[dict]:
-    """Held-out feedback queries as contract-5 items: the shown candidates, relevant = used."""
+def feedback_items(feedback_dir: Path, val_fraction: float, limit: int, ipw_clip: float = 1.0) -> list[dict]:
+    """Held-out feedback queries as contract-5 items: the candidates the selector was shown, relevant = used,
+    each used one with its inverse-propensity weight in `relevant_weights` (`retrieval.feedback.ipw`)."""
     items = []
     path = feedback_dir / "feedback.jsonl"
     if not path.exists():
@@ -104,6 +105,7 @@ def feedback_items(feedback_dir: Path, val_fraction: float, limit: int) -> list[
         rec = json.loads(line)
         shown = shown_candidates(rec)
         used = [str(c["chunk_id"]) for c in shown if c["used"]]
+        weights = {str(c["chunk_id"]): ipw(c, ipw_clip) for c in shown if c["used"]}
         if split_of(rec["query"], val_fraction) != "val" or not used or any(c["text"] is None for c in shown):
             continue
         items.append(
@@ -111,6 +113,7 @@ def feedback_items(feedback_dir: Path, val_fraction: float, limit: int) -> list[
                 "qid": str(rec["query_id"]),
                 "query": rec["query"],
                 "relevant_ids": used,
+                "relevant_weights": weights,
                 "answers": [],
                 "candidates": [
                     {
@@ -228,14 +231,20 @@ def run_systems(
     return picks
 
 
-def score(items: list[dict], picks: dict[str, dict[str, Pick]], seed: int) -> dict:
+def score(items: list[dict], picks: dict[str, dict[str, Pick]], seed: int, ips: bool = False) -> dict:
+    """Every system's figures and paired comparisons. `ips`: Recall@5 alone, each relevant id weighed by the
+    item's `relevant_weights` (inverse propensities: `weighted_recall_at_k`), the unbiased estimate from labels
+    that only what was shown could earn."""
     relevant = {it["qid"]: set(it["relevant_ids"]) for it in items}
     texts = {it["qid"]: {c["id"]: c["text"] for c in it["candidates"]} for it in items}
+    weights = {it["qid"]: it.get("relevant_weights") or dict.fromkeys(it["relevant_ids"], 1.0) for it in items}
     all_tokens = float(np.mean([sum(approx_tokens(c["text"]) for c in it["candidates"]) for it in items]))
     table, per = {}, {}
     for system, by_q in picks.items():
         qs = [q for q in relevant if q in by_q]  # the LLM selector may run on the first queries only
         m = per_query({q: relevant[q] for q in qs}, {q: by_q[q].ids for q in qs})
+        if ips:
+            m = {"recall@5": np.array([weighted_recall_at_k(weights[q], list(by_q[q].ids), 5) for q in qs])}
         per[system] = dict(zip(qs, m["recall@5"]))
         row = {name: round(float(v.mean()), 4) for name, v in m.items()}
         statuses = [p.status for p in by_q.values()]
@@ -306,9 +315,9 @@ def evaluate(
 ) -> tuple[dict, list[dict]]:
     """Every benchmark's table; a selector's pick is topped up to `floor` (search.min_chunks), as served."""
     benches = {bench_name(b): load_items(Path(b), p.max_queries) for b in p.benchmarks.split(",") if b}
-    held_out = feedback_items(Path(p.feedback), p.val_fraction, p.max_queries)
+    held_out = feedback_items(Path(p.feedback), p.val_fraction, p.max_queries, p.ipw_clip)
     if held_out:
-        benches["feedback/val"] = held_out
+        benches[FEEDBACK_VAL] = held_out
     result, curve = {}, []
     for name, all_items in benches.items():
         # a query with no relevant candidate (MS MARCO has unanswerable ones) has no recall: skipped, counted
@@ -322,6 +331,8 @@ def evaluate(
         advance = progress_factory(name, len(items)) if progress_factory else (lambda: None)
         picks = run_systems(items, embedder, p.k, selector, advance, champion, others, p.llm_max_queries, floor)
         result[name] = score(items, picks, p.seed)
+        if name == FEEDBACK_VAL:  # beside the naive figure, the unbiased one the gate reads
+            result[FEEDBACK_VAL_IPS] = score(items, picks, p.seed, ips=True)
         if len(items) < len(all_items):
             result[name]["skipped_no_relevant"] = len(all_items) - len(items)
         curve += recall_curve(items, picks, name, p.k)

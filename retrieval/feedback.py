@@ -94,6 +94,14 @@ def pulled_through(folder: Path) -> tuple[datetime, int] | None:
         return None
 
 
+def ipw(c: FeedbackCandidate, clip: float) -> float:
+    """A label's inverse-propensity weight: 1 / max(P(shown), clip) for what the consumer was shown under the
+    serving policy (a chunk exploration put in the context counts for the many like it the policy hid);
+    1 for a judge's label or a row logged before exposure was recorded."""
+    p = c.get("propensity")
+    return 1.0 / max(float(p), clip) if c.get("shown") and p is not None else 1.0
+
+
 class FeedbackError(ValueError):
     """Feedback that cannot be recorded (unknown query, chunk that was not a candidate, ...)."""
 

@@ -34,6 +34,15 @@ def recall_at_k(relevant: set, ranked: list, k: int) -> float:
     return len(relevant & set(ranked[:k])) / len(relevant) if relevant else 0.0
 
 
+def weighted_recall_at_k(weights: dict, ranked: list, k: int) -> float:
+    """Recall@k with a weight per relevant item (`weights`: id -> weight > 0): the weighted share of the relevant
+    among the first k. With inverse-propensity weights it is the self-normalised unbiased estimate of Recall@k
+    from exposure labels (an item the consumer could only cite because exploration showed it stands for the
+    many like it the policy hid); all weights 1, it is `recall_at_k`."""
+    total = sum(weights.values())
+    return sum(w for d, w in weights.items() if d in set(ranked[:k])) / total if total else 0.0
+
+
 def recall_vs_exact(found: list[list[int]], truth) -> float:
     """Mean recall of each query's found ids against its exact top k (rows of ids, a list or an array)."""
     return float(np.mean([recall_at_k(set(np.asarray(t).tolist()), f, len(f)) for f, t in zip(found, truth)]))

@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Callable
 
 from retrieval.ce_input import ce_passage
-from retrieval.feedback import normalize_query, query_position, shown_candidates, split_of
+from retrieval.feedback import ipw, normalize_query, query_position, shown_candidates, split_of
 from retrieval.learned_fusion import fuse_for
 from retrieval.lexical import lexical_scores
 from retrieval.metrics import recall_at_k
@@ -103,26 +103,27 @@ def build_pairs(
     return pairs, stats
 
 
-def ipw(c: dict, clip: float) -> float:
-    """A label's inverse-propensity weight: 1 / max(P(shown), clip) for what the consumer was shown under the
-    serving policy (a chunk exploration put in the context counts for the many like it the policy hid);
-    1 for a judge's label or a row logged before exposure was recorded."""
-    p = c.get("propensity")
-    return 1.0 / max(float(p), clip) if c.get("shown") and p is not None else 1.0
-
-
 def rankings(
-    records: list[dict], split: str, val_fraction: float, calibration_fraction: float = 0.0, ipw_clip: float = 1.0
+    records: list[dict],
+    split: str,
+    val_fraction: float,
+    calibration_fraction: float = 0.0,
+    ipw_clip: float = 1.0,
+    unlabelled: bool = False,
 ) -> list[dict]:
     """A split's queries as the selector sees them: `{"query", "texts"}` of every labelled candidate in
     retrieval order (a candidate never shown has no label, so it is left out: never a negative), `used`, the
     0-based positions the consumer used (queries with none are left out), and `weights`, each labelled
-    candidate's inverse-propensity weight (`ipw`; `ipw_clip` 1 = all 1, no correction)."""
+    candidate's inverse-propensity weight (`ipw`; `ipw_clip` 1 = all 1, no correction).
+
+    `unlabelled` keeps the candidates without a label too (weight 0, never in `used`): what a held-out estimate
+    must rank. On labelled candidates alone every order of the ~5 that were shown puts all of them in the top 5,
+    and the estimate says 1.000 for any ranker; among all 20 an order that hides a cited chunk loses it."""
     out = []
     for rec in records:
         if split_of3(rec["query"], val_fraction, calibration_fraction) != split:
             continue
-        cands = labelled(rec, Counter())
+        cands = [c for c in shown_candidates(rec) if c["text"] is not None] if unlabelled else labelled(rec, Counter())
         used = [i for i, c in enumerate(cands) if c["used"]]
         if used:
             out.append(
@@ -130,7 +131,7 @@ def rankings(
                     "query": rec["query"],
                     "texts": [ce_passage(c["heading"], c["text"], c.get("parent_heading")) for c in cands],
                     "used": used,
-                    "weights": [ipw(c, ipw_clip) for c in cands],
+                    "weights": [ipw(c, ipw_clip) if c["used"] is not None else 0.0 for c in cands],
                 }
             )
     return out

@@ -72,7 +72,7 @@ class RankerParams:
     domain_quantile: float = 0.05  # the gate's hi: this quantile of the calibration queries' affinities
     domain_ramp: float = 0.1  # the gate's lo = hi - ramp; at or below lo the general weights score alone
     general_bm25: float = 1.0  # the general weights: standardised cosine 1.0 + BM25 this much
-    bm25_sd_floor: float = 0.2  # BM25 feature / max(sd, this): no evidence among the candidates, no weight
+    bm25_sd_floor: float = 1.0  # BM25 feature / max(sd, this): weak lexical evidence keeps its raw (small) size
     k: int = 5  # Recall@k of the val ranking (the selector picks k)
     ipw_clip: float = 0.05  # labels weigh 1 / max(propensity, this) (inverse propensity); 1 = no correction
     seed: int = 13
@@ -196,7 +196,8 @@ def train(p: RankerParams, val_fraction: float, progress=None) -> tuple[np.ndarr
     raw = (Path(p.feedback) / FEEDBACK_FILE).read_bytes()  # hashed as read: the pull stage may rewrite the file
     records = [json.loads(line) for line in raw.decode("utf-8").splitlines() if line.strip()]
     groups = {
-        s: rankings(records, s, val_fraction, p.calibration_fraction, p.ipw_clip)
+        # val keeps its unlabelled candidates: a held-out estimate ranks all of them (`rankings`)
+        s: rankings(records, s, val_fraction, p.calibration_fraction, p.ipw_clip, unlabelled=s == "val")
         for s in ("train", "calibration", "val")
     }
     if not groups["train"]:
