@@ -3,6 +3,7 @@ from pathlib import Path
 import pytest
 
 from cli.replay import ReplayParams
+from eval.code_bench import CodeBenchParams
 from eval.deploy import DeployParams
 from eval.evaluate import EvaluateParams
 from eval.scifact_bench import BenchmarkParams
@@ -21,6 +22,7 @@ from training.export import ExportParams
 from training.pull import PullParams
 from training.train import TrainParams
 from training.train_ce import CrossEncoderParams
+from training.train_ranker import RankerParams
 
 REPO = Path(__file__).resolve().parents[1]
 SECTIONS = {
@@ -34,8 +36,10 @@ SECTIONS = {
     "build": BuildParams,
     "train": TrainParams,
     "train_ce": CrossEncoderParams,
+    "train_ranker": RankerParams,
     "export": ExportParams,
     "benchmark": BenchmarkParams,
+    "code_bench": CodeBenchParams,
     "evaluate": EvaluateParams,
     "deploy": DeployParams,
     "maintain": MaintainParams,

@@ -2,12 +2,13 @@
 
 import json
 import random
+import time
 from pathlib import Path
 
 from typer.testing import CliRunner
 
 from cli.main import app
-from cli.replay import ReplayParams, ReplayQuery, feedback_for, load_queries
+from cli.replay import ReplayParams, ReplayQuery, feedback_for, load_queries, replay
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -114,3 +115,62 @@ def test_a_realistic_replay_never_labels_outside_the_context(db_url, benchmark_d
     assert all(p == 1.0 for shown, _, p, _ in rows if shown) and all(p == 0.0 for shown, _, p, _ in rows if not shown)
     assert all(sr is not None for shown, _, _, sr in rows if shown)
     assert sum(used is True for _, used, _, _ in rows) == json.loads(r.stdout)["used"] > 0
+
+
+def test_a_hot_swap_mid_replay_keeps_each_querys_version_in_the_log(db_url, embedder, tmp_path, conn):
+    """On-policy replay: the champion changes while the consumer replays; every query's log row names the
+    version that served it (what its labels were earned under), the swap loses no query and no label."""
+    import httpx
+
+    from retrieval import deployments
+    from retrieval.params import IngestParams, SearchParams, StagingParams
+    from serving.app import Service
+    from serving.hotswap import HotSwapper
+    from serving.picker import Picker
+    from serving.selectors import SimilaritySelector
+    from serving.server import BackgroundServer
+
+    class Reverse:  # a fast selector that is easy to tell from the similarity order
+        answers_inline = True
+
+        def __init__(self, version):
+            self.version = version
+
+        def answer(self, query, cands, k, query_vec=None):
+            return json.dumps({"selected": list(range(len(cands), 0, -1))[:k]})
+
+    picker = Picker(SimilaritySelector(), timeout_s=5)
+    svc = Service(
+        db_url,
+        embedder,
+        picker,
+        SearchParams(threshold=0.0),
+        IngestParams(),
+        StagingParams(dir=str(tmp_path / "st")),
+        swapper=HotSwapper(picker, db_url, canary_timeout_s=5, grace_s=0, build=lambda r: Reverse(r["version"])),
+    )
+    topics = ["bees", "rivers", "compilers", "glaciers", "violins", "tides", "lichens", "comets"]
+    queries = [ReplayQuery(str(i), f"how do {t} work?", frozenset({t})) for i, t in enumerate(topics)]
+    with BackgroundServer(svc) as server, httpx.Client(base_url=server.url, timeout=30) as client:
+        for t in topics:
+            client.post("/ingest", json={"source": f"notes.jsonl#{t}", "text": f"# {t}\n\nHow {t} work, in short."})
+
+        served = []
+
+        def swap_after_the_fourth():
+            served.append(client.get("/selector").json()["version"])
+            if len(served) == 4:
+                deployments.announce(conn, {"kind": "reverse", "version": "v2"}, "promote")
+                deadline = time.monotonic() + 15
+                while client.get("/selector").json()["version"] != "v2" and time.monotonic() < deadline:
+                    time.sleep(0.05)
+
+        summary = replay(server.url, queries, swap_after_the_fourth, ReplayParams(consumer="realistic", miss_rate=0.0))
+    assert summary.queries == 8 and not summary.errors
+    rows = conn.execute(
+        "SELECT q.text, q.selector_version, count(c.used) FROM queries q JOIN query_candidates c ON c.query_id = q.id"
+        " GROUP BY q.id ORDER BY q.id"
+    ).fetchall()
+    assert [r[0] for r in rows] == [q.query for q in queries]
+    assert [r[1] for r in rows] == ["similarity"] * 4 + ["v2"] * 4  # each query as served, the swap between
+    assert all(labels >= 1 for _, _, labels in rows)  # every query's feedback landed on its own row

@@ -119,3 +119,32 @@ def test_scifact_benchmark_items_mark_chunks_of_relevant_abstracts():
     assert it["relevant_ids"] == ["101", "103"] and [c["id"] for c in it["candidates"]] == ["101", "102", "103", "104"]
     assert bench_name("data/benchmarks/scifact-test.jsonl") == "scifact-test"
     assert bench_name("../shared/benchmark/hotpotqa/test.jsonl") == "hotpotqa/test"
+
+
+def test_held_out_feedback_is_scored_naively_and_by_inverse_propensity(tmp_path):
+    """Served top 5 = ranks 1-5 (P(shown) 0.95); exploration put rank 12 into the context (P 0.01) and the consumer
+    cited it and rank 1. The naive figure counts the explored chunk as one label of two; the unbiased one as
+    the 20 (1 / clip) chunks like it the policy hid, so an order that leaves it below the cut scores ~0.05."""
+    from eval.evaluate import feedback_items
+    from retrieval.selection import Pick
+
+    def cand(rank, used, shown, p):
+        return {
+            **{"rank": rank, "chunk_id": rank, "heading": None, "parent_heading": None, "source": "s.md"},
+            **{"text": f"passage {rank}", "score": 0.9, "used": used, "shown": shown, "propensity": p},
+        }
+
+    cands = [cand(r, r == 1 if r <= 5 else None, r <= 5, 0.95) for r in range(1, 21)]
+    cands[11] = cand(12, True, True, 0.01)
+    rec = {"query_id": 7, "query": "which passage", "threshold": None, "candidates": cands}
+    (tmp_path / "feedback.jsonl").write_text(json.dumps(rec) + "\n")
+    (it,) = feedback_items(tmp_path, val_fraction=1.0, limit=0, ipw_clip=0.05)
+    assert it["relevant_ids"] == ["1", "12"] and len(it["candidates"]) == 20
+    assert it["relevant_weights"] == pytest.approx({"1": 1 / 0.95, "12": 20.0})
+    served, lifted = ("1", "2", "3", "4", "5"), ("1", "12", "2", "3", "4")
+    picks = {s: {"7": Pick(served)} for s in ("similarity", "bm25", "hybrid")} | {"selector": {"7": Pick(lifted)}}
+    naive, ips = score([it], picks, seed=0), score([it], picks, seed=0, ips=True)
+    assert naive["systems"]["similarity"]["recall@5"] == 0.5 and naive["systems"]["selector"]["recall@5"] == 1.0
+    assert ips["systems"]["similarity"]["recall@5"] == pytest.approx(round((1 / 0.95) / (1 / 0.95 + 20), 4))
+    assert ips["systems"]["selector"]["recall@5"] == 1.0 and set(ips["systems"]["selector"]) >= {"json_valid"}
+    assert "ndcg@5" in naive["systems"]["selector"] and "ndcg@5" not in ips["systems"]["selector"]

@@ -2,7 +2,9 @@
 
 import pytest
 
-from training.ce_data import ips_recall, ipw, mean_recall, rankings
+from retrieval.feedback import ipw
+from retrieval.metrics import recall_at_k, weighted_recall_at_k
+from training.ce_data import ips_recall, mean_recall, rankings
 from training.train_ranker import _padded
 
 
@@ -48,3 +50,29 @@ def test_ips_recall_does_not_let_the_served_order_grade_itself():
     assert ips_recall([g], None, 2) == pytest.approx(1 / 11)
     assert ips_recall([g], [[0.5, 1, 0, 0.9]], 2) == pytest.approx(10 / 11)  # top 2: b and the explored d
     assert ips_recall([{**g, "weights": None}], None, 2) == mean_recall([g], None, 2)
+
+
+def test_a_held_out_ranking_keeps_the_unshown_candidates_unlabelled():
+    """On labelled candidates alone every order of the shown ones is perfect; the held-out estimate ranks all."""
+    cands = [
+        cand(1, True, True, 0.95),
+        cand(2, False, True, 0.95),
+        cand(3, None, False, 0.01),
+        cand(4, True, True, 0.01),
+    ]
+    (lab,) = rankings([record("q", cands)], "val", val_fraction=1.0, ipw_clip=0.05)
+    (all_,) = rankings([record("q", cands)], "val", val_fraction=1.0, ipw_clip=0.05, unlabelled=True)
+    assert lab["texts"] == ["passage 1", "passage 2", "passage 4"] and lab["used"] == [0, 2]
+    assert all_["texts"] == ["passage 1", "passage 2", "passage 3", "passage 4"] and all_["used"] == [0, 3]
+    assert all_["weights"] == pytest.approx([1 / 0.95, 1 / 0.95, 0.0, 20.0])  # no label, no weight
+    # the retrieval order's top 2 holds 1 of the 2 cited: among labelled alone the cut at 2 of 3 hides it less
+    assert ips_recall([all_], None, 2) == pytest.approx((1 / 0.95) / (1 / 0.95 + 20))
+    assert ips_recall([all_], [[1, 0, 0.5, 0.9]], 2) == pytest.approx(1.0)  # an order that lifts the explored one
+
+
+def test_weighted_recall_is_recall_with_unit_weights():
+    ranked = ["a", "b", "c", "d"]
+    assert weighted_recall_at_k({"a": 1.0, "d": 1.0}, ranked, 2) == recall_at_k({"a", "d"}, ranked, 2) == 0.5
+    assert weighted_recall_at_k({"a": 1.0, "d": 20.0}, ranked, 2) == pytest.approx(1 / 21)
+    assert weighted_recall_at_k({"a": 1.0, "d": 20.0}, ["d", "x"], 2) == pytest.approx(20 / 21)
+    assert weighted_recall_at_k({}, ranked, 2) == 0.0
