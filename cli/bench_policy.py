@@ -14,7 +14,6 @@ server (dropped after) and asks each section's heading path (nested headings, th
 from __future__ import annotations
 
 import os
-import platform
 import random
 import tempfile
 import time
@@ -35,17 +34,7 @@ from retrieval.params import EmbedParams, IngestParams, SearchParams, load_secti
 from serving.server import free_port
 
 from .bench_serve import start_service
-
-
-def machine() -> str:
-    """The machine a figure was measured on (STYLE 13)."""
-    cpu = platform.processor() or platform.machine()
-    try:
-        names = [line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")]
-        cpu = names[0] if names else cpu
-    except OSError:
-        pass
-    return f"{cpu}, {os.cpu_count()} cores, {platform.system()} {platform.release()}"
+from .terminal import machine
 
 
 def heading_queries(conn: psycopg.Connection, n: int, seed: int = 0) -> list[str]:

@@ -14,13 +14,13 @@ from typing import Annotated, Optional
 
 import typer
 
-from eval import bench_ce, code_bench, general_fusion, scrub_bench, seq_length
+from eval import bench_ce, code_bench, general_fusion, man_bench, scrub_bench, seq_length
 from eval.evaluate import bench_name, checked_items
 from retrieval.embed import get_embedder
 from training import gpu_smoke
 
 from . import ce_sweep, fusion_ablation
-from .terminal import ParamsOpt, _fail, console, emit, progress_bar
+from .terminal import ParamsOpt, _fail, console, emit, machine, progress_bar
 
 BenchDirOpt = Annotated[Path, typer.Option(help="the shared benchmark folder")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="print the result as JSON on stdout")]
@@ -33,6 +33,7 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
     bench_app.command("general")(bench_general_command)
     bench_app.command("seq-length")(bench_seq_length_command)
     bench_app.command("build-code")(build_code_command)
+    bench_app.command("build-man")(build_man_command)
     sweep_app = typer.Typer(no_args_is_help=True, help="Train and measure several model sizes side by side.")
     sweep_app.command("ce")(sweep_ce_command)
     app.add_typer(sweep_app, name="sweep")
@@ -108,7 +109,7 @@ def bench_general_command(
             result = general_fusion.run(benchmarks, ws, get_embedder(), bar, floors)
     except (OSError, ValueError) as e:
         _fail(str(e))
-    emit(result, as_json, out, general_fusion.table(result))
+    emit({"machine": machine(), **result}, as_json, out, general_fusion.table(result, machine()))
 
 
 def build_code_command(
@@ -132,6 +133,26 @@ def build_code_command(
         _fail(str(e))
     code_bench.write(items, out)
     console.print(f"build-code: {len(items)} queries, 20 candidates each, from {root} -> {out}")
+
+
+def build_man_command(
+    out: Annotated[Path, typer.Option(help="the contract-5 JSONL to write")] = Path("data/benchmarks/man-pages.jsonl"),
+    queries: Annotated[int, typer.Option(min=1, help="queries (manual pages) to sample")] = 400,
+    man_root: Annotated[Path, typer.Option(help="the manual's root (sections man1, man5, man7, man8)")] = Path(
+        "/usr/share/man"
+    ),
+    seed: Annotated[int, typer.Option(help="which pages are sampled")] = 0,
+) -> None:
+    """A paraphrase set from this machine: each manual page's one-line summary (NAME) as the query for its
+    DESCRIPTION, 19 distractors mined by our hybrid first stage over all pooled pages (eval/man_bench.py)."""
+    try:
+        with progress_bar() as bar:
+            task = bar.add_task("manual pages: mine candidates", total=queries)
+            items = man_bench.build(man_root, get_embedder(), queries, seed=seed, progress=lambda: bar.advance(task))
+    except (OSError, ValueError) as e:
+        _fail(str(e))
+    code_bench.write(items, out)
+    console.print(f"build-man: {len(items)} queries, 20 candidates each, from {man_root} -> {out}")
 
 
 def bench_seq_length_command(

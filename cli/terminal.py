@@ -6,6 +6,8 @@ tables keep their columns."""
 from __future__ import annotations
 
 import json
+import os
+import platform
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -55,3 +57,14 @@ def emit(result, as_json: bool, out: Path | None, table) -> None:
         table(console)
     else:
         console.print(table)
+
+
+def machine() -> str:
+    """The machine a figure was measured on (STYLE 13)."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        names = [line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")]
+        cpu = names[0] if names else cpu
+    except OSError:
+        pass
+    return f"{cpu}, {os.cpu_count()} cores, {platform.system()} {platform.release()}"

@@ -406,7 +406,11 @@ def log_to_mlflow(run_id: str | None, result: dict) -> None:
         for bench, r in result.items():
             for system, row in r["systems"].items():
                 mlflow.log_metrics(
-                    {f"{bench}/{system}/{m}".replace("@", "_at_"): row[m] for m in (*METRICS, "json_valid", "fallback")}
+                    {
+                        f"{bench}/{system}/{m}".replace("@", "_at_"): row[m]
+                        for m in (*METRICS, "json_valid", "fallback")
+                        if m in row  # feedback/val-ips has Recall@5 alone
+                    }
                 )
 
 
@@ -418,7 +422,7 @@ def print_table(result: dict, console) -> None:
         for c in cols:
             t.add_column(c, justify="right")
         for system, row in r["systems"].items():
-            t.add_row(system, *[str(row[c]) for c in cols])
+            t.add_row(system, *[str(row.get(c, "-")) for c in cols])
         console.print(t)
         if r.get("skipped_no_relevant"):
             console.print(f"  skipped {r['skipped_no_relevant']} queries with no relevant candidate")

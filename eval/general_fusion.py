@@ -115,10 +115,13 @@ def run(
     return result
 
 
-def table(result: dict):
+def table(result: dict, machine: str = ""):
     from rich.table import Table
 
-    t = Table(title="General weights: standardised cosine + w x BM25, Recall@5 on all queries (diff vs best baseline)")
+    t = Table(
+        title="General weights: standardised cosine + w x BM25, Recall@5 on all queries (diff vs best baseline)",
+        caption=machine,
+    )
     for col in ("benchmark", "system", "recall@5", "diff [95 % CI]"):
         t.add_column(col, justify="left" if col in ("benchmark", "system") else "right")
     for bench, r in result.items():

@@ -148,3 +148,32 @@ def test_held_out_feedback_is_scored_naively_and_by_inverse_propensity(tmp_path)
     assert ips["systems"]["similarity"]["recall@5"] == pytest.approx(round((1 / 0.95) / (1 / 0.95 + 20), 4))
     assert ips["systems"]["selector"]["recall@5"] == 1.0 and set(ips["systems"]["selector"]) >= {"json_valid"}
     assert "ndcg@5" in naive["systems"]["selector"] and "ndcg@5" not in ips["systems"]["selector"]
+
+
+def test_a_result_with_the_recall_only_ips_split_is_printed_and_logged(tmp_path, monkeypatch):
+    """feedback/val-ips carries Recall@5 alone: the table and the MLflow run take what it has (a KeyError on
+    precision@5 once stopped the evaluate stage after every system had run)."""
+    import io
+
+    from rich.console import Console
+
+    from eval.evaluate import log_to_mlflow, print_table
+    from retrieval.tracking import use_mlflow
+
+    monkeypatch.setenv("PAI_HOME", str(tmp_path))
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    full = {"recall@5": 0.5, "precision@5": 0.2, "ndcg@5": 0.4, "mrr": 0.6, "json_valid": 1.0, "fallback": 0.0}
+    row = {"queries": 3, "answer_in_context": None, "latency_p50_ms": 1.0, "context_tokens": 9.0}
+    ips = {"recall@5": 0.25, "json_valid": 1.0, "fallback": 0.0}
+    result = {
+        "feedback/val": {"systems": {"ranker": full | row}, "paired_bootstrap": {}},
+        "feedback/val-ips": {"systems": {"ranker": ips | row}, "paired_bootstrap": {}},
+    }
+    out = io.StringIO()
+    print_table(result, Console(file=out, width=200))
+    assert "feedback/val-ips: 3 queries" in out.getvalue()
+    log_to_mlflow(None, result)
+    (run,) = use_mlflow().search_runs(output_format="list")
+    assert run.data.metrics["feedback/val-ips/ranker/recall_at_5"] == 0.25
+    assert "feedback/val-ips/ranker/precision_at_5" not in run.data.metrics
+    assert run.data.metrics["feedback/val/ranker/precision_at_5"] == 0.2
