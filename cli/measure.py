@@ -88,6 +88,11 @@ def bench_general_command(
     sd_floor: Annotated[
         str, typer.Option(help="comma-separated floors of BM25's sd (train_ranker.bm25_sd_floor); 0 = plain")
     ] = "0",
+    plain_floor: Annotated[
+        str,
+        typer.Option(help="comma-separated sd floors for queries in plain words (train_ranker.general_plain_floor)"),
+    ] = "",
+    name_ramp: Annotated[float, typer.Option(help="name share at which a query keeps --sd-floor")] = 0.2,
     echo_query: Annotated[
         bool, typer.Option("--echo-query", help="prefix every candidate with the query (BM25 without evidence)")
     ] = False,
@@ -99,14 +104,17 @@ def bench_general_command(
     try:
         ws = [float(w) for w in weights.split(",")]
         floors = tuple(float(f) for f in sd_floor.split(","))
-        if any(not w >= 0 for w in ws) or any(not 0 <= f < float("inf") for f in floors):
-            raise ValueError("--weights and --sd-floor: each must be a number >= 0")
+        plains = tuple(float(f) for f in plain_floor.split(",") if f.strip())
+        if any(not w >= 0 for w in ws) or any(not 0 <= f < float("inf") for f in (*floors, *plains)):
+            raise ValueError("--weights, --sd-floor and --plain-floor: each must be a number >= 0")
+        if not 0 <= name_ramp <= 1:
+            raise ValueError("--name-ramp: a share in [0, 1]")
         files = benchmark or [Path("../shared/benchmark/hotpotqa/dev.jsonl")]
         benchmarks = {bench_name(str(f)): checked_items(f, max_queries) for f in files}
         if echo_query:
             benchmarks = {f"{name} (query echoed)": general_fusion.echo_query(v) for name, v in benchmarks.items()}
         with progress_bar() as bar:
-            result = general_fusion.run(benchmarks, ws, get_embedder(), bar, floors)
+            result = general_fusion.run(benchmarks, ws, get_embedder(), bar, floors, plains, name_ramp)
     except (OSError, ValueError) as e:
         _fail(str(e))
     emit({"machine": machine(), **result}, as_json, out, general_fusion.table(result, machine()))

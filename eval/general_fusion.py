@@ -7,10 +7,12 @@ answer paragraph named in the question) equal weights beat cosine alone by ~0.04
 on contract-5 files: the three baselines and the fusion at each w, Recall@5 on all queries with the
 paired 95 % CI against the best baseline of that file.
 
-    pai bench general [--benchmark FILE ...] [--weights 0,0.25,0.5,0.75,1] [--sd-floor 0,0.2]
+    pai bench general [--benchmark FILE ...] [--weights 0,0.25,0.5,0.75,1] [--sd-floor 0,0.2] [--plain-floor 1]
 
 `--sd-floor` (train_ranker.bm25_sd_floor): BM25 standardised by max(sd, floor), so candidates that all
-contain the query's words (no keyword evidence among them) give the fusion no BM25 weight. `--echo-query`
+contain the query's words (no keyword evidence among them) give the fusion no BM25 weight. `--plain-floor`
+(train_ranker.general_plain_floor) adds the per-query floor the ranker's general weights use: the sd floor for
+a query naming things, the plain floor for a query in plain words (`--name-ramp`: train_ranker.name_ramp). `--echo-query`
 makes a file that case: every candidate starts with the query's text, as web-search snippets contain it.
 """
 
@@ -22,9 +24,9 @@ import numpy as np
 
 from retrieval.ce_input import ce_passage
 from retrieval.embed import Embedder
-from retrieval.lexical import lexical_scores
+from retrieval.lexical import bm25_raw, floored
 from retrieval.metrics import paired_bootstrap, recall_at_k
-from retrieval.ranking_features import standardise
+from retrieval.ranking_features import general_floor, standardise
 from retrieval.search import rrf
 
 from .evaluate import bm25_ranking, similarity_ranking
@@ -45,7 +47,9 @@ def echo_query(items: list[dict]) -> list[dict]:
     ]
 
 
-def fusion_name(w: float, floor: float) -> str:
+def fusion_name(w: float, floor: float, plain: float | None = None) -> str:
+    if plain is not None:  # the per-query floor: `floor` for a query naming things, `plain` for one in plain words
+        return f"cos + {w:g} bm25 (sd floor {floor:g}, plain words {plain:g})"
     return f"cos + {w:g} bm25" + (f" (sd floor {floor:g})" if floor else "")
 
 
@@ -56,10 +60,16 @@ def system_recalls(
     k: int = 5,
     progress=None,
     floors: tuple[float, ...] = (0.0,),
+    plains: tuple[float, ...] = (),
+    name_ramp: float = 0.2,
 ) -> dict:
-    """Per system, Recall@k per query (arrays aligned with `items`); the baselines are evaluate's own."""
-    fusions = [(w, f) for f in floors for w in weights]
-    out: dict[str, list[float]] = {s: [] for s in (*BASELINES, *(fusion_name(w, f) for w, f in fusions))}
+    """Per system, Recall@k per query (arrays aligned with `items`); the baselines are evaluate's own. Each
+    plain floor in `plains` adds, per w and floor, the per-query floor the ranker's general weights use
+    (`retrieval.ranking_features.general_floor`: `floor` for a query naming things, the plain one for the rest)."""
+    fusions = [(w, f, None) for f in floors for w in weights] + [
+        (w, f, p) for p in plains for f in floors for w in weights
+    ]
+    out: dict[str, list[float]] = {s: [] for s in (*BASELINES, *(fusion_name(*x) for x in fusions))}
     for item in items:
         cands = item["candidates"]
         ids = [c["id"] for c in cands]
@@ -70,9 +80,11 @@ def system_recalls(
         out["hybrid"].append(recall_at_k(relevant, rrf([sim_ids, bm_ids], 60), k))
         texts = [ce_passage(c.get("title"), c["text"]) for c in cands]  # as the ranker reads them
         cos = standardise(embedder.encode_passages(texts) @ embedder.encode([item["query"]])[0])
-        bms = {f: np.asarray(lexical_scores(item["query"], texts, sd_floor=f)) for f in floors}
-        for w, f in fusions:
-            out[fusion_name(w, f)].append(recall_at_k(relevant, [ids[i] for i in order(cos + w * bms[f])], k))
+        raw = bm25_raw(item["query"], texts)
+        for w, f, p in fusions:
+            floor = f if p is None else general_floor(item["query"], f, p, name_ramp)
+            scores = cos + w * np.asarray(floored(raw, floor))
+            out[fusion_name(w, f, p)].append(recall_at_k(relevant, [ids[i] for i in order(scores)], k))
         if progress:
             progress()
     return {s: np.array(v) for s, v in out.items()}
@@ -103,6 +115,8 @@ def run(
     embedder: Embedder,
     bar=None,
     floors: tuple[float, ...] = (0.0,),
+    plains: tuple[float, ...] = (),
+    name_ramp: float = 0.2,
 ) -> dict:
     """`benchmarks`: name -> items (`evaluate.checked_items`)."""
     result = {}
@@ -110,7 +124,9 @@ def run(
         progress = None
         if bar:
             progress = partial(bar.advance, bar.add_task(f"{name}: {len(items)} queries", total=len(items)))
-        recalls = system_recalls(items, embedder, weights, progress=progress, floors=floors)
+        recalls = system_recalls(
+            items, embedder, weights, progress=progress, floors=floors, plains=plains, name_ramp=name_ramp
+        )
         result[name] = {"queries": len(items), "rows": compare(recalls)}
     return result
 

@@ -30,6 +30,7 @@ from retrieval.ranking_features import (
     domain_gate,
     features,
     gated_scores,
+    general_floor,
 )
 from retrieval.selection import PromptCandidate, render_answer
 
@@ -87,6 +88,11 @@ class RankerSelector:
         if not _finite(floor) or floor < 0:
             raise SelectorLoadError(f"{model_dir}: bm25_sd_floor {floor!r} is not a number >= 0")
         self.bm25_sd_floor = float(floor)
+        # rankers saved before the per-query general floor: the general weights' BM25 under bm25_sd_floor, as trained
+        plain, ramp = cfg.get("general_plain_floor", floor), cfg.get("name_ramp", 0.0)
+        if not (_finite(plain) and plain >= 0 and _finite(ramp) and 0 <= ramp <= 1):
+            raise SelectorLoadError(f"{model_dir}: general_plain_floor {plain!r} or name_ramp {ramp!r} out of range")
+        self.general_plain_floor, self.name_ramp = float(plain), float(ramp)
         self.embedder = get_embedder()
         self.version = version
         self._lock = threading.Lock()  # one forward pass at a time: on a few cores concurrent ones only fight
@@ -125,8 +131,20 @@ class RankerSelector:
         q, vecs = self.vectors(query, candidates, query_vec)
         texts = [passage_text(c.heading, c.text, c.parent_heading) for c in candidates]
         lexical = bool(self.weights.get("bm25") or self.general.get("bm25"))
-        feats = features(query, q, vecs, texts, self.adapter, lexical=lexical, bm25_sd_floor=self.bm25_sd_floor)
-        return gated_scores(feats, self.weights, self.general, self.gate(q))
+        share = self.gate(q)
+        feats = features(
+            query,
+            q,
+            vecs,
+            texts,
+            self.adapter,
+            lexical=lexical,
+            bm25_sd_floor=self.bm25_sd_floor,
+            general_bm25_floor=None
+            if share >= 1.0
+            else general_floor(query, self.bm25_sd_floor, self.general_plain_floor, self.name_ramp),
+        )
+        return gated_scores(feats, self.weights, self.general, share)
 
     def answer(
         self, query: str, candidates: Sequence[PromptCandidate], k: int, query_vec: np.ndarray | None = None

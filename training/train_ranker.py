@@ -44,6 +44,7 @@ from retrieval.ranking_features import (
     domain_gate,
     features,
     gated_scores,
+    general_floor,
     ranker_scores,
 )
 from retrieval.tracking import git_commit, use_mlflow
@@ -72,7 +73,11 @@ class RankerParams:
     domain_quantile: float = 0.05  # the gate's hi: this quantile of the calibration queries' affinities
     domain_ramp: float = 0.1  # the gate's lo = hi - ramp; at or below lo the general weights score alone
     general_bm25: float = 1.0  # the general weights: standardised cosine 1.0 + BM25 this much
-    bm25_sd_floor: float = 1.0  # BM25 feature / max(sd, this): weak lexical evidence keeps its raw (small) size
+    bm25_sd_floor: float = 0.2  # BM25 feature / max(sd, this): no evidence among the candidates, no weight
+    general_plain_floor: float = 1.0  # the general weights' floor for a query without names (`general_floor`)
+    name_ramp: float = (
+        0.2  # share of capitalised words at which a query counts as naming things (its floor: bm25_sd_floor)
+    )
     k: int = 5  # Recall@k of the val ranking (the selector picks k)
     ipw_clip: float = 0.05  # labels weigh 1 / max(propensity, this) (inverse propensity); 1 = no correction
     seed: int = 13
@@ -87,8 +92,10 @@ class RankerParams:
             out.append(
                 "train_ranker: need domain_k >= 1, 0 <= domain_quantile <= 1, domain_ramp >= 0, general_bm25 >= 0"
             )
-        if not self.bm25_sd_floor >= 0:
-            out.append("train_ranker: need bm25_sd_floor >= 0")
+        if not (self.bm25_sd_floor >= 0 and self.general_plain_floor >= 0):
+            out.append("train_ranker: need bm25_sd_floor >= 0 and general_plain_floor >= 0")
+        if not 0 <= self.name_ramp <= 1:
+            out.append("train_ranker: need 0 <= name_ramp <= 1")
         if not 0 < self.ipw_clip <= 1:
             out.append("train_ranker: need 0 < ipw_clip <= 1")
         return out
@@ -211,7 +218,18 @@ def train(p: RankerParams, val_fraction: float, progress=None) -> tuple[np.ndarr
     embed_groups(groups, progress)
     w = fit_adapter(groups["train"], p)
     feats = {
-        s: [features(g["query"], g["q"], g["P"], g["texts"], w, bm25_sd_floor=p.bm25_sd_floor) for g in gs]
+        s: [
+            features(
+                g["query"],
+                g["q"],
+                g["P"],
+                g["texts"],
+                w,
+                bm25_sd_floor=p.bm25_sd_floor,
+                general_bm25_floor=general_floor(g["query"], p.bm25_sd_floor, p.general_plain_floor, p.name_ramp),
+            )
+            for g in gs
+        ]
         for s, gs in groups.items()
     }
     names = FEATURES if p.prior else tuple(f for f in FEATURES if f != "prior")
@@ -233,7 +251,9 @@ def train(p: RankerParams, val_fraction: float, progress=None) -> tuple[np.ndarr
             mean_recall(val, [gated_scores(f, weights, general, a) for f, a in zip(fv, shares)], k), 4
         ),
         f"val_recall@{k}_fitted_fusion": round(mean_recall(val, [ranker_scores(f, weights) for f in fv], k), 4),
-        f"val_recall@{k}_general_fusion": round(mean_recall(val, [ranker_scores(f, general) for f in fv], k), 4),
+        f"val_recall@{k}_general_fusion": round(
+            mean_recall(val, [gated_scores(f, weights, general, 0.0) for f in fv], k), 4
+        ),
         f"val_recall@{k}_retrieval_order": round(mean_recall(val, [f["prior"] for f in fv], k), 4),
         f"val_recall@{k}_similarity": round(mean_recall(val, [f["similarity"] for f in fv], k), 4),
         f"val_recall@{k}_adapter_only": round(mean_recall(val, [f["adapted"] for f in fv], k), 4),

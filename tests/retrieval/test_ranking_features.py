@@ -6,11 +6,14 @@ import pytest
 from retrieval.lexical import lexical_scores
 from retrieval.ranking_features import (
     FEATURES,
+    GENERAL_BM25,
     adapt_query,
     domain_affinity,
     domain_gate,
     features,
     gated_scores,
+    general_floor,
+    name_share,
     ranker_scores,
     standardise,
 )
@@ -87,3 +90,46 @@ def test_the_gate_ramps_from_general_to_fitted_weights():
     assert list(gated_scores(feats, fitted, general, 1.0)) == [1.0, -1.0]
     assert list(gated_scores(feats, fitted, general, 0.0)) == [-1.0, 1.0]
     assert np.allclose(gated_scores(feats, fitted, general, 0.25), [-0.5, 0.5])
+
+
+def test_name_share_counts_capitalised_words_after_the_first():
+    assert name_share("Which magazine was started first Arthur's Magazine or First for Women?") == 0.4
+    assert name_share("Return the number of items in the list.") == 0.0
+    assert name_share("parse a HTTP header from bytes") == 0.2  # an acronym names a thing
+    assert name_share("how does HTTPAdapter retry") == pytest.approx(1 / 3)  # an identifier too
+    assert (
+        name_share("東京の人口は") == 0.0 and name_share("Paris") == 0.0 and name_share("") == 0.0
+    )  # caseless, one word
+    assert name_share("what is 3.14 in radians") == 0.0  # numbers are not words
+    assert general_floor("Arthur's Magazine vs First for Women", 0.2, 1.0, 0.2) == pytest.approx(0.2)
+    assert general_floor("return the number of items", 0.2, 1.0, 0.2) == pytest.approx(1.0)
+    assert general_floor("parse a HTTP header from bytes today", 0.2, 1.0, 0.2) == pytest.approx(
+        0.2 + 0.8 * (1 - 5 / 6)
+    )
+    assert general_floor("return the number of items", 0.2, 1.0, 0.0) == pytest.approx(
+        0.2
+    )  # ramp 0: always the names floor
+
+
+def test_a_plain_word_query_keeps_cosines_best_where_one_shared_word_would_outvote_it():
+    """The code-search failure: a plain-word query, cosine's best is the answer (no query word in it), and a
+    lexical distractor holds one of the query's words that no other candidate has. Standardised, that one word is
+    a z of ~4 and outvotes cosine; under the plain-word floor it keeps its raw size (~1) and cosine's best stays
+    first. The general weights read that floor; the fitted ones keep theirs."""
+    query = "count the lines of a file"
+    texts = ["def wc(path): return sum(1 for _ in open(path))"] + [
+        f"def helper{i}(x): return x + {i}" for i in range(18)
+    ]
+    texts.append("def split(text): return text.split()  # on lines")  # the lexical distractor: "lines"
+    q = np.array([1.0, 0.0])
+    angles = np.linspace(0.0, 1.2, 20)  # cosine: the first is the best, the distractor the worst
+    p = np.stack([np.cos(angles), np.sin(angles)], axis=1)
+    f = features(query, q, p, texts, None, bm25_sd_floor=0.2, general_bm25_floor=1.0)
+    assert f["bm25"].max() > 3.5 and 0.5 < f[GENERAL_BM25].max() < 1.5  # the same raw scores, two floors
+    general = {"similarity": 1.0, "bm25": 1.0}
+    assert np.argmax(gated_scores(f, {"bm25": 1.0}, general, 0.0)) == 0  # general weights: cosine's best stays first
+    assert np.argmax(ranker_scores(f, general)) == 19  # under the names floor the one word wins
+    assert gated_scores(f, {"bm25": 1.0}, general, 1.0) == pytest.approx(f["bm25"])  # the fitted path keeps its floor
+    half = gated_scores(f, {"bm25": 1.0}, general, 0.5)
+    assert half == pytest.approx(0.5 * f["bm25"] + 0.5 * (f["similarity"] + f[GENERAL_BM25]))
+    assert GENERAL_BM25 not in features(query, q, p, texts, None, bm25_sd_floor=0.2)

@@ -8,7 +8,7 @@ import pytest
 
 from eval.promotion import folder_record
 from retrieval.embed import get_embedder
-from retrieval.ranking_features import features, gated_scores, ranker_scores
+from retrieval.ranking_features import features, gated_scores, general_floor, ranker_scores
 from retrieval.selection import PromptCandidate, parse_selection
 from serving.ranker import RankerSelector
 from serving.selectors import from_record
@@ -97,12 +97,22 @@ def test_queries_unlike_the_feedback_get_the_general_weights(trained, benchmark_
     texts = [c.text for c in cands]
     for query in (claims[claim_gates.index(0.0)], questions[0]):
         q = embedder.encode([query])[0]
-        f = features(query, q, embedder.encode_passages(texts), texts, w, bm25_sd_floor=record["bm25_sd_floor"])
+        floor = general_floor(query, record["bm25_sd_floor"], record["general_plain_floor"], record["name_ramp"])
+        f = features(
+            query,
+            q,
+            embedder.encode_passages(texts),
+            texts,
+            w,
+            bm25_sd_floor=record["bm25_sd_floor"],
+            general_bm25_floor=floor,
+        )
         gate = selector.gate(q)
         expected = gated_scores(f, record["weights"], record["general_weights"], gate)
         assert np.allclose(selector.scores(query, cands), expected)
         if gate == 0.0:
-            assert np.allclose(expected, ranker_scores(f, record["general_weights"]))
+            general_view = f | {"bm25": f["bm25_general"]}  # the general weights under the query's own floor
+            assert np.allclose(expected, ranker_scores(general_view, record["general_weights"]))
 
 
 def test_no_steps_no_adapter():
@@ -179,6 +189,22 @@ def test_a_broken_folder_is_refused_with_a_load_error(tmp_path):
     assert RankerSelector(tmp_path, "ranker:x").bm25_sd_floor == 0.0
     (tmp_path / "ranker_config.json").write_text(json.dumps({**complete, "bm25_sd_floor": 0.2}))
     assert RankerSelector(tmp_path, "ranker:x").bm25_sd_floor == 0.2
+    for key, value in (
+        ("general_plain_floor", -0.5),
+        ("general_plain_floor", "1"),
+        ("name_ramp", 2),
+        ("name_ramp", None),
+    ):
+        (tmp_path / "ranker_config.json").write_text(json.dumps({**complete, "bm25_sd_floor": 0.2, key: value}))
+        with pytest.raises(SelectorLoadError, match="general_plain_floor .* or name_ramp"):
+            RankerSelector(tmp_path, "ranker:x")
+    (tmp_path / "ranker_config.json").write_text(json.dumps({**complete, "bm25_sd_floor": 0.2}))
+    old = RankerSelector(tmp_path, "ranker:x")  # saved before the per-query floor: the general BM25 as trained
+    assert (old.general_plain_floor, old.name_ramp) == (0.2, 0.0)
+    cfg = {**complete, "bm25_sd_floor": 0.2, "general_plain_floor": 1.0, "name_ramp": 0.2}
+    (tmp_path / "ranker_config.json").write_text(json.dumps(cfg))
+    new = RankerSelector(tmp_path, "ranker:x")
+    assert (new.bm25_sd_floor, new.general_plain_floor, new.name_ramp) == (0.2, 1.0, 0.2)
     (tmp_path / "ranker_config.json").write_text(json.dumps({"input_format": "other/9"}))
     with pytest.raises(SelectorLoadError, match="input format"):
         RankerSelector(tmp_path, "ranker:x")
