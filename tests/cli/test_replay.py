@@ -63,8 +63,11 @@ def test_load_queries_counts(benchmark_dir):
 
 
 def test_simulate_fills_the_feedback_log(db_url, benchmark_dir, monkeypatch, tmp_path, conn):
+    """The oracle consumer (the bound) judges every candidate; the main job's realistic one is tested below."""
     monkeypatch.setenv("DATABASE_URL", db_url)
     monkeypatch.chdir(tmp_path)
+    params = tmp_path / "params.yaml"
+    params.write_text((REPO / "params.yaml").read_text().replace("consumer: realistic ", "consumer: oracle "))
     r = CliRunner().invoke(
         app,
         [
@@ -80,7 +83,7 @@ def test_simulate_fills_the_feedback_log(db_url, benchmark_dir, monkeypatch, tmp
             "--benchmark-dir",
             str(benchmark_dir),
             "--params",
-            str(REPO / "params.yaml"),
+            str(params),
             "--json",
         ],
     )
@@ -100,7 +103,9 @@ def test_a_realistic_replay_never_labels_outside_the_context(db_url, benchmark_d
     monkeypatch.setenv("DATABASE_URL", db_url)
     monkeypatch.chdir(tmp_path)
     params = tmp_path / "params.yaml"
-    params.write_text((REPO / "params.yaml").read_text().replace("consumer: oracle", "consumer: realistic"))
+    # no exploration here: the literal propensities below are those of a policy that never explores
+    raw = (REPO / "params.yaml").read_text().replace("consumer: oracle", "consumer: realistic")
+    params.write_text(raw.replace("explore_rate: 0.05 ", "explore_rate: 0.0 "))
     r = CliRunner().invoke(
         app,
         ["simulate", "--dataset", "scifact", "--split", "train", "--max-queries", "10", "--corpus-limit", "60"]

@@ -4,7 +4,7 @@ tolerance; answer quality and JSON validity kept everywhere."""
 
 from eval.deploy import DeployParams, gate
 
-P = DeployParams(in_domain="a", out_of_domain="", margin=0.03)
+P = DeployParams(in_domain="a", in_domain_guard="", out_of_domain="", margin=0.03)
 
 
 def row(recall, answer=0.8, valid=1.0):
@@ -36,7 +36,7 @@ def test_in_domain_the_best_baseline_plus_the_margin_is_the_bar():
 
 
 def test_out_of_domain_it_may_trail_by_the_tolerance_only():
-    ood = DeployParams(in_domain="a", out_of_domain="o", margin=0.03, ood_tolerance=0.02)
+    ood = DeployParams(in_domain="a", in_domain_guard="", out_of_domain="o", margin=0.03, ood_tolerance=0.02)
     good = result(row(0.80), (0.03, 0.13))
     assert gate({"a": good, "o": result(row(0.71), (-0.04, 0.02))}, ood).passed  # -0.01: within 0.02, CI irrelevant
     d = gate({"a": good, "o": result(row(0.69), (-0.06, 0.0))}, ood)  # -0.03
@@ -44,6 +44,21 @@ def test_out_of_domain_it_may_trail_by_the_tolerance_only():
         "o (out of domain): recall@5 -0.0300 vs hybrid loses more than 0.02"
     )
     assert d.details["o"]["domain"] == "out"
+
+
+def test_the_held_out_feedback_guards_against_a_regression_without_asking_for_a_margin():
+    """Exposure labels (a consumer's citations, a few explored chunks) cannot prove +0.03; they can catch a loss."""
+    guarded = DeployParams(in_domain="a", in_domain_guard="g", out_of_domain="", guard_tolerance=0.02)
+    good = result(row(0.80), (0.03, 0.13))
+    d = gate({"a": good, "g": result(row(0.73), (-0.03, 0.05))}, guarded)  # +0.01, CI spans 0: no margin needed
+    assert d.passed and d.details["g"]["domain"] == "guard"
+    d = gate({"a": good, "g": result(row(0.69), (-0.07, 0.01))}, guarded)  # -0.03
+    assert not d.passed and d.reasons == ["g (held-out feedback): recall@5 -0.0300 vs hybrid loses more than 0.02"]
+    champ = row(0.75)
+    assert gate({"a": good, "g": result(row(0.74), (-0.03, 0.05), champion=champ, champion_diff=-0.01)}, guarded).passed
+    d = gate({"a": good, "g": result(row(0.74), (-0.03, 0.05), champion=champ, champion_diff=-0.03)}, guarded)
+    assert not d.passed and "vs the champion" in d.reasons[0]
+    assert gate({"a": good}, guarded).reasons == ["g: no selector result"]  # no held-out feedback: not passed blind
 
 
 def test_a_champion_must_not_be_trailed_and_quality_must_hold():
@@ -60,10 +75,10 @@ def test_a_champion_must_not_be_trailed_and_quality_must_hold():
 
 def test_every_gated_benchmark_must_pass_and_missing_results_fail():
     good, bad = result(row(0.80), (0.03, 0.13)), result(row(0.70), (-0.05, 0.01))
-    d = gate({"a": good, "b": bad}, DeployParams(in_domain="a,b", out_of_domain=""))
+    d = gate({"a": good, "b": bad}, DeployParams(in_domain="a,b", in_domain_guard="", out_of_domain=""))
     assert not d.passed and len(d.reasons) == 1 and d.reasons[0].startswith("b:")
     assert gate({"a": good, "b": bad}, P).passed  # b is not gated
-    assert gate({"a": good}, DeployParams(in_domain="a,c", out_of_domain="")).reasons == ["c: no selector result"]
+    assert gate({"a": good}, DeployParams(in_domain="a,c", in_domain_guard="", out_of_domain="")).reasons == ["c: no selector result"]
     assert DeployParams(in_domain="").problems()  # a gate needs an in-domain split
 
 
