@@ -78,7 +78,9 @@ def test_every_gated_benchmark_must_pass_and_missing_results_fail():
     d = gate({"a": good, "b": bad}, DeployParams(in_domain="a,b", in_domain_guard="", out_of_domain=""))
     assert not d.passed and len(d.reasons) == 1 and d.reasons[0].startswith("b:")
     assert gate({"a": good, "b": bad}, P).passed  # b is not gated
-    assert gate({"a": good}, DeployParams(in_domain="a,c", in_domain_guard="", out_of_domain="")).reasons == ["c: no selector result"]
+    assert gate({"a": good}, DeployParams(in_domain="a,c", in_domain_guard="", out_of_domain="")).reasons == [
+        "c: no selector result"
+    ]
     assert DeployParams(in_domain="").problems()  # a gate needs an in-domain split
 
 
