@@ -31,7 +31,7 @@ from serving.server import BackgroundServer, build_service
 
 @dataclass(frozen=True)
 class ReplayParams:
-    consumer: str = "oracle"  # oracle (a judge of all 20 candidates: the bound) | realistic (sees the context only)
+    consumer: str = "realistic"  # realistic (sees and cites the context only) | oracle (a judge of all 20: the bound)
     miss_rate: float = 0.2  # realistic: a relevant chunk in the context left uncited
     false_cite_rate: float = 0.05  # realistic: an irrelevant chunk in the context cited anyway
     seed: int = 0  # the realistic consumer's draws

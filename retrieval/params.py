@@ -57,7 +57,7 @@ class SearchParams:
     threshold: float = 0.2  # cosine below which a chunk never enters context
     token_budget: int = 1500  # context budget, approximate tokens
     min_chunks: int = 3  # floor the budget never cuts below, and a short selector pick is topped up to
-    explore_rate: float = 0.0  # share of queries whose last context slot goes to a random candidate below the cut
+    explore_rate: float = 0.05  # share of queries whose last context slot goes to a random candidate below the cut
 
     def problems(self) -> list[str]:
         out = []

@@ -25,13 +25,14 @@ RESPONSE = {
 
 
 def test_the_oracle_judges_every_candidate():
-    assert feedback_for(RESPONSE, ReplayQuery("q", "x", frozenset({"A"}))) == {
+    oracle = ReplayParams(consumer="oracle")
+    assert feedback_for(RESPONSE, ReplayQuery("q", "x", frozenset({"A"})), oracle) == {
         "query_id": 7,
         "used_chunk_ids": [1, 3],
         "ignored_chunk_ids": [2],
         "rating": 1,
     }
-    assert feedback_for(RESPONSE, ReplayQuery("q", "x", frozenset({"C"}), "yes")) == {
+    assert feedback_for(RESPONSE, ReplayQuery("q", "x", frozenset({"C"}), "yes"), oracle) == {
         "query_id": 7,
         "used_chunk_ids": [],
         "ignored_chunk_ids": [1, 2, 3],
