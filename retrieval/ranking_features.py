@@ -36,7 +36,9 @@ import numpy as np
 
 from .lexical import bm25_raw, floored
 
-RANKER_FORMAT = "ranker-input/2"  # /2: the domain gate and general weights
+RANKER_FORMAT = "ranker-input/3"  # /2: the domain gate and general weights; /3: the general weights' per-query floor
+# formats a service still computes: a /2 ranker has no per-query floor and is served as it was trained
+SERVED_FORMATS = ("ranker-input/2", RANKER_FORMAT)
 FEATURES = ("similarity", "adapted", "bm25", "prior")
 GENERAL_BM25 = "bm25_general"  # the general weights read their BM25 from here when `features` computed it
 

@@ -25,7 +25,7 @@ from retrieval.ce_input import passage_text
 from retrieval.embed import DIM, get_embedder
 from retrieval.ranking_features import (
     FEATURES,
-    RANKER_FORMAT,
+    SERVED_FORMATS,
     domain_affinity,
     domain_gate,
     features,
@@ -61,9 +61,9 @@ class RankerSelector:
             raise SelectorLoadError(f"not a trained ranker folder: {model_dir}: {e}") from e
         if not isinstance(cfg, dict):
             raise SelectorLoadError(f"{model_dir}: {CONFIG_FILE} is not a JSON object")
-        if cfg.get("input_format") != RANKER_FORMAT:
+        if cfg.get("input_format") not in SERVED_FORMATS:
             raise SelectorLoadError(
-                f"{model_dir}: input format {cfg.get('input_format')!r}, this service computes {RANKER_FORMAT!r}"
+                f"{model_dir}: input format {cfg.get('input_format')!r}, this service computes {' or '.join(SERVED_FORMATS)}"
             )
         weights, general, gate = cfg.get("weights"), cfg.get("general_weights"), cfg.get("domain_gate")
         if not all(isinstance(x, dict) for x in (weights, general, gate)) or not {"k", "lo", "hi"} <= set(gate):

@@ -70,7 +70,7 @@ def test_the_ranker_learns_what_the_first_stage_order_misses(trained):
     assert (
         abs(record["weights"]["prior"]) < 0.5 and record["weights"]["bm25"] > 0
     )  # HotpotQA's answers share the question's words
-    assert record["input_format"] == "ranker-input/2" and len(record["dataset_sha256"]) == 64
+    assert record["input_format"] == "ranker-input/3" and len(record["dataset_sha256"]) == 64
     gate = record["domain_gate"]
     assert gate["lo"] == pytest.approx(gate["hi"] - 0.1) and 0 < gate["hi"] < 1
     assert m["val_gate_mean"] > 0.8  # held-out questions of the same kind are in the domain
