@@ -322,7 +322,9 @@ def main(params: str = "params.yaml") -> None:
         f"{m[f'val_recall@{k}']:.4f} (retrieval order {m[f'val_recall@{k}_retrieval_order']:.4f}, similarity "
         f"{m[f'val_recall@{k}_similarity']:.4f}, adapter alone {m[f'val_recall@{k}_adapter_only']:.4f}, bm25 "
         f"{m[f'val_recall@{k}_bm25']:.4f}, fitted fusion {m[f'val_recall@{k}_fitted_fusion']:.4f}, general fusion "
-        f"{m[f'val_recall@{k}_general_fusion']:.4f}) on {m['val_queries']} queries; weights {record['weights']}; "
+        f"{m[f'val_recall@{k}_general_fusion']:.4f}) on {m['val_queries']} queries; unbiased (inverse-propensity) "
+        f"{m[f'val_recall@{k}_ips']:.4f}, retrieval order {m[f'val_recall@{k}_retrieval_order_ips']:.4f}; "
+        f"weights {record['weights']}; "
         f"domain gate {record['domain_gate']} (val share {m['val_gate_mean']}); {m['seconds']} s",
         soft_wrap=True,
     )
