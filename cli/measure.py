@@ -133,14 +133,19 @@ def build_code_command(
     """A lexical-mismatch set from this machine: docstrings as queries for their functions' bodies (docstring
     removed), 19 distractors mined by our hybrid first stage over all pooled functions (eval/code_bench.py)."""
     root = site_packages or Path(sysconfig.get_paths()["purelib"])
+    _build_mined("build-code", "code search", code_bench.build, root, queries, seed, out)
+
+
+def _build_mined(command: str, what: str, build, root: Path, queries: int, seed: int, out: Path) -> None:
+    """A contract-5 set mined from material on this machine (`build(root, embedder, queries, seed=, progress=)`)."""
     try:
         with progress_bar() as bar:
-            task = bar.add_task("code search: mine candidates", total=queries)
-            items = code_bench.build(root, get_embedder(), queries, seed=seed, progress=lambda: bar.advance(task))
+            task = bar.add_task(f"{what}: mine candidates", total=queries)
+            items = build(root, get_embedder(), queries, seed=seed, progress=lambda: bar.advance(task))
     except (OSError, ValueError) as e:
         _fail(str(e))
     code_bench.write(items, out)
-    console.print(f"build-code: {len(items)} queries, 20 candidates each, from {root} -> {out}")
+    console.print(f"{command}: {len(items)} queries, 20 candidates each, from {root} -> {out}")
 
 
 def build_man_command(
@@ -153,14 +158,7 @@ def build_man_command(
 ) -> None:
     """A paraphrase set from this machine: each manual page's one-line summary (NAME) as the query for its
     DESCRIPTION, 19 distractors mined by our hybrid first stage over all pooled pages (eval/man_bench.py)."""
-    try:
-        with progress_bar() as bar:
-            task = bar.add_task("manual pages: mine candidates", total=queries)
-            items = man_bench.build(man_root, get_embedder(), queries, seed=seed, progress=lambda: bar.advance(task))
-    except (OSError, ValueError) as e:
-        _fail(str(e))
-    code_bench.write(items, out)
-    console.print(f"build-man: {len(items)} queries, 20 candidates each, from {man_root} -> {out}")
+    _build_mined("build-man", "manual pages", man_bench.build, man_root, queries, seed, out)
 
 
 def bench_seq_length_command(
