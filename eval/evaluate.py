@@ -105,9 +105,9 @@ def feedback_items(feedback_dir: Path, val_fraction: float, limit: int, ipw_clip
         rec = json.loads(line)
         shown = shown_candidates(rec)
         used = [str(c["chunk_id"]) for c in shown if c["used"]]
-        weights = {str(c["chunk_id"]): ipw(c, ipw_clip) for c in shown if c["used"]}
         if split_of(rec["query"], val_fraction) != "val" or not used or any(c["text"] is None for c in shown):
             continue
+        weights = {str(c["chunk_id"]): ipw(c, ipw_clip) for c in shown if c["used"]}
         items.append(
             {
                 "qid": str(rec["query_id"]),
