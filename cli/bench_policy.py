@@ -127,7 +127,7 @@ def run(params: Path, selector: str, benchmark_dir: Path, notes: Path | None, qu
         try:
             with connect(url) as conn:
                 ip, sp = load_section(params, "ingest", IngestParams), load_section(params, "search", SearchParams)
-                embedder = get_embedder(load_section(params, "embed", EmbedParams).batch_size)
+                embedder = get_embedder(load_section(params, "embed", EmbedParams))
                 t0 = time.perf_counter()
                 rep = ingest_paths(conn, [notes], ip, sp, embedder)
                 log(f"notes: {notes} ingested, {rep.chunks_inserted:,} chunks in {time.perf_counter() - t0:.0f} s")

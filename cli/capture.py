@@ -75,7 +75,7 @@ def capture_command(
                 return _show_noise(noise.load(conn), cp, as_json)
         ip = load_section(params, "ingest", IngestParams)
         sp = load_section(params, "search", SearchParams)
-        embedder = get_embedder(load_section(params, "embed", EmbedParams).batch_size)
+        embedder = get_embedder(load_section(params, "embed", EmbedParams))
         extractor = build_extractor(cp)
         raw = sys.stdin.buffer.read() if target == "-" else Path(target).read_bytes()
     except (ParamsError, DatabaseError, SelectorLoadError) as e:

@@ -78,7 +78,7 @@ def run(labelled: Path, params: Path, log: Callable[[str], None] = print) -> dic
     rows = [json.loads(line) for line in labelled.read_text().splitlines() if line.strip()]
     cp = load_section(params, "capture", CaptureParams)
     ip, sp = load_section(params, "ingest", IngestParams), load_section(params, "search", SearchParams)
-    embedder = get_embedder(load_section(params, "embed", EmbedParams).batch_size)
+    embedder = get_embedder(load_section(params, "embed", EmbedParams))
     extractor = build_extractor(cp)
     stream = [r for r in rows if r["split"] == "stream"]
     evals = [r for r in rows if r["split"] == "eval"]

@@ -39,7 +39,7 @@ def run_cycle(params: Path, benchmark_dir: Path, split: str, bar, replay: bool |
         raise FileNotFoundError(f"{corpus}: not found (pass --benchmark-dir)")
     ip = load_section(params, "ingest", IngestParams)
     sp = load_section(params, "search", SearchParams)
-    embedder = get_embedder(load_section(params, "embed", EmbedParams).batch_size)
+    embedder = get_embedder(load_section(params, "embed", EmbedParams))
     queries = load_scifact(benchmark_dir, split)
     result: dict = {}
     with connect() as conn:

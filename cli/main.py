@@ -62,7 +62,7 @@ def ingest(
         ep = load_section(params, "embed", EmbedParams)
         with connect() as conn, progress_bar() as bar:
             task = bar.add_task("ingest", total=None)
-            embedder = get_embedder(ep.batch_size)
+            embedder = get_embedder(ep)
             report = ingest_paths(
                 conn, paths, ip, sp, embedder, lambda done, total: bar.update(task, completed=done, total=total)
             )
@@ -101,7 +101,7 @@ def query(
         st = load_section(params, "staging", StagingParams)
         ep = load_section(params, "embed", EmbedParams)
         prior = load_section(params, "maintain", MaintainParams).usage_prior
-        embedder = get_embedder(ep.batch_size)
+        embedder = get_embedder(ep)
         with connect() as conn:
             results = [search(conn, embedder, t, sp, usage=prior) for t in texts]
     except (ParamsError, DatabaseError) as e:
@@ -210,7 +210,7 @@ def watch(
     try:
         ip = load_section(params, "ingest", IngestParams)
         sp = load_section(params, "search", SearchParams)
-        embedder = get_embedder(load_section(params, "embed", EmbedParams).batch_size)
+        embedder = get_embedder(load_section(params, "embed", EmbedParams))
         conn = connect()
     except (ParamsError, DatabaseError) as e:
         _fail(str(e))

@@ -91,7 +91,7 @@ def bench_usage_command(
     try:
         mp = load_section(params, "maintain", MaintainParams)
         sp = load_section(params, "search", SearchParams)
-        embedder = get_embedder(load_section(params, "embed", EmbedParams).batch_size)
+        embedder = get_embedder(load_section(params, "embed", EmbedParams))
         with connect() as conn, progress_bar() as bar:
             result = bench_usage.run(
                 conn, embedder, benchmark_dir, split, sp, mp, [float(b) for b in bounds.split(",")], bar

@@ -14,7 +14,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from eval import bench_ce, code_bench, general_fusion, man_bench, scrub_bench, seq_length
+from eval import bench_ce, bench_embed, code_bench, general_fusion, man_bench, scrub_bench, seq_length
 from eval.evaluate import bench_name, checked_items
 from retrieval.embed import get_embedder
 from training import gpu_smoke
@@ -32,6 +32,7 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
     bench_app.command("scrub")(bench_scrub_command)
     bench_app.command("general")(bench_general_command)
     bench_app.command("seq-length")(bench_seq_length_command)
+    bench_app.command("embed")(bench_embed_command)
     bench_app.command("build-code")(build_code_command)
     bench_app.command("build-man")(build_man_command)
     sweep_app = typer.Typer(no_args_is_help=True, help="Train and measure several model sizes side by side.")
@@ -184,6 +185,31 @@ def bench_seq_length_command(
     except (OSError, ValueError) as e:
         _fail(str(e))
     emit(result, as_json, out, seq_length.table(result))
+
+
+def bench_embed_command(
+    benchmark: Annotated[Path, typer.Option("--benchmark", help="a contract-5 JSONL file")] = Path(
+        "data/benchmarks/scifact-test.jsonl"
+    ),
+    backends: Annotated[
+        str, typer.Option(help="comma-separated backend[:precision] (f32 or auto); the first is the reference")
+    ] = "torch:f32,openvino:f32,openvino:auto",
+    max_queries: Annotated[int, typer.Option(help="queries, and their candidates as passages; 0 = all")] = 100,
+    batch_size: Annotated[int, typer.Option(help="passages per forward pass")] = 32,
+    as_json: JsonOpt = False,
+    out: OutOpt = None,
+) -> None:
+    """The embedder's backends side by side: passages/s, query p50, cosine parity and Recall@5 vs the first."""
+    try:
+        specs = bench_embed.parse_backends(backends)
+        items = checked_items(benchmark, max_queries)
+        with progress_bar() as bar:
+            task = bar.add_task(f"embed {len(items)} queries' passages with {len(specs)} backends", total=len(specs))
+            result = bench_embed.run(items, specs, batch_size, progress=lambda: bar.advance(task))
+    except (OSError, ValueError) as e:
+        _fail(str(e))
+    result["machine"] = machine()
+    emit(result, as_json, out, bench_embed.table(result, result["machine"]))
 
 
 def sweep_ce_command(

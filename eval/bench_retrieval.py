@@ -50,7 +50,7 @@ def embed_cached(texts: list[str], ep: EmbedParams, progress: bool) -> np.ndarra
     path = pai_home() / "cache" / f"bench-minilm-{key}.npy"
     if path.exists():
         return np.load(path)
-    vecs = get_embedder(ep.batch_size).encode(texts, progress=progress)
+    vecs = get_embedder(ep).encode(texts, progress=progress)
     path.parent.mkdir(parents=True, exist_ok=True)
     np.save(path, vecs)
     return vecs

@@ -74,7 +74,7 @@ def main() -> None:
     out = Path(p.out) / f"scifact-{p.split}.jsonl"
     out.parent.mkdir(parents=True, exist_ok=True)
     queries = load_scifact(Path(p.benchmark_dir), p.split)
-    embedder = get_embedder(load_section("params.yaml", "embed", EmbedParams).batch_size)
+    embedder = get_embedder(load_section("params.yaml", "embed", EmbedParams))
     with connect() as conn:
         (n,) = conn.execute(
             "SELECT count(*) FROM documents WHERE source LIKE %s", ("%scifact/corpus.jsonl#%",)

@@ -26,18 +26,18 @@ def run(items: list[dict], embedder: Embedder, lengths: list[int], k: int = 5, p
     if not lengths or len(set(lengths)) != len(lengths):
         raise ValueError("lengths: at least one, each once")
     texts = passage_texts(items)
-    stored = embedder.model.max_seq_length
+    stored = embedder.max_seq_length
     vecs, speed = {}, {}
     try:
         for length in lengths:
-            embedder.model.max_seq_length = length
+            embedder.max_seq_length = length
             t0 = time.perf_counter()
             vecs[length] = dict(zip(texts, embedder.encode(texts)))
             speed[length] = len(texts) / max(time.perf_counter() - t0, 1e-9)
             if progress:
                 progress()
     finally:
-        embedder.model.max_seq_length = stored
+        embedder.max_seq_length = stored
     recalls: dict[int, list[float]] = {length: [] for length in lengths}
     for it in items:
         q = embedder.encode([it["query"]])[0]
@@ -46,7 +46,7 @@ def run(items: list[dict], embedder: Embedder, lengths: list[int], k: int = 5, p
             order = np.argsort(-(np.stack([vecs[length][p] for p in passages]) @ q), kind="stable")
             ranked = [it["candidates"][i]["id"] for i in order]
             recalls[length].append(recall_at_k(set(it["relevant_ids"]), ranked, k))
-    pieces = np.array([len(embedder.model.tokenizer(t)["input_ids"]) for t in texts]) if texts else np.zeros(1)
+    pieces = np.array([len(embedder.tokenizer(t)["input_ids"]) for t in texts]) if texts else np.zeros(1)
     ref = np.array(recalls[lengths[0]])
     rows = []
     for length in lengths:

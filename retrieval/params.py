@@ -19,9 +19,16 @@ class ParamsError(ValueError):
 @dataclass(frozen=True)
 class EmbedParams:
     batch_size: int = 32  # passages per forward pass
+    backend: str = "auto"  # openvino where installed, else torch (the fp32 reference)
+    precision: str = "auto"  # auto: bf16 where the CPU computes it natively (openvino); f32: always fp32
 
     def problems(self) -> list[str]:
-        return [] if self.batch_size >= 1 else ["embed.batch_size must be >= 1"]
+        out = [] if self.batch_size >= 1 else ["embed.batch_size must be >= 1"]
+        if self.backend not in ("auto", "openvino", "torch"):
+            out.append("embed.backend must be auto, openvino or torch")
+        if self.precision not in ("auto", "f32"):
+            out.append("embed.precision must be auto or f32")
+        return out
 
 
 @dataclass(frozen=True)

@@ -49,7 +49,7 @@ def build_service(
     cp = load_section(params, "capture", CaptureParams)
     return Service(
         db_url=db_url,
-        embedder=get_embedder(load_section(params, "embed", EmbedParams).batch_size),
+        embedder=get_embedder(load_section(params, "embed", EmbedParams)),
         picker=picker,
         search=sp,
         ingest=load_section(params, "ingest", IngestParams),

@@ -74,7 +74,7 @@ def conn(db_url):
 def embedder():
     from retrieval.embed import get_embedder
 
-    return get_embedder(32)
+    return get_embedder()
 
 
 def _chunk_invariant_breaks(conn) -> list[tuple]:

@@ -13,9 +13,9 @@ from retrieval.metrics import recall_at_k
 
 def test_the_reference_length_ties_itself_and_the_model_is_restored(benchmark_dir, embedder):
     items = load_items(benchmark_dir / "hotpotqa" / "dev.jsonl", 6)
-    stored = embedder.model.max_seq_length
+    stored = embedder.max_seq_length
     r = run(items, embedder, [256, 16])
-    assert embedder.model.max_seq_length == stored
+    assert embedder.max_seq_length == stored
     same, short = r["rows"]
     assert (same["diff"], same["ci95_low"], same["ci95_high"]) == (0.0, 0.0, 0.0)
     assert short["passages_truncated"] > 0.9 and same["passages_truncated"] < short["passages_truncated"]
