@@ -46,7 +46,8 @@ from .picker import Picker
 
 MAX_BODY_BYTES = 2_000_000
 MAX_ID = 2**63 - 1  # ids are bigint
-ADMIN_TOKEN, WRITE_TOKEN = "PAI_ADMIN_TOKEN", "PAI_WRITE_TOKEN"
+ADMIN_TOKEN, WRITE_TOKEN, READ_TOKEN = "PAI_ADMIN_TOKEN", "PAI_WRITE_TOKEN", "PAI_READ_TOKEN"
+OPEN_PATHS = frozenset({"/health"})  # beyond loopback, the only route without a token
 
 
 def is_loopback(host: str) -> bool:
@@ -57,12 +58,36 @@ def is_loopback(host: str) -> bool:
 
 
 def check_exposure(host: str) -> None:
-    """Beyond loopback every write needs a token: refuse to serve there without one."""
-    if not is_loopback(host) and not (os.environ.get(ADMIN_TOKEN) or os.environ.get(WRITE_TOKEN)):
+    """Beyond loopback every route but /health needs a token: refuse to serve there without one."""
+    if not is_loopback(host) and not any(os.environ.get(t) for t in (READ_TOKEN, WRITE_TOKEN, ADMIN_TOKEN)):
         raise ValueError(
-            f"listening on {host}, beyond loopback, needs {WRITE_TOKEN} or {ADMIN_TOKEN} set: "
-            "anyone who can reach it could otherwise ingest notes and post feedback"
+            f"listening on {host}, beyond loopback, needs {READ_TOKEN}, {WRITE_TOKEN} or {ADMIN_TOKEN} set: "
+            "anyone who can reach it could otherwise read the whole memory, ingest notes and post feedback"
         )
+
+
+class TokenGate:
+    """Beyond loopback every route but /health needs a bearer token: the read token, or the write or admin one
+    (a read of a memory layer is the leak). The write and admin routes check their own token after this."""
+
+    def __init__(self, app, service: Service):
+        self.app, self.service = app, service
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http" or scope["path"] in OPEN_PATHS or is_loopback(self.service.host):
+            return await self.app(scope, receive, send)
+        tokens = [t for t in (os.environ.get(n) for n in (READ_TOKEN, WRITE_TOKEN, ADMIN_TOKEN)) if t]
+        if not tokens:  # check_exposure refuses to start so; the environment changed under us
+            why = (
+                f"the service listens on {self.service.host}, beyond loopback, with no token: "
+                f"set {READ_TOKEN}, {WRITE_TOKEN} or {ADMIN_TOKEN}"
+            )
+            return await JSONResponse({"error": why}, 403)(scope, receive, send)
+        got = dict(scope["headers"]).get(b"authorization", b"")
+        if not any(hmac.compare_digest(got, f"Bearer {t}".encode()) for t in tokens):
+            why = f"missing or wrong bearer token ({READ_TOKEN}, {WRITE_TOKEN} or {ADMIN_TOKEN})"
+            return await JSONResponse({"error": why}, 401, headers={"WWW-Authenticate": "Bearer"})(scope, receive, send)
+        await self.app(scope, receive, send)
 
 
 def _storable(value: str) -> str:
@@ -113,6 +138,11 @@ class Service:
     capture_worker: CaptureWorker | None = None  # started with the pool
     maintain: MaintainParams = field(default_factory=lambda: MaintainParams(interval_minutes=0))  # off unless asked
     maintenance: MaintenanceLoop | None = None  # started with the app when maintain.interval_minutes > 0
+
+    def ready(self, wait_s: float = 0.0) -> bool:
+        """The service serves what it must: a pinned selector (loaded before the app starts) at once; one that
+        follows deployments once it has caught up with them (the champion loaded, warmed, canaried)."""
+        return self.swapper is None or self.swapper.wait_ready(wait_s)
 
 
 class QueryIn(BaseModel):
@@ -215,6 +245,7 @@ def create_app(service: Service) -> FastAPI:
 
     app = FastAPI(title="pai-brain retrieval service", version="0.1.0", lifespan=lifespan)
     app.add_middleware(BodyLimit, limit=MAX_BODY_BYTES)
+    app.add_middleware(TokenGate, service=service)  # added last: runs first, before a body is read
 
     @app.exception_handler(RequestValidationError)
     async def bad_request(request: Request, exc: RequestValidationError):
@@ -243,15 +274,21 @@ def create_app(service: Service) -> FastAPI:
         return JSONResponse({"error": f"database: {first}"}, 503)
 
     @app.get("/health")
-    def health() -> dict:
+    def health() -> JSONResponse:
+        """Readiness: 200 "ok" once the selector the service must run is loaded and warmed; 503 "loading"
+        before (a probe, the containers' healthcheck, waits); 503 with the error when the database is down."""
         with service.pool.connection() as conn:
             (chunks,) = conn.execute("SELECT count(*) FROM chunks").fetchone()
-        return {
-            "status": "ok",
+        ready = service.ready()
+        out = {
+            "status": "ok" if ready else "loading",
             "chunks": chunks,
             "selector": service.picker.selector.version,
             "prompt_version": PROMPT_VERSION,
         }
+        if service.swapper is not None and service.swapper.last_error:
+            out["last_error"] = service.swapper.last_error
+        return JSONResponse(out, 200 if ready else 503)
 
     def require_admin(request: Request) -> None:
         token = os.environ.get(ADMIN_TOKEN)
@@ -321,6 +358,12 @@ def create_app(service: Service) -> FastAPI:
 
     @app.post("/query")
     def query(body: QueryIn) -> JSONResponse:
+        if not service.ready(service.picker.timeout_s):  # never served by a selector it is about to replace
+            return JSONResponse(
+                {"error": "loading: the selector is not loaded yet; retry (GET /health says when it is)"},
+                503,
+                headers={"Retry-After": "1"},
+            )
         # a plain JSONResponse skips FastAPI's jsonable_encoder walk over 20 candidates (~1-2 ms)
         return JSONResponse(run_query(service, body.query, service.inline if body.inline is None else body.inline))
 

@@ -120,6 +120,7 @@ class HotSwapper:
         self._force = False  # reload: apply the latest even if already seen
         self._stop = threading.Event()
         self._ready = threading.Event()
+        self.caught_up = threading.Event()  # set once the start-up catch-up is done: the service is ready
         self._thread = threading.Thread(target=self._run, name="hotswap", daemon=True)
 
     def start(self, wait_s: float = 30.0) -> HotSwapper:
@@ -138,8 +139,13 @@ class HotSwapper:
         self._force = True
         conn.execute("SELECT pg_notify(%s, 'reload')", (CHANNEL,))
 
+    def wait_ready(self, timeout_s: float) -> bool:
+        """True once the selector the deployments name (or the last good one) is loaded, warmed and serving."""
+        return self.caught_up.wait(timeout_s)
+
     def status(self) -> dict:
         return {
+            "ready": self.caught_up.is_set(),
             "version": self.picker.selector.version,
             "deployment_id": self.deployment_id,
             "since": self.since,
@@ -155,6 +161,7 @@ class HotSwapper:
                     conn.execute(f"LISTEN {CHANNEL}")
                     self._ready.set()
                     self._catch_up(conn, startup=self.deployment_id is None)
+                    self.caught_up.set()
                     backoff = 0.5
                     while not self._stop.is_set():
                         if any(True for _ in conn.notifies(timeout=0.5, stop_after=1)):

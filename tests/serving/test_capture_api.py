@@ -111,7 +111,8 @@ def test_capture_needs_the_write_token_beyond_loopback(serve, monkeypatch):
         assert client.post("/capture", json=body).status_code == 401
         r = client.post("/capture", json=body, headers={"authorization": "Bearer w-token"})
         assert r.status_code == 202
-        assert client.get(f"/capture/{r.json()['id']}").status_code == 200  # reading the outcome stays open
+        assert client.get(f"/capture/{r.json()['id']}").status_code == 401  # beyond loopback reading needs a token
+        assert client.get(f"/capture/{r.json()['id']}", headers={"authorization": "Bearer w-token"}).status_code == 200
 
 
 def test_pending_exchanges_are_taken_up_at_start(serve, db_url):

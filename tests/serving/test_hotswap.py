@@ -2,6 +2,7 @@
 a selector that does not load or fails its canary never serves."""
 
 import json
+import threading
 import time
 
 import httpx
@@ -147,7 +148,8 @@ def test_admin_routes_need_the_token_beyond_loopback(db_url, embedder, tmp_path,
         assert client.post("/selector/reload", headers={"authorization": "Bearer wrong"}).status_code == 401
         r = client.post("/selector/reload", headers={"authorization": "Bearer s3cret"})
         assert r.status_code == 200 and r.json()["reloading"] is True
-        assert client.get("/selector").status_code == 200  # reading is not admin
+        assert client.get("/selector").status_code == 401  # beyond loopback reading needs a token too
+        assert client.get("/selector", headers={"authorization": "Bearer s3cret"}).status_code == 200
 
 
 class First(Fixed):
@@ -188,3 +190,69 @@ def test_cascade_answers_with_the_fast_selector_and_caches_the_slow_ones_pick(db
         n = len(again["candidates"])
         assert (again["selector_version"], again["selection_status"]) == ("llm:1", "cached")
         assert [c["rank"] for c in again["context"]] == list(range(n, 0, -1))[: len(again["context"])]
+
+
+def test_not_ready_until_the_champion_is_loaded(db_url, embedder, tmp_path):
+    """A fresh service says "loading" (503) and serves no query until the announced champion is loaded: the
+    similarity order it starts on never answers in its place."""
+    gate = threading.Event()
+
+    def slow_build(record):
+        gate.wait(60)
+        return build(record)
+
+    with connect(db_url) as conn:
+        deployments.announce(conn, {"kind": "fixed", "version": "v1"}, "promote")
+    picker = Picker(SimilaritySelector(), timeout_s=1)
+    svc = Service(
+        db_url,
+        embedder,
+        picker,
+        SearchParams(threshold=0.0),
+        IngestParams(),
+        StagingParams(dir=str(tmp_path / "st")),
+        inline=True,
+        swapper=HotSwapper(picker, db_url, canary_timeout_s=5, grace_s=0, build=slow_build),
+    )
+    try:
+        with BackgroundServer(svc) as server, httpx.Client(base_url=server.url, timeout=30) as client:
+            h = client.get("/health")
+            assert h.status_code == 503 and h.json()["status"] == "loading" and h.json()["selector"] == "similarity"
+            # writes go on while it loads
+            client.post("/ingest", json={"source": "bees", "text": "# bees\n\nA note about bees."}).raise_for_status()
+            t0 = time.monotonic()
+            r = client.post("/query", json={"query": "how do bees work?"})
+            assert time.monotonic() - t0 >= 0.9  # it waited for the champion, then gave up
+            assert r.status_code == 503 and r.json()["error"].startswith("loading:") and r.headers["retry-after"]
+            with connect(db_url) as conn:
+                (logged,) = conn.execute("SELECT count(*) FROM queries").fetchone()
+            assert logged == 0  # nothing served, nothing logged
+            gate.set()
+            wait_for(lambda: client.get("/health").status_code == 200)
+            h = client.get("/health").json()
+            assert h["status"] == "ok" and h["selector"] == "v1"
+            assert client.post("/query", json={"query": "how do bees work?"}).json()["selector_version"] == "v1"
+    finally:
+        gate.set()
+
+
+def test_ready_when_the_newest_champion_is_rejected(db_url, embedder, tmp_path):
+    """Caught up means decided: a champion that fails to load leaves the service ready on what it had, and
+    /health says why."""
+    with connect(db_url) as conn:
+        deployments.announce(conn, {"kind": "broken", "version": "v1"}, "promote")
+    picker = Picker(SimilaritySelector(), timeout_s=5)
+    swapper = HotSwapper(picker, db_url, canary_timeout_s=5, grace_s=0, build=build)
+    svc = Service(
+        db_url,
+        embedder,
+        picker,
+        SearchParams(threshold=0.0),
+        IngestParams(),
+        StagingParams(dir=str(tmp_path / "st")),
+        swapper=swapper,
+    )
+    with BackgroundServer(svc) as server, httpx.Client(base_url=server.url, timeout=30) as client:
+        wait_for(lambda: client.get("/health").status_code == 200)
+        h = client.get("/health").json()
+        assert h["selector"] == "similarity" and "rejected" in h["last_error"]
