@@ -16,6 +16,8 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
+from retrieval.progress import make_progress
+
 LOG_WIDTH = 240  # columns when stderr is not a terminal: wide enough for every table, no "…" cuts
 
 
@@ -33,15 +35,16 @@ def _fail(msg: str) -> None:
     raise typer.Exit(2)
 
 
-def progress_bar() -> Progress:
-    return Progress(
+def progress_bar(every_s: float = 30.0) -> Progress:
+    """A live bar on a terminal; piped, a line per running task every `every_s` seconds (`retrieval.progress`)."""
+    return make_progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
         TimeRemainingColumn(),
         console=console,
-        transient=False,
+        every_s=every_s,
     )
 
 

@@ -30,6 +30,7 @@ from retrieval.files import write_atomic
 from retrieval.lexical import lexical_scores
 from retrieval.metrics import METRICS, contains_answer, paired_bootstrap, per_query, recall_at_k, weighted_recall_at_k
 from retrieval.params import SearchParams, load_section
+from retrieval.progress import make_progress
 from retrieval.search import rrf
 from retrieval.selection import Pick, PromptCandidate, Selection, parse_selection, similarity_order, top_up
 from retrieval.tracking import use_mlflow
@@ -356,7 +357,7 @@ def main() -> None:
         f"evaluate: challengers {', '.join(s.version for s in [selector, *others.values()] if s) or 'none'}; "
         f"champion {champion if isinstance(champion, str) else getattr(champion, 'version', 'none')}"
     )
-    with Progress(console=console) as bar:
+    with make_progress(*Progress.get_default_columns(), console=console) as bar:
         result, curve = evaluate(
             p,
             get_embedder(),

@@ -204,9 +204,12 @@ class Embedder:
 
 
 def _bar(total: int):
+    import sys
+
     from tqdm import tqdm
 
-    return tqdm(total=total, desc="Batches", unit="passage")
+    piped = not sys.stderr.isatty()  # in a log: a line every 30 s, not a carriage return every 0.1 s
+    return tqdm(total=total, desc="embed", unit="passage", mininterval=30 if piped else 0.1, ascii=piped)
 
 
 def get_embedder(params: EmbedParams | None = None) -> Embedder:

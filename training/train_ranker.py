@@ -37,6 +37,7 @@ from retrieval.embed import get_embedder
 from retrieval.feedback import FEEDBACK_FILE
 from retrieval.files import write_atomic
 from retrieval.params import load_section
+from retrieval.progress import make_progress
 from retrieval.ranking_features import (
     FEATURES,
     RANKER_FORMAT,
@@ -312,7 +313,7 @@ def main(params: str = "params.yaml") -> None:
     p = load_section(params, "train_ranker", RankerParams)
     val_fraction = load_section(params, "build", BuildParams).val_fraction  # the build stage's split, exactly
     console = Console(stderr=True)
-    with Progress(console=console, transient=True) as bar:
+    with make_progress(*Progress.get_default_columns(), console=console, transient=True) as bar:
         task = bar.add_task("train_ranker: embed feedback", total=None)
         w, vecs, record, m = train(p, val_fraction, lambda done, total: bar.update(task, completed=done, total=total))
     write(Path(p.out), w, vecs, record, m, track=True)
