@@ -106,7 +106,7 @@ def query(
             results = [search(conn, embedder, t, sp, usage=prior) for t in texts]
     except (ParamsError, DatabaseError) as e:
         _fail(str(e))
-    directory = staging_dir or Path(st.dir)
+    directory = staging_dir or st.path()
     out = []
     written = []
     for r in results:

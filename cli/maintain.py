@@ -36,7 +36,7 @@ def maintain_command(
     try:
         mp = load_section(params, "maintain", MaintainParams)
         sp = load_section(params, "search", SearchParams)
-        directory = staging_dir or Path(load_section(params, "staging", StagingParams).dir)
+        directory = staging_dir or load_section(params, "staging", StagingParams).path()
         with connect() as conn, console.status("maintenance" + (" (dry run)" if dry_run else "")):
             report = maintain.run(conn, mp, sp, directory, dry_run=dry_run).as_dict()
     except (ParamsError, DatabaseError) as e:

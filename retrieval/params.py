@@ -89,11 +89,19 @@ class SearchParams:
 
 @dataclass(frozen=True)
 class StagingParams:
-    dir: str = ".pai/staging"  # one markdown file per query
+    dir: str = "staging"  # one markdown file per query; a relative path is under $PAI_HOME
     git: bool = False  # commit the staging dir once per query batch
 
     def problems(self) -> list[str]:
         return [] if self.dir else ["staging.dir must be set"]
+
+    def path(self) -> Path:
+        """Where staging files go: `dir` as is when absolute, else under $PAI_HOME (default .pai), like
+        every other file the service writes."""
+        from .db import pai_home
+
+        d = Path(self.dir)
+        return d if d.is_absolute() else pai_home() / d
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,6 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Annotated, Literal
 
 import psycopg
@@ -230,9 +229,7 @@ def create_app(service: Service) -> FastAPI:
         service.capture_worker.resume()  # exchanges a stop or crash left pending
         if service.swapper is not None:
             service.swapper.start()
-        service.maintenance = MaintenanceLoop(
-            service.db_url, service.maintain, service.search, Path(service.staging.dir)
-        )
+        service.maintenance = MaintenanceLoop(service.db_url, service.maintain, service.search, service.staging.path())
         service.maintenance.start()
         yield
         service.maintenance.stop()
@@ -443,7 +440,7 @@ def run_query(service: Service, text: str, inline: bool) -> dict:
     served = service.picker.serve(text, shown, qvec, inline)  # the policy: fast inline, slow in the background
     chosen, version, status, context = served.chosen, served.version, served.status, served.context
     sf = staging.from_result(result)
-    path = staging.write(sf, Path(service.staging.dir), display_root=os.getcwd())
+    path = staging.write(sf, service.staging.path(), display_root=os.getcwd())
     with service.pool.connection() as conn:
         qid = feedback.log_query(
             conn,

@@ -37,7 +37,7 @@ def build_service(
     sp = load_section(params, "search", SearchParams)
     st = load_section(params, "staging", StagingParams)
     if staging_dir is not None:
-        st = StagingParams(dir=str(staging_dir), git=st.git)
+        st = StagingParams(dir=str(Path(staging_dir).resolve()), git=st.git)
     db_url = database_url()
     picker = Picker(
         selector or SimilaritySelector(),

@@ -102,3 +102,14 @@ def test_dataclass_defaults_are_the_params_yaml_values():
                     f"{section}.{f.name}: params.yaml {raw[section][f.name]!r}, {cls.__name__} default {default!r}"
                 )
     assert not bad, "\n".join(bad)
+
+
+def test_staging_dir_is_under_pai_home_unless_absolute(monkeypatch, tmp_path):
+    from retrieval.params import StagingParams
+
+    monkeypatch.setenv("PAI_HOME", str(tmp_path / "home"))
+    assert StagingParams().path() == tmp_path / "home" / "staging"
+    assert StagingParams(dir="st/x").path() == tmp_path / "home" / "st" / "x"
+    assert StagingParams(dir=str(tmp_path / "elsewhere")).path() == tmp_path / "elsewhere"
+    monkeypatch.delenv("PAI_HOME")
+    assert StagingParams().path() == Path(".pai") / "staging"  # the default home, as before
