@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.table import Table
@@ -21,10 +21,7 @@ from serving.extractor import build_extractor
 from serving.interface import SelectorLoadError
 
 from . import capture_bench
-from .terminal import ParamsOpt, _fail, console, emit
-
-JsonOpt = Annotated[bool, typer.Option("--json", help="print the result as JSON on stdout")]
-OutOpt = Annotated[Optional[Path], typer.Option("--out", help="also write the result (JSON) to this file")]
+from .terminal import JsonOpt, OutOpt, ParamsOpt, _fail, console, emit
 
 
 def register(app: typer.Typer, bench_app: typer.Typer) -> None:

@@ -20,11 +20,9 @@ from retrieval.embed import get_embedder
 from training import gpu_smoke
 
 from . import ce_sweep, fusion_ablation
-from .terminal import ParamsOpt, _fail, console, emit, machine, progress_bar
+from .terminal import JsonOpt, OutOpt, ParamsOpt, _fail, console, emit, machine, progress_bar
 
 BenchDirOpt = Annotated[Path, typer.Option(help="the shared benchmark folder")]
-JsonOpt = Annotated[bool, typer.Option("--json", help="print the result as JSON on stdout")]
-OutOpt = Annotated[Optional[Path], typer.Option("--out", help="also write the result (JSON) to this file")]
 
 
 def register(app: typer.Typer, bench_app: typer.Typer) -> None:

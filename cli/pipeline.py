@@ -25,7 +25,7 @@ from . import bench_policy, bench_serve, bench_swap, onpolicy
 from .cycle import print_cycle, run_cycle
 from .loop import print_loop, run_loop, write_outputs
 from .replay import run_replay
-from .terminal import ParamsOpt, _fail, console, emit, progress_bar
+from .terminal import OutOpt, ParamsOpt, _fail, console, emit, machine, progress_bar
 
 
 def register(app: typer.Typer, bench_app: typer.Typer) -> None:
@@ -77,16 +77,27 @@ def bench_retrieval_command(
         Optional[list[int]], typer.Option("--ef-search", help="ef_search values to compare (default: params)")
     ] = None,
     benchmark_dir: Annotated[Path, typer.Option(help="the shared benchmark folder")] = Path("../shared/benchmark"),
+    storage: Annotated[
+        str, typer.Option(help="comma-separated column types, built side by side: vector (float32), halfvec (float16)")
+    ] = "vector,halfvec",
     params: ParamsOpt = Path("params.yaml"),
     as_json: Annotated[bool, typer.Option("--json", help="print results as JSON")] = False,
+    out: OutOpt = None,
 ) -> None:
-    """pgvector HNSW: insert rate, build time, p50/p95 latency, recall@k vs exact; staging write+parse."""
+    """pgvector HNSW per storage type: insert rate, build time, index size, p50/p95 latency, recall@k vs exact."""
     try:
         sp = load_section(params, "search", SearchParams)
         ep = load_section(params, "embed", EmbedParams)
-        result = bench_retrieval.run(vectors, queries, ef_search or [sp.ef_search], sp, ep, benchmark_dir, progress_bar)
-    except (ParamsError, DatabaseError, FileNotFoundError) as e:
+        storages = tuple(x.strip() for x in storage.split(",") if x.strip())
+        result = bench_retrieval.run(
+            vectors, queries, ef_search or [sp.ef_search], sp, ep, benchmark_dir, progress_bar, storages
+        )
+    except (ParamsError, DatabaseError, FileNotFoundError, ValueError) as e:
         _fail(str(e))
+    result["machine"] = machine()
+    if out:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(result, indent=2) + "\n")
     if as_json:
         print(json.dumps(result, indent=2))
     else:

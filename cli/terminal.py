@@ -10,7 +10,7 @@ import os
 import platform
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
@@ -28,6 +28,8 @@ def make_console() -> Console:
 
 console = make_console()  # progress and tables on stderr; --json output alone on stdout
 ParamsOpt = Annotated[Path, typer.Option("--params", help="params.yaml to read")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="print the result as JSON on stdout")]
+OutOpt = Annotated[Optional[Path], typer.Option("--out", help="also write the result (JSON) to this file")]
 
 
 def _fail(msg: str) -> None:

@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
+from pgvector import HalfVector
 from rich.table import Table
 
 from retrieval import staging
@@ -80,6 +81,9 @@ def percentile_ms(seconds: list[float], q: float) -> float:
     return round(float(np.percentile(np.array(seconds) * 1000, q)), 2)
 
 
+STORAGES = {"vector": "vector_cosine_ops", "halfvec": "halfvec_cosine_ops"}  # column type -> HNSW opclass
+
+
 def run(
     n_vectors: int,
     n_queries: int,
@@ -88,7 +92,12 @@ def run(
     ep: EmbedParams,
     benchmark_dir: Path,
     progress_factory: Callable,
+    storages: tuple[str, ...] = ("vector",),
 ) -> dict:
+    """Each storage (`vector`: float32; `halfvec`: float16, half the bytes) built and searched in turn, in
+    one run, over the same vectors and queries; recall is against exact float32 top-k."""
+    if not storages or any(st not in STORAGES for st in storages) or len(set(storages)) != len(storages):
+        raise ValueError(f"storages: one or more of {', '.join(STORAGES)}, each once")
     k = sp.top_k
     passages, claims = benchmark_texts(benchmark_dir)
     n_real = min(n_vectors, len(passages))
@@ -105,67 +114,80 @@ def run(
         "k": k,
         "hnsw": {"m": sp.hnsw_m, "ef_construction": sp.hnsw_ef_construction},
     }
+    out["storages"] = []
     with connect() as conn, progress_factory() as bar:
-        conn.execute(f"DROP SCHEMA IF EXISTS {SCHEMA} CASCADE")
-        conn.execute(f"CREATE SCHEMA {SCHEMA}")
-        conn.execute(f"CREATE TABLE {SCHEMA}.vectors (id integer PRIMARY KEY, embedding vector({base.shape[1]}))")
-        try:
-            # 1. binary COPY
-            task = bar.add_task("COPY vectors", total=len(base))
-            t0 = time.perf_counter()
-            with (
-                conn.cursor() as cur,
-                cur.copy(f"COPY {SCHEMA}.vectors (id, embedding) FROM STDIN WITH (FORMAT BINARY)") as cp,
-            ):
-                cp.set_types(["int4", "vector"])
-                for i, v in enumerate(base):
-                    cp.write_row((i, v))
-                    if i % 5000 == 0:
-                        bar.update(task, completed=i)
-            out["insert_rows_per_s"] = round(len(base) / (time.perf_counter() - t0))
-            bar.update(task, completed=len(base))
-
-            # 2. HNSW build
-            task = bar.add_task("HNSW build", total=1)
-            conn.execute("SET maintenance_work_mem = '1GB'")
-            t0 = time.perf_counter()
-            conn.execute(
-                f"CREATE INDEX ON {SCHEMA}.vectors USING hnsw (embedding vector_cosine_ops)"
-                f" WITH (m = {sp.hnsw_m}, ef_construction = {sp.hnsw_ef_construction})"
-            )
-            out["hnsw_build_s"] = round(time.perf_counter() - t0, 1)
-            bar.update(task, completed=1)
-            conn.execute(f"ANALYZE {SCHEMA}.vectors")
-
-            # 3. queries: HNSW at each ef_search, then the exact scan for reference
-            sql = f"SELECT id FROM {SCHEMA}.vectors ORDER BY embedding <=> %s LIMIT {k}"
-            rows = []
-            conn.execute("SET enable_seqscan = off")  # measure HNSW even where a small table would scan
-            for ef in ef_values:
-                conn.execute(f"SET hnsw.ef_search = {int(ef)}")
-                rows.append(
-                    {
-                        "method": "hnsw",
-                        "ef_search": ef,
-                        **_time_queries(conn, sql, qvecs, truth, bar, f"ef_search={ef}"),
-                    }
-                )
-            conn.execute("RESET enable_seqscan")
-            conn.execute("SET enable_indexscan = off")
-            n_exact = min(len(qvecs), 50)
-            rows.append(
-                {
-                    "method": "exact scan",
-                    "ef_search": None,
-                    **_time_queries(conn, sql, qvecs[:n_exact], truth[:n_exact], bar, "exact scan"),
-                }
-            )
-            conn.execute("RESET enable_indexscan")
-            out["search"] = rows
-        finally:
-            conn.execute(f"DROP SCHEMA IF EXISTS {SCHEMA} CASCADE")
+        for storage in storages:
+            out["storages"].append(_one_storage(conn, storage, base, qvecs, truth, ef_values, sp, bar))
     out["staging"] = bench_staging(passages, n_queries, k)
     out["targets"] = {"p50_ms": 10, "p95_ms": 25, "recall_at_k": 0.95, "staging_ms": 2}
+    return out
+
+
+def _one_storage(conn, storage: str, base, qvecs, truth, ef_values: list[int], sp: SearchParams, bar) -> dict:
+    dim, k = base.shape[1], sp.top_k
+    out: dict = {"storage": storage}
+    conn.execute(f"DROP SCHEMA IF EXISTS {SCHEMA} CASCADE")
+    conn.execute(f"CREATE SCHEMA {SCHEMA}")
+    conn.execute(f"CREATE TABLE {SCHEMA}.vectors (id integer PRIMARY KEY, embedding {storage}({dim}))")
+    try:
+        # 1. binary COPY (float32 rows; Postgres casts to half precision for halfvec)
+        task = bar.add_task(f"{storage}: COPY vectors", total=len(base))
+        t0 = time.perf_counter()
+        with (
+            conn.cursor() as cur,
+            cur.copy(f"COPY {SCHEMA}.vectors (id, embedding) FROM STDIN WITH (FORMAT BINARY)") as cp,
+        ):
+            cp.set_types(["int4", storage])
+            for i, v in enumerate(base):
+                cp.write_row((i, HalfVector(v) if storage == "halfvec" else v))
+                if i % 5000 == 0:
+                    bar.update(task, completed=i)
+        out["insert_rows_per_s"] = round(len(base) / (time.perf_counter() - t0))
+        bar.update(task, completed=len(base))
+
+        # 2. HNSW build
+        task = bar.add_task(f"{storage}: HNSW build", total=1)
+        conn.execute("SET maintenance_work_mem = '4GB'")  # the graph in memory: a spilled build is many times slower
+        t0 = time.perf_counter()
+        conn.execute(
+            f"CREATE INDEX bench_hnsw ON {SCHEMA}.vectors USING hnsw (embedding {STORAGES[storage]})"
+            f" WITH (m = {sp.hnsw_m}, ef_construction = {sp.hnsw_ef_construction})"
+        )
+        out["hnsw_build_s"] = round(time.perf_counter() - t0, 1)
+        bar.update(task, completed=1)
+        conn.execute(f"ANALYZE {SCHEMA}.vectors")
+        (out["index_mb"], out["table_mb"]) = conn.execute(
+            f"SELECT pg_relation_size('{SCHEMA}.bench_hnsw') / 1048576.0, pg_table_size('{SCHEMA}.vectors') / 1048576.0"
+        ).fetchone()
+        out["index_mb"], out["table_mb"] = round(float(out["index_mb"]), 1), round(float(out["table_mb"]), 1)
+
+        # 3. queries: HNSW at each ef_search, then the exact scan for reference
+        sql = f"SELECT id FROM {SCHEMA}.vectors ORDER BY embedding <=> %s::{storage} LIMIT {k}"
+        rows = []
+        conn.execute("SET enable_seqscan = off")  # measure HNSW even where a small table would scan
+        for ef in ef_values:
+            conn.execute(f"SET hnsw.ef_search = {int(ef)}")
+            rows.append(
+                {
+                    "method": "hnsw",
+                    "ef_search": ef,
+                    **_time_queries(conn, sql, qvecs, truth, bar, f"{storage}: ef_search={ef}"),
+                }
+            )
+        conn.execute("RESET enable_seqscan")
+        conn.execute("SET enable_indexscan = off")
+        n_exact = min(len(qvecs), 50)
+        rows.append(
+            {
+                "method": "exact scan",
+                "ef_search": None,
+                **_time_queries(conn, sql, qvecs[:n_exact], truth[:n_exact], bar, f"{storage}: exact scan"),
+            }
+        )
+        conn.execute("RESET enable_indexscan")
+        out["search"] = rows
+    finally:
+        conn.execute(f"DROP SCHEMA IF EXISTS {SCHEMA} CASCADE")
     return out
 
 
@@ -237,25 +259,32 @@ def print_table(result: dict, console) -> None:
     t = Table(
         title=f"pgvector top-{result['k']} over {result['vectors']:,} x {result['dim']} "
         f"({result['real_vectors']:,} real MiniLM + {result['mixture_vectors']:,} mixtures), "
-        f"{result['queries']} SciFact queries"
+        f"{result['queries']} SciFact queries, on {result.get('machine', 'this machine')}"
     )
-    for col in ("method", "ef_search", "plan", "p50 ms", "p95 ms", f"recall@{result['k']}"):
+    for col in ("storage", "method", "ef_search", "plan", "p50 ms", "p95 ms", f"recall@{result['k']}"):
         t.add_column(col, justify="right")
-    for r in result["search"]:
-        t.add_row(
-            r["method"],
-            str(r["ef_search"] or "-"),
-            r["scan"],
-            f"{r['p50_ms']:.2f}",
-            f"{r['p95_ms']:.2f}",
-            f"{r['recall_at_k']:.4f}",
-        )
+    for st in result["storages"]:
+        for r in st["search"]:
+            t.add_row(
+                st["storage"],
+                r["method"],
+                str(r["ef_search"] or "-"),
+                r["scan"],
+                f"{r['p50_ms']:.2f}",
+                f"{r['p95_ms']:.2f}",
+                f"{r['recall_at_k']:.4f}",
+            )
     console.print(t)
+    for st in result["storages"]:
+        console.print(
+            f"{st['storage']}: insert (binary COPY) {st['insert_rows_per_s']:,} rows/s | HNSW build "
+            f"(m={result['hnsw']['m']}, ef_construction={result['hnsw']['ef_construction']}) {st['hnsw_build_s']} s | "
+            f"index {st['index_mb']:,.1f} MB, table {st['table_mb']:,.1f} MB"
+        )
     s = result["staging"]
     console.print(
-        f"insert (binary COPY): {result['insert_rows_per_s']:,} rows/s | HNSW build (m={result['hnsw']['m']}, "
-        f"ef_construction={result['hnsw']['ef_construction']}): {result['hnsw_build_s']} s | staging write+parse "
-        f"({s['candidates']} candidates): p50 {s['write_parse_p50_ms']} ms, p95 {s['write_parse_p95_ms']} ms"
+        f"staging write+parse ({s['candidates']} candidates): p50 {s['write_parse_p50_ms']} ms, "
+        f"p95 {s['write_parse_p95_ms']} ms"
     )
     console.print(
         f"targets: p50 <= {result['targets']['p50_ms']} ms, p95 <= {result['targets']['p95_ms']} ms, "
