@@ -36,6 +36,7 @@ from serving.live import watch as watch_inbox
 from serving.selectors import build_selector
 from serving.server import build_service
 
+from .assistant import register as register_assistant
 from .capture import register as register_capture
 from .jobs import register as register_jobs
 from .maintain import register as register_maintain
@@ -194,8 +195,12 @@ def serve(
     uvicorn.run(create_app(service), host=host, port=port, log_level="info")
 
 
-hooks_app = typer.Typer(no_args_is_help=True, help="Git hooks that keep the index current.")
+hooks_app = typer.Typer(
+    no_args_is_help=True,
+    help="Hooks: git commits keep the index current; an assistant's turn end feeds capture and feedback.",
+)
 app.add_typer(hooks_app, name="hooks")
+register_assistant(app, hooks_app)
 
 
 @app.command()

@@ -1,0 +1,119 @@
+"""`pai mcp`: the service as MCP tools for an assistant (serving/mcp_server.py), over stdio or streamable HTTP."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from serving.client import Client
+
+from .terminal import ParamsOpt, _fail, console
+
+
+def register(app: typer.Typer, hooks_app: typer.Typer) -> None:
+    app.command("mcp")(mcp_command)
+    hooks_app.command("stop")(hook_stop_command)
+
+
+def hook_stop_command(
+    url: Annotated[
+        Optional[str], typer.Option(help="the service (default: $PAI_URL, else http://127.0.0.1:8484)")
+    ] = None,
+    token: Annotated[
+        Optional[str], typer.Option(help="write token (default: $PAI_TOKEN); needed beyond loopback")
+    ] = None,
+    source: Annotated[str, typer.Option(help="who the exchange comes from")] = "claude-code",
+    transcript: Annotated[
+        Optional[Path], typer.Option(help="a transcript JSONL (default: the hook input's transcript_path on stdin)")
+    ] = None,
+) -> None:
+    """An assistant's turn-end hook: capture the last exchange of its transcript, and post its answer as
+    feedback to the memory queries it made (the [n] it cites label them). Never fails the assistant: any
+    problem is one line on stderr, exit 0."""
+    import json
+
+    from serving.transcript import last_exchange, post_exchange
+
+    session = None
+    try:
+        if transcript is None:
+            hook = json.loads(sys.stdin.read() or "{}")
+            if not isinstance(hook, dict) or not isinstance(hook.get("transcript_path"), str):
+                raise ValueError("hook input on stdin has no transcript_path")
+            transcript, session = Path(hook["transcript_path"]), hook.get("session_id")
+        ex = last_exchange(transcript)
+        if ex is None:
+            console.print("pai hooks stop: no finished exchange in the transcript")
+            return
+        with Client(url, token or os.environ.get("PAI_TOKEN"), timeout=30) as client:
+            done = post_exchange(client, ex, source, session if isinstance(session, str) else None)
+    except (OSError, ValueError) as e:
+        console.print(f"pai hooks stop: {str(e).splitlines()[0] if str(e) else type(e).__name__}", soft_wrap=True)
+        return
+    fed = ", ".join(f"{f['query_id']} used {f['used_ranks']}" for f in done["feedback"]) or "none"
+    console.print(f"pai hooks stop: capture {done['captured']}; feedback {fed}", soft_wrap=True)
+    for err in done["errors"]:
+        console.print(f"pai hooks stop: {err}", soft_wrap=True)
+
+
+def mcp_command(
+    url: Annotated[
+        Optional[str], typer.Option(help="a running `pai serve` (default: $PAI_URL; unset: start one in-process)")
+    ] = None,
+    token: Annotated[
+        Optional[str], typer.Option(help="bearer token for the service (default: $PAI_TOKEN); needed beyond loopback")
+    ] = None,
+    transport: Annotated[str, typer.Option(help="stdio (an assistant starts it) or http (streamable HTTP)")] = "stdio",
+    port: Annotated[int, typer.Option(help="with --transport http: the loopback port")] = 8485,
+    params: ParamsOpt = Path("params.yaml"),
+) -> None:
+    """Serve the memory to an assistant as MCP tools: context, feedback, capture, remember, staging_file."""
+    from serving.mcp_server import build_mcp
+
+    if transport not in ("stdio", "http"):
+        _fail(f"--transport must be stdio or http, not {transport!r}")
+    url = url or os.environ.get("PAI_URL")
+    token = token or os.environ.get("PAI_TOKEN")
+    with contextlib.ExitStack() as stack:
+        if url is None:
+            url = stack.enter_context(_in_process_service(params))
+        client = stack.enter_context(Client(url, token))
+        server = build_mcp(client)
+        console.print(f"pai mcp: {transport} in front of {url}")
+        if transport == "stdio":
+            server.run("stdio")
+        else:  # loopback only: beyond it the service's own token rules apply, not an MCP auth layer
+            server.run("streamable-http", host="127.0.0.1", port=port)
+
+
+@contextlib.contextmanager
+def _in_process_service(params: Path):
+    """`pai serve`'s service on a free loopback port in this process. Started with fd 1 pointed at stderr:
+    on stdio, stdout is the protocol's, and nothing the embedded Postgres prints may reach it."""
+    from retrieval.db import DatabaseError
+    from retrieval.params import ParamsError
+    from serving.interface import SelectorLoadError
+    from serving.server import BackgroundServer, build_service
+
+    saved = os.dup(1)
+    sys.stdout.flush()
+    os.dup2(2, 1)
+    try:
+        try:
+            server = BackgroundServer(build_service(params))
+            server.__enter__()
+        except (ParamsError, DatabaseError, ValueError, SelectorLoadError, RuntimeError) as e:
+            _fail(str(e))
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+    try:
+        yield server.url
+    finally:
+        server.__exit__(None, None, None)

@@ -1,0 +1,168 @@
+"""A Python client of the retrieval service: what an assistant integration (the MCP server, a hook, a script)
+calls instead of hand-written HTTP.
+
+    from serving.client import Client
+    with Client("http://127.0.0.1:8484", token=None) as pai:
+        ctx = pai.context("how do I rotate the API token?")
+        print(ctx.prompt())                          # the chunks, numbered [n], to put in the prompt
+        pai.feedback(ctx.query_id, answer="Use `pai token rotate` [2].")
+
+Every call is one HTTP request to the same routes as any client (one query path, the same input checks and
+write rules); a refused request raises `ClientError` with the service's one-line reason. The token is sent as
+a bearer token (needed beyond loopback: the read token for `context`, the write token for the rest).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+import httpx
+
+DEFAULT_URL = "http://127.0.0.1:8484"
+
+
+class ClientError(RuntimeError):
+    """The service refused or failed a request: `status` (0: unreachable) and its one-line reason."""
+
+    def __init__(self, status: int, message: str):
+        super().__init__(f"{status}: {message}" if status else message)
+        self.status, self.message = status, message
+
+
+@dataclass(frozen=True)
+class Chunk:
+    n: int  # the candidate's number: cite it as [n]
+    chunk_id: int
+    source: str
+    heading: str | None
+    start_line: int | None
+    end_line: int | None
+    text: str
+
+    def cite(self) -> str:
+        lines = f":{self.start_line}-{self.end_line}" if self.start_line is not None else ""
+        heading = f" — {self.heading}" if self.heading else ""
+        return f"[{self.n}] {self.source}{lines}{heading}"
+
+
+@dataclass(frozen=True)
+class Context:
+    query_id: int
+    query: str
+    chunks: list[Chunk]
+    selector: str
+    staging_file: str
+    learned: list[dict] = field(default_factory=list)
+
+    def prompt(self) -> str:
+        """The context as an assistant reads it: each chunk under its [n], source, heading and lines."""
+        parts = [f"{c.cite()}\n{c.text.strip()}" for c in self.chunks]
+        for qa in self.learned:
+            parts.append(f"(learned answer to a similar question: {qa['question']})\n{qa['answer']}")
+        return "\n\n".join(parts) if parts else "(nothing stored answers this)"
+
+
+@dataclass(frozen=True)
+class CaptureReceipt:
+    id: int
+    status: str
+
+
+class Client:
+    def __init__(self, url: str | None = None, token: str | None = None, timeout: float = 60.0):
+        self.url = (url or os.environ.get("PAI_URL") or DEFAULT_URL).rstrip("/")
+        headers = {"authorization": f"Bearer {token}"} if token else {}
+        self._http = httpx.Client(base_url=self.url, headers=headers, timeout=timeout)
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._http.close()
+
+    def _call(self, method: str, path: str, **kw) -> dict:
+        try:
+            r = self._http.request(method, path, **kw)
+        except httpx.HTTPError as e:
+            raise ClientError(0, f"{self.url}: {type(e).__name__}: {e}".splitlines()[0]) from None
+        try:
+            body = r.json()
+        except ValueError:
+            body = {"error": r.text.strip().splitlines()[0] if r.text.strip() else r.reason_phrase}
+        if r.status_code >= 400:
+            raise ClientError(r.status_code, str(body.get("error", body)) if isinstance(body, dict) else str(body))
+        return body
+
+    def health(self) -> dict:
+        """/health's answer, ready or not (a 503 "loading" is returned, not raised)."""
+        try:
+            r = self._http.get("/health")
+        except httpx.HTTPError as e:
+            raise ClientError(0, f"{self.url}: {type(e).__name__}: {e}".splitlines()[0]) from None
+        return r.json()
+
+    def context(self, query: str, k: int | None = None) -> Context:
+        """The budgeted context the service serves for `query` (its selector's pick), and the query id that
+        feedback refers to. `k` keeps at most the first k chunks of it."""
+        if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
+            raise ClientError(422, f"k must be a positive integer, not {k!r}")
+        body = self._call("POST", "/query", json={"query": query})
+        chunks = [
+            Chunk(c["rank"], c["chunk_id"], c["source"], c["heading"], c["start_line"], c["end_line"], c["text"])
+            for c in body["context"]
+        ]
+        return Context(
+            body["query_id"],
+            query,
+            chunks[:k] if k else chunks,
+            body["selector_version"],
+            body["staging_file"],
+            body.get("learned") or [],
+        )
+
+    def feedback(
+        self,
+        query_id: int,
+        answer: str | None = None,
+        rating: int | None = None,
+        correction: str | None = None,
+        used_chunk_ids: list[int] | None = None,
+    ) -> dict:
+        """The consumer's verdict: the `[n]` cited in `answer` are the used chunks (the others shown are
+        ignored, those never shown stay unlabelled), a +1/-1 rating, a correction of the answer."""
+        body = {"query_id": query_id}
+        for key, value in (
+            ("answer", answer),
+            ("rating", rating),
+            ("correction", correction),
+            ("used_chunk_ids", used_chunk_ids),
+        ):
+            if value is not None:
+                body[key] = value
+        return self._call("POST", "/feedback", json=body)
+
+    def capture(
+        self, user: str, assistant: str, source: str | None = None, session: str | None = None
+    ) -> CaptureReceipt:
+        """Hand a finished exchange to the capture gates (facts worth keeping are stored, the rest refused)."""
+        body = {"user": user, "assistant": assistant}
+        if source is not None:
+            body["source"] = source
+        if session is not None:
+            body["session"] = session
+        r = self._call("POST", "/capture", json=body)
+        return CaptureReceipt(r["id"], r["status"])
+
+    def capture_outcome(self, capture_id: int) -> dict:
+        return self._call("GET", f"/capture/{int(capture_id)}")
+
+    def ingest(self, source: str, text: str, title: str | None = None, kind: str = "markdown") -> dict:
+        """Store a note as a document (scrubbed, chunked, deduplicated), replacing an earlier one of `source`."""
+        body = {"source": source, "text": text, "kind": kind}
+        if title is not None:
+            body["title"] = title
+        return self._call("POST", "/ingest", json=body)
