@@ -67,12 +67,18 @@ def bench_ce_command(
 def bench_scrub_command(
     benchmark_dir: BenchDirOpt = Path("../shared/benchmark"),
     repo: Annotated[Path, typer.Option(help="the repository whose .py files are the code sample")] = Path("."),
+    providers: Annotated[Path, typer.Option(help="the provider corpus (JSONL of text + secret)")] = Path(
+        "tests/data/provider_corpus.jsonl"
+    ),
     as_json: JsonOpt = False,
     out: OutOpt = None,
 ) -> None:
-    """False positives of the secret scrubber: tokens it changes in SciFact's abstracts, lines in this repository's code."""
+    """The secret scrubber: recall on a provider corpus (with and without the rule set), placeholders redacted,
+    and false positives: tokens it changes in SciFact's abstracts, lines in this repository's code."""
     try:
         m = scrub_bench.measure(benchmark_dir / "scifact" / "corpus.jsonl", repo.resolve())
+        m["providers"] = scrub_bench.providers(providers)
+        m["placeholders"] = scrub_bench.placeholders()
     except (OSError, ValueError) as e:
         _fail(str(e))
     emit(m, as_json, out, "\n".join(scrub_bench.summary(m)))

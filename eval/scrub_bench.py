@@ -1,4 +1,7 @@
-"""False positives of the secret scrubber on real prose and code: `pai bench scrub`.
+"""The secret scrubber measured: `pai bench scrub`. Recall on a provider corpus (one or more synthetic secrets
+per provider rule, in ten file syntaxes: `tests/data/provider_corpus.jsonl`, made by `eval/provider_corpus.py`),
+with and without the maintained rule set; redactions of placeholder-looking strings; false positives on real
+prose and code.
 
 Prose: the SciFact corpus (5K biomedical abstracts: numbers, gene names, DOIs, accession ids);
 every whitespace token the scrubber changes is counted. Code: this repository's own .py files
@@ -10,6 +13,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from retrieval import scrub as scrubber
 from retrieval.scrub import scrub
 
 SKIP = {".venv", ".git", "tests", "__pycache__", ".pai", ".dvc"}
@@ -60,10 +64,70 @@ def measure(corpus: Path, repo: Path) -> dict:
     }
 
 
+# Placeholders as documentation writes them (tests/data/placeholders.txt, one per line): redacting one costs a
+# reader little, missing a real key costs a lot.
+PLACEHOLDERS_FILE = Path(__file__).resolve().parents[1] / "tests" / "data" / "placeholders.txt"
+PLACEHOLDER_FORMS = ("API_TOKEN={v}", 'password: "{v}"', "export SECRET_KEY={v}", "The token is {v}.")
+
+
+def providers(corpus: Path) -> dict:
+    """Share of the corpus's secrets gone after scrubbing, with the rule set and without it (side by side)."""
+    items = [json.loads(line) for line in open(corpus, encoding="utf-8") if line.strip()]
+
+    def missed() -> list[dict]:
+        return [it for it in items if it["secret"] in scrub(it["text"]).text]
+
+    with_rules = missed()
+    cached = scrubber._rule_set_scanner
+    scrubber._rule_set_scanner = lambda: None
+    try:
+        without = missed()
+    finally:
+        scrubber._rule_set_scanner = cached
+    by_syntax: dict[str, list[int]] = {}
+    for it in items:
+        hit = it not in with_rules
+        by_syntax.setdefault(it["syntax"], [0, 0])[0] += hit
+        by_syntax[it["syntax"]][1] += 1
+    return {
+        "corpus": str(corpus),
+        "forms": len(items),
+        "rules": len({it["rule"] for it in items}),
+        "providers": len({it["provider"] for it in items}),
+        "rule_set": "kingfisher-secret-scanner" if cached() is not None else "not installed",
+        "recall": round(1 - len(with_rules) / max(len(items), 1), 4),
+        "recall_without_rule_set": round(1 - len(without) / max(len(items), 1), 4),
+        "by_syntax": {k: f"{a}/{n}" for k, (a, n) in sorted(by_syntax.items())},
+        "missed": [f"{it['rule']} ({it['syntax']})" for it in with_rules],
+    }
+
+
+def placeholders() -> dict:
+    values = [v for v in PLACEHOLDERS_FILE.read_text(encoding="utf-8").splitlines() if v.strip()]
+    forms = [f.format(v=v) for v in values for f in PLACEHOLDER_FORMS]
+    changed = [f for f in forms if scrub(f).text != f]
+    return {
+        "forms": len(forms),
+        "redacted": len(changed),
+        "rate": round(len(changed) / len(forms), 4),
+        "examples": changed[:20],
+    }
+
+
 def summary(m: dict) -> list[str]:
     """The measurement as lines: the rates, then examples of what changed."""
     p, c = m["prose"], m["code"]
-    return [
+    head = []
+    if "providers" in m:
+        v = m["providers"]
+        head.append(
+            f"providers: {v['recall']:.1%} of {v['forms']} secrets redacted ({v['rules']} rules, {v['providers']} providers, "
+            f"{len(v['by_syntax'])} syntaxes); without the rule set ({v['rule_set']}) {v['recall_without_rule_set']:.1%}"
+        )
+    if "placeholders" in m:
+        v = m["placeholders"]
+        head.append(f"placeholders: {v['redacted']} of {v['forms']} placeholder forms redacted ({v['rate']:.0%})")
+    return head + [
         f"prose: {p['documents_changed']} of {p['documents']:,} SciFact abstracts changed; "
         f"{p['tokens_changed']} of {p['tokens']:,} tokens ({p['tokens_changed'] / max(p['tokens'], 1):.4%})",
         f"code:  {c['lines_changed']} of {c['lines']:,} lines in {c['files']} .py files changed ({c['lines_changed'] / max(c['lines'], 1):.4%})",

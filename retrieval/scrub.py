@@ -24,7 +24,7 @@ _VALUE = r"""(?:"(?P<dq>[^"\n]{4,})"|'(?P<sq>[^'\n]{4,})'|(?P<bare>(?=[^\s,;]*[\
 # `name = value`, `name: value`, `"name": "value"`, `name => value`, `--name=value`: the name is
 # judged by its words (secret_kind), so `DB_PASS`, `MYSQL_PWD` and `private_key_id` count and
 # `tokenizer`, `max_tokens` or `password_file` do not.
-_ASSIGNMENT = r"""(?<![\w.])(?P<key>[A-Za-z_][\w.-]{0,80}?)["']?\]?[ \t]*(?::=|=>|=|:)[ \t]*"""
+_ASSIGNMENT = r"""(?<![\w.])(?P<key>[A-Za-z_][\w.-]{0,80}?)["']?\]?[ \t]*(?::=|=>|\?=|\.=|\+=|=|:)[ \t]*"""
 
 # words of a name (split at _ . - and camelCase) that make it secret-ish
 _PASSWORD_WORDS = {"password", "passwd", "passphrase", "passcode", "pass", "pwd", "pw", "pword"}
@@ -32,6 +32,11 @@ _TOKEN_WORDS = {"token", "apitoken", "authtoken", "accesstoken", "refreshtoken"}
 _SECRET_WORDS = {"secret", "credential", "credentials", "creds", "privatekey"}
 _KEY_QUALIFIERS = {
     "api",
+    "insert",
+    "ingest",
+    "admin",
+    "deploy",
+    "sdk",
     "access",
     "secret",
     "private",
@@ -104,13 +109,13 @@ _NOT_THE_VALUE = {
     "class",
 }
 _CODE_VALUE = re.compile(  # a reference to a secret in code, not the secret: os.environ[...], get_token(), ${VAR}
-    r"^(?:[A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)*[(\[]|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+$|(?:[a-z]+_)+[a-z]+$|(?:[A-Z]+_)+[A-Z]+$|(?:self|cls|this|os|config|settings|env|process|args|request)\.\w|"
+    r"^(?:[A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)*[(\[]|[A-Za-z_][A-Za-z_]*(?:\.[A-Za-z_][A-Za-z_]*)+$|(?:[a-z]+_)+[a-z]+$|(?:[A-Z]+_)+[A-Z]+$|(?:self|cls|this|os|config|settings|env|process|args|request)\.\w|"
     r"\$\{?[A-Za-z_]\w*\}?$|\{[\w.]*\}$|\{\{.*\}\}$|<[^<>]+>$|%\(\w+\)s$|\*+$|x{4,}$|\.{3}$)",
     re.I,
 )
 _SECRET_WORD = re.compile(  # secret-ish words in prose: "password is X", "client secret X", "deploy token ... X"
     r"(?i)(?<![\w-])(?:pass(?:word|wd|phrase|code)|pwd|secret(?:\s+(?:key|access\s+key))?|(?:api|access|private)\s+key"
-    r"|tokens?|credentials?)(?=[\s:=])"
+    r"|tokens?|credentials?|keys?(?=\s+(?:for|of|in|on)\b))(?=[\s:=])"
 )
 _OPAQUE = re.compile(r"[A-Za-z0-9+/_.~-]+=*")
 _PUNCT = "\"'`.,;:!?)(<>[]{}="
@@ -164,6 +169,15 @@ def _judge_assignment(m: re.Match[str]) -> str | None:
     return kind
 
 
+def _judge_argument(m: re.Match[str]) -> str | None:
+    """A name and value passed together ("API_TOKEN", "...") count when the value reads as a credential: a
+    list of words ({"password", "passwd"}) is not an assignment."""
+    value = next(m.group(g) for g in ("dq", "sq", "bare") if m.group(g) is not None)
+    if not _credential_like(value, strict=False):
+        return None
+    return _judge_assignment(m)
+
+
 def secret_kind(name: str) -> str | None:
     """PASSWORD / API_KEY / TOKEN / SECRET when a variable or field name says its value is a secret."""
     words = [w.lower() for w in re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+", name)]
@@ -180,6 +194,8 @@ def secret_kind(name: str) -> str | None:
         return "API_KEY" if "private" not in words else "SECRET"
     if any(w in _TOKEN_WORDS for w in words) or joined.endswith("token"):
         return "TOKEN"
+    if joined.endswith("clientid"):  # an OAuth client id: not secret alone, but half of a credential pair
+        return "CLIENT_ID"
     if any(w in _SECRET_WORDS for w in words) or joined.endswith("secret") or "privatekey" in joined:
         return "SECRET"
     return None
@@ -270,6 +286,20 @@ PATTERNS: tuple[_Pattern, ...] = (
         lambda m: secret_kind(m.group("key")),
     ),
     _Pattern("SECRET", re.compile(_ASSIGNMENT + _VALUE), "value", _judge_assignment),
+    _Pattern(  # a name and its value as call arguments: System.setProperty("API_TOKEN", "..."), put("password", "...")
+        "SECRET",
+        re.compile(r"""["'](?P<key>[A-Za-z_][\w.-]{0,80})["'][ \t]*,[ \t]*""" + _VALUE),
+        "value",
+        _judge_argument,
+    ),
+    _Pattern(  # config entries: <add key="ApiToken" value="..."/>, <property name="db.password" value="..."/>
+        "SECRET",
+        re.compile(
+            r"""\b(?:key|name)[ \t]*=[ \t]*["'](?P<key>[A-Za-z_][\w.:-]{0,80})["'][ \t]+value[ \t]*=[ \t]*""" + _VALUE
+        ),
+        "value",
+        _judge_assignment,
+    ),
 )
 
 _REDACTED = re.compile(r"\[REDACTED:[A-Z0-9_]+\]")
@@ -317,6 +347,7 @@ def scrub(text: str) -> ScrubResult:
     counts: Counter = Counter()
     for p in PATTERNS:
         text = _apply(p, text, counts)
+    text = _rule_set_pass(text, counts)
     text = _detect_secrets_pass(text, counts)
     text = _beside_key_ids(text, counts)
     text = _after_secret_words(text, counts)
@@ -430,6 +461,64 @@ def _beside_key_ids(text: str, counts: Counter) -> str:
 
         text = shape.sub(repl, text)
     return text
+
+
+def _rule_set_pass(text: str, counts: Counter) -> str:
+    """The maintained provider rule set (kingfisher-secret-scanner: ~490 rules over ~280 providers, from
+    Betterleaks/gitleaks and Google's Veles), run in-process by its Rust engine; each secret it finds, where
+    no earlier layer already redacted it, becomes `[REDACTED:RULE]`."""
+    scanner = _rule_set_scanner()
+    if scanner is None or not text:
+        return text
+    data = text.encode("utf-8", "surrogatepass")
+    spans = []
+    for f in scanner.scan(data):
+        loc = f.location
+        a, b = int(loc["start_offset"]), int(loc["end_offset"])
+        if 0 <= a < b <= len(data):
+            spans.append((a, b, f.rule_id))
+    if not spans:
+        return text
+    out, pos = [], 0
+    for a, b, rule in sorted(spans):
+        if a < pos:  # overlaps a span already replaced
+            continue
+        secret = data[a:b].decode("utf-8", "surrogatepass")
+        if _REDACTED.search(secret) or len(secret.strip()) < 8 or _looks_like_placeholder(secret):
+            continue
+        kind = re.sub(r"[^A-Z0-9]+", "_", rule.rsplit("/", 1)[-1].split(".", 1)[-1].upper()).strip("_") or "SECRET"
+        out.append(data[pos:a].decode("utf-8", "surrogatepass") + _marker(kind, secret))
+        counts[kind] += 1
+        pos = b
+    out.append(data[pos:].decode("utf-8", "surrogatepass"))
+    return "".join(out)
+
+
+def _looks_like_placeholder(secret: str) -> bool:
+    """`xxxx`, `<password>`, `${TOKEN}`, `your-api-key-here`: documentation, not a secret."""
+    core = secret.strip("\"'`<>{}()[]$%")
+    return len(set(core.lower())) <= 2 or bool(
+        re.fullmatch(r"(?i)(your|my|the|an?)[-_ ]?\w*[-_ ]?(here|key|token|secret)?", core)
+    )
+
+
+@lru_cache(maxsize=1)
+def _rule_set_scanner():
+    """kingfisher's scanner, built once per process (its compiled rules cached under $PAI_HOME/cache); None
+    where the package is not installed (the other layers still run)."""
+    try:
+        import kingfisher_sdk
+    except ImportError:
+        return None
+    from .db import pai_home
+
+    cache = pai_home() / "cache" / "kingfisher"
+    try:
+        cache.mkdir(parents=True, exist_ok=True)
+        rules = kingfisher_sdk.Rules(confidence="medium", cache_dir=cache)
+    except OSError:
+        rules = kingfisher_sdk.Rules(confidence="medium", cache=False)
+    return kingfisher_sdk.Scanner(rules, base64=False)
 
 
 def _detect_secrets_pass(text: str, counts: Counter) -> str:

@@ -42,6 +42,10 @@ SUFFIX = {
     "connstring": ".txt",
     "http": ".txt",
     "ssh": ".txt",
+    "provider": ".md",
+    "makefile": ".txt",
+    "php": ".txt",
+    "java": ".txt",
 }
 IP, SP = IngestParams(), SearchParams()
 
