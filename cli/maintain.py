@@ -73,6 +73,12 @@ def report_table(r: dict) -> Table:
     t.add_row("VACUUM (ANALYZE)" + (" due" if r["dry_run"] else ""), ", ".join(r["vacuumed"]) or "-")
     t.add_row("ANALYZE" + (" due" if r["dry_run"] else ""), ", ".join(r["analyzed"]) or "-")
     t.add_row("HNSW recall check", json.dumps(r["index_check"]) if r["index_check"] else "not due")
+    rs = r.get("rescrub") or {}
+    t.add_row(
+        "re-scrubbed (scrubber changed)",
+        f"{rs.get('documents', 0)} documents, {rs.get('chunks_changed', 0)} chunks changed, "
+        f"{sum((rs.get('redactions') or {}).values())} secrets; {rs.get('stale_documents', 0)} still to do",
+    )
     t.add_row("seconds", str(r["seconds"]))
     return t
 

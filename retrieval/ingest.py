@@ -23,6 +23,7 @@ from .chunking import Chunk, chunk_document
 from .embed import Embedder
 from .params import IngestParams, SearchParams
 from .scrub import scrub, scrub_text
+from .scrub import version as scrub_version
 from .sources import CORPUS_SUFFIXES, Document, InputError, discover, read_documents, resolved
 
 
@@ -236,6 +237,7 @@ def _write_one(
             chunks=[c for c in unique.values() if c.content_hash not in skipped],
             new_embeddings=vectors,
             near=near,
+            scrubbed_with=scrub_version(),
         )
     report.duplicates_skipped += len(skipped)
     report.near_linked += len(near)

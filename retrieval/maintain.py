@@ -12,6 +12,8 @@ lock); a run that finds it held is skipped, cleanly.
 5. staging files older than their retention
 6. usage weights recomputed from the feedback log
 7. VACUUM (ANALYZE) / ANALYZE where rows changed a lot; HNSW recall re-checked after growth
+8. documents scrubbed under an older scrubber (`retrieval.scrub.version()`: a rule added or a rule set
+   upgraded) re-scrubbed, `maintain.rescrub_batch` per run, so a secret stored before a rule existed goes
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ from pathlib import Path
 import psycopg
 from psycopg.types.json import Jsonb
 
-from . import health, staging, store, usage
+from . import health, scrub, staging, store, usage
+from .chunking import Chunk
 from .feedback import pulled_through
 from .params import MaintainParams, SearchParams
 
@@ -48,6 +51,7 @@ class MaintainReport:
     vacuumed: list[str] = field(default_factory=list)
     analyzed: list[str] = field(default_factory=list)
     index_check: dict | None = None  # the recall check when one ran (or, dry, {"due": True})
+    rescrub: dict = field(default_factory=dict)  # documents re-scrubbed under the current scrubber, chunks changed
     warnings: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
@@ -83,6 +87,7 @@ def run(
             except psycopg.errors.InsufficientPrivilege as e:  # an external database, not owned by this role
                 report.warnings.append(f"VACUUM/REINDEX not allowed for this role: {str(e).strip().splitlines()[0]}")
         _index_check(conn, mp, sp, report, dry_run)
+        report.rescrub = _rescrub(conn, mp, dry_run)
         report.seconds = time.perf_counter() - t0
         if not dry_run:
             conn.execute(
@@ -92,6 +97,50 @@ def run(
     finally:
         conn.execute("SELECT pg_advisory_unlock(%s)", (LOCK_ID,))
     return report
+
+
+def _rescrub(conn, mp: MaintainParams, dry_run: bool) -> dict:
+    """Re-scrub the chunks of documents stored under another scrubber version, oldest first, at most
+    `mp.rescrub_batch` documents a run; each document in one transaction. A changed chunk keeps its id and
+    vector (the secret's few tokens barely move it) and gets its new text, heading and content hash."""
+    current = scrub.version()
+    (stale,) = conn.execute(
+        "SELECT count(*) FROM documents WHERE scrubbed_with IS DISTINCT FROM %s", (current,)
+    ).fetchone()
+    out = {"version": current, "stale_documents": stale, "documents": 0, "chunks_changed": 0, "redactions": {}}
+    if dry_run or stale == 0 or mp.rescrub_batch == 0:
+        return out
+    ids = [
+        i
+        for (i,) in conn.execute(
+            "SELECT id FROM documents WHERE scrubbed_with IS DISTINCT FROM %s ORDER BY id LIMIT %s",
+            (current, mp.rescrub_batch),
+        )
+    ]
+    redactions: dict[str, int] = {}
+    for doc_id in ids:
+        with conn.transaction():
+            rows = conn.execute(
+                "SELECT id, heading, parent_heading, text FROM chunks WHERE document_id = %s FOR UPDATE", (doc_id,)
+            ).fetchall()
+            for cid, heading, parent, text in rows:
+                body = scrub.scrub(text)
+                new_heading, new_parent = scrub.scrub_text(heading), scrub.scrub_text(parent)
+                if (body.text, new_heading, new_parent) == (text, heading, parent):
+                    continue
+                chunk = Chunk(body.text, 0, 0, new_heading, new_parent)
+                conn.execute(
+                    "UPDATE chunks SET text = %s, heading = %s, parent_heading = %s, content_hash = %s WHERE id = %s",
+                    (body.text, new_heading, new_parent, chunk.content_hash, cid),
+                )
+                out["chunks_changed"] += 1
+                for kind, n in body.counts.items():
+                    redactions[kind] = redactions.get(kind, 0) + n
+            conn.execute("UPDATE documents SET scrubbed_with = %s WHERE id = %s", (current, doc_id))
+        out["documents"] += 1
+    out["redactions"] = redactions
+    out["stale_documents"] = stale - out["documents"]
+    return out
 
 
 def _gone_files(conn, mp: MaintainParams, report: MaintainReport, dry_run: bool) -> None:

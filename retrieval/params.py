@@ -118,6 +118,7 @@ class MaintainParams:
     recheck_growth: float = 0.2  # re-check HNSW recall when chunks grew by this share since the last check
     recheck_queries: int = 100  # queries of that check (each run twice: HNSW and exact)
     min_recall: float = 0.95  # recall@top_k below this is reported, with the ef_search that reaches it
+    rescrub_batch: int = 2000  # documents re-scrubbed per run after the scrubber changed; 0 = off
 
     def problems(self) -> list[str]:
         out = []
@@ -127,6 +128,8 @@ class MaintainParams:
             out.append("maintain.feedback must be set")
         if not 0 < self.max_gone_fraction <= 1:
             out.append("maintain.max_gone_fraction must be in (0, 1]")
+        if self.rescrub_batch < 0:
+            out.append("maintain.rescrub_batch must be >= 0 (0 = off)")
         if not 0 <= self.usage_bound <= 1 or self.usage_strength <= 0:
             out.append("maintain: need 0 <= usage_bound <= 1 and usage_strength > 0")
         if not 0 < self.vacuum_dead_fraction <= 1 or self.recheck_growth <= 0:

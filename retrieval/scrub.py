@@ -336,6 +336,24 @@ _DS_PLUGINS = (
 )
 
 
+@lru_cache(maxsize=1)
+def version() -> str:
+    """What scrubbed a text: this module's rules (a digest of its source) and the rule sets it runs. Stored with
+    every document; a document scrubbed under another version is re-scrubbed by `pai maintain`."""
+    import hashlib
+    from importlib import metadata
+    from pathlib import Path
+
+    own = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:12]
+    parts = [f"rules-{own}"]
+    for dist in ("kingfisher-secret-scanner", "detect-secrets"):
+        try:
+            parts.append(f"{dist}-{metadata.version(dist)}")
+        except metadata.PackageNotFoundError:
+            parts.append(f"{dist}-none")
+    return "+".join(parts)
+
+
 @dataclass
 class ScrubResult:
     text: str

@@ -76,6 +76,7 @@ def write_document(
     chunks: list[Chunk],
     new_embeddings: dict[str, np.ndarray],
     near: dict[str, Near],
+    scrubbed_with: str | None = None,
 ) -> WriteCounts:
     """Make the stored chunks of `source` exactly `chunks`, in one transaction.
 
@@ -85,13 +86,13 @@ def write_document(
     with conn.transaction():
         (doc_id,) = conn.execute(
             """
-            INSERT INTO documents (source, path, content_hash, n_chunks) VALUES (%s, %s, %s, %s)
+            INSERT INTO documents (source, path, content_hash, n_chunks, scrubbed_with) VALUES (%s, %s, %s, %s, %s)
             ON CONFLICT (source) DO UPDATE
             SET path = EXCLUDED.path, content_hash = EXCLUDED.content_hash,
-                n_chunks = EXCLUDED.n_chunks, updated_at = now()
+                n_chunks = EXCLUDED.n_chunks, scrubbed_with = EXCLUDED.scrubbed_with, updated_at = now()
             RETURNING id
             """,
-            (source, path, content_hash, len(chunks)),
+            (source, path, content_hash, len(chunks), scrubbed_with),
         ).fetchone()
         hashes = [c.content_hash for c in chunks]
         deleted = conn.execute(

@@ -254,3 +254,49 @@ def test_a_role_that_does_not_own_the_tables_gets_a_warning_not_a_crash(conn, db
     finally:
         conn.execute(f"DROP OWNED BY {role}")
         conn.execute(f"DROP ROLE {role}")
+
+
+def test_a_secret_stored_before_a_rule_existed_is_gone_after_maintenance(conn, embedder, tmp_path, monkeypatch):
+    """Stored by an older scrubber (one without the provider rule set), a Linear API key sits in a chunk and in
+    its full-text row; one maintenance run re-scrubs it (counted), a second finds nothing stale."""
+    from retrieval import ingest as ingest_module
+    from retrieval import scrub
+
+    key = "lin_api_q8Zr2Lw9Xv4Tn7KsP0aB3cD5eF7gH9iJ1kL3mN5o"
+    note = Document(
+        "note:triage", "note:", f"# Triage bot\n\nThe bot posts with {key} every morning.", "markdown", None
+    )
+    with monkeypatch.context() as m:  # the scrubber as it was last month
+        m.setattr(scrub, "_rule_set_scanner", lambda: None)
+        m.setattr(ingest_module, "scrub_version", lambda: "rules-old+kingfisher-secret-scanner-none")
+        ingest_documents(conn, [note], IngestParams(), SP, embedder)
+    (text,) = conn.execute("SELECT text FROM chunks WHERE source = 'note:triage'").fetchone()
+    assert key in text  # last month's scrubber let it through
+    (found,) = conn.execute(
+        "SELECT count(*) FROM chunk_terms WHERE tsv @@ plainto_tsquery('english', %s)", (key,)
+    ).fetchone()
+    assert found == 1
+
+    mp = params(tmp_path)
+    dry = maintain.run(conn, mp, SP, tmp_path, dry_run=True).rescrub
+    assert dry["stale_documents"] == 1 and dry["documents"] == 0
+    assert key in conn.execute("SELECT text FROM chunks WHERE source = 'note:triage'").fetchone()[0]
+
+    real = maintain.run(conn, mp, SP, tmp_path).rescrub
+    assert real["documents"] == 1 and real["chunks_changed"] == 1 and real["stale_documents"] == 0
+    assert sum(real["redactions"].values()) == 1
+    text, content_hash, version = conn.execute(
+        "SELECT c.text, c.content_hash, d.scrubbed_with FROM chunks c JOIN documents d ON d.id = c.document_id"
+        " WHERE c.source = 'note:triage'"
+    ).fetchone()
+    assert key not in text and "[REDACTED:" in text and version == scrub.version()
+    (found,) = conn.execute(
+        "SELECT count(*) FROM chunk_terms WHERE tsv @@ plainto_tsquery('english', %s)", (key,)
+    ).fetchone()
+    assert found == 0  # the full-text row followed the text
+    assert search(conn, embedder, "triage bot", SP).candidates[0].text == text  # still found, now clean
+    again = maintain.run(conn, mp, SP, tmp_path).rescrub
+    assert again["documents"] == 0 and again["stale_documents"] == 0
+    # re-ingesting the unchanged file later stores nothing new: the document is current
+    r = ingest_documents(conn, [note], IngestParams(), SP, embedder)
+    assert r.documents_unchanged == 1 and r.chunks_inserted == 0
