@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import sys
 from pathlib import Path
@@ -10,7 +11,13 @@ from typing import Annotated, Optional
 
 import typer
 
+from retrieval.db import DatabaseError
+from retrieval.params import ParamsError
 from serving.client import Client
+from serving.interface import SelectorLoadError
+from serving.mcp_server import build_mcp
+from serving.server import BackgroundServer, build_service
+from serving.transcript import last_exchange, post_exchange
 
 from .terminal import ParamsOpt, _fail, console
 
@@ -35,10 +42,6 @@ def hook_stop_command(
     """An assistant's turn-end hook: capture the last exchange of its transcript, and post its answer as
     feedback to the memory queries it made (the [n] it cites label them). Never fails the assistant: any
     problem is one line on stderr, exit 0."""
-    import json
-
-    from serving.transcript import last_exchange, post_exchange
-
     session = None
     try:
         if transcript is None:
@@ -73,8 +76,6 @@ def mcp_command(
     params: ParamsOpt = Path("params.yaml"),
 ) -> None:
     """Serve the memory to an assistant as MCP tools: context, feedback, capture, remember, staging_file."""
-    from serving.mcp_server import build_mcp
-
     if transport not in ("stdio", "http"):
         _fail(f"--transport must be stdio or http, not {transport!r}")
     url = url or os.environ.get("PAI_URL")
@@ -95,11 +96,6 @@ def mcp_command(
 def _in_process_service(params: Path):
     """`pai serve`'s service on a free loopback port in this process. Started with fd 1 pointed at stderr:
     on stdio, stdout is the protocol's, and nothing the embedded Postgres prints may reach it."""
-    from retrieval.db import DatabaseError
-    from retrieval.params import ParamsError
-    from serving.interface import SelectorLoadError
-    from serving.server import BackgroundServer, build_service
-
     saved = os.dup(1)
     sys.stdout.flush()
     os.dup2(2, 1)

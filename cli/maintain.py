@@ -8,12 +8,13 @@ import json
 from pathlib import Path
 from typing import Annotated, Optional
 
+import psycopg
 import typer
 from rich.table import Table
 
 from eval import bench_usage
-from retrieval import maintain
-from retrieval.db import DatabaseError, connect
+from retrieval import maintain, store
+from retrieval.db import DatabaseError, connect, grant_runtime, latest_version, migrate, schema_problem, schema_version
 from retrieval.embed import get_embedder
 from retrieval.params import EmbedParams, MaintainParams, ParamsError, SearchParams, StagingParams, load_section
 
@@ -22,7 +23,36 @@ from .terminal import ParamsOpt, _fail, console, emit, progress_bar
 
 def register(app: typer.Typer, bench_app: typer.Typer) -> None:
     app.command("maintain")(maintain_command)
+    app.command("migrate")(migrate_command)
     bench_app.command("usage")(bench_usage_command)
+
+
+def migrate_command(
+    grant: Annotated[
+        Optional[str], typer.Option(help="a runtime role to grant DML on every table (now and later) and the sequences")
+    ] = None,
+    params: ParamsOpt = Path("params.yaml"),
+) -> None:
+    """Create or upgrade the schema (and the HNSW index to params), as the database owner: the runtime (serve,
+    ingest, query, feedback, maintain) then needs only DML. The embedded default does this by itself."""
+    try:
+        sp = load_section(params, "search", SearchParams)
+        with connect(migrate_schema=False) as conn:
+            applied = migrate(conn)
+            rebuilt = store.ensure_hnsw(conn, sp.hnsw_m, sp.hnsw_ef_construction)
+            if grant:
+                grant_runtime(conn, grant)
+            version = schema_version(conn)
+    except (ParamsError, DatabaseError) as e:
+        _fail(str(e))
+    except psycopg.Error as e:
+        _fail(schema_problem(e, None, latest_version()))
+    console.print(
+        f"schema at version {version}"
+        + (f" (applied {', '.join(applied)})" if applied else " (nothing to apply)")
+        + ("; HNSW index rebuilt to params" if rebuilt else "")
+        + (f"; {grant} may now read and write every table" if grant else "")
+    )
 
 
 def maintain_command(

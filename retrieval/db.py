@@ -58,10 +58,86 @@ def connect(url: str | None = None, *, migrate_schema: bool = True) -> psycopg.C
     except psycopg.OperationalError as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise DatabaseError(f"database unavailable ({_redact_url(url)}): {first}") from e
-    if migrate_schema:
-        migrate(conn)
-    register_vector(conn)
+    try:
+        if migrate_schema:
+            ensure_schema(conn)
+        try:
+            register_vector(conn)
+        except psycopg.ProgrammingError as e:  # no `vector` type: the extension is not created yet
+            if migrate_schema:
+                raise DatabaseError(f"{_first_line(e)}: run `pai migrate` as the database owner") from None
+    except BaseException:
+        conn.close()
+        raise
     return conn
+
+
+def latest_version() -> int:
+    return max(v for v, _, _ in _migration_files())
+
+
+def schema_version(conn: psycopg.Connection) -> int | None:
+    """The newest migration applied to this database; None before the first."""
+    try:
+        with conn.transaction():
+            (v,) = conn.execute("SELECT max(version) FROM schema_migrations").fetchone()
+    except psycopg.errors.UndefinedTable:
+        return None
+    except psycopg.errors.InsufficientPrivilege as e:
+        raise DatabaseError(
+            f"{_first_line(e)}: grant this role SELECT on schema_migrations (`pai migrate --grant ROLE`)"
+        ) from None
+    return v
+
+
+def ensure_schema(conn: psycopg.Connection) -> None:
+    """The runtime needs only DML: a current schema is checked, not created. A behind one is migrated when this
+    role may (the embedded default, an owner); else one line says what to run."""
+    current, latest = schema_version(conn), latest_version()
+    if current is not None and current >= latest:
+        return
+    try:
+        migrate(conn)
+    except (
+        psycopg.errors.InsufficientPrivilege,
+        psycopg.errors.UndefinedFile,
+        psycopg.errors.FeatureNotSupported,
+    ) as e:
+        raise DatabaseError(schema_problem(e, current, latest)) from None
+
+
+def schema_problem(e: Exception, current: int | None, latest: int) -> str:
+    """One line naming the missing right (or extension) and the command that fixes it."""
+    first = _first_line(e)
+    if "extension" in first and ("permission denied" in first or "must be" in first):
+        return (
+            f"{first}: an administrator must run `CREATE EXTENSION vector; CREATE EXTENSION pg_trgm;` in this "
+            "database (or `pai migrate` as a role allowed to), then `pai migrate` as its owner"
+        )
+    if isinstance(e, (psycopg.errors.UndefinedFile, psycopg.errors.FeatureNotSupported)):
+        return f"{first}: install pgvector on the PostgreSQL server (https://github.com/pgvector/pgvector)"
+    at = f"version {current}" if current is not None else "not created"
+    return f"the schema is {at}, this pai-brain needs version {latest}, and this role may not migrate it ({first}): run `pai migrate` as the database owner"
+
+
+def grant_runtime(conn: psycopg.Connection, role: str) -> None:
+    """What a least-privilege runtime role needs: DML on every table, the sequences, and the same on tables the
+    owner creates later. Run by the owner."""
+    from psycopg import sql
+
+    r = sql.Identifier(role)
+    for stmt in (
+        "GRANT USAGE ON SCHEMA public TO {r}",
+        "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {r}",
+        "GRANT USAGE, SELECT, UPDATE ON ALL SEQUENCES IN SCHEMA public TO {r}",
+        "ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT SELECT, INSERT, UPDATE, DELETE ON TABLES TO {r}",
+        "ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT USAGE, SELECT, UPDATE ON SEQUENCES TO {r}",
+    ):
+        conn.execute(sql.SQL(stmt).format(r=r))
+
+
+def _first_line(e: Exception) -> str:
+    return (str(e).strip().splitlines() or [type(e).__name__])[0]
 
 
 def migrate(conn: psycopg.Connection) -> list[str]:

@@ -9,6 +9,8 @@ from typing import Any, TypeVar
 
 import yaml
 
+from .db import pai_home
+
 T = TypeVar("T")
 
 
@@ -98,8 +100,6 @@ class StagingParams:
     def path(self) -> Path:
         """Where staging files go: `dir` as is when absolute, else under $PAI_HOME (default .pai), like
         every other file the service writes."""
-        from .db import pai_home
-
         d = Path(self.dir)
         return d if d.is_absolute() else pai_home() / d
 

@@ -18,6 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from .db import pai_home
+
 # Values that look like a credential rather than a word: quoted (any 4+ chars), or unquoted with a
 # digit or symbol in them, or long. Prose such as "token: a unit of text" must survive.
 _VALUE = r"""(?:"(?P<dq>[^"\n]{4,})"|'(?P<sq>[^'\n]{4,})'|(?P<bare>(?=[^\s,;]*[\d_/+=$!@#%^&*.-])[^\s"',;]{6,}|[^\s"',;]{20,}))"""
@@ -528,8 +530,6 @@ def _rule_set_scanner():
         import kingfisher_sdk
     except ImportError:
         return None
-    from .db import pai_home
-
     cache = pai_home() / "cache" / "kingfisher"
     try:
         cache.mkdir(parents=True, exist_ok=True)

@@ -8,6 +8,7 @@ import numpy as np
 import psycopg
 
 from .chunking import Chunk
+from .db import DatabaseError
 
 
 @dataclass(frozen=True)
@@ -171,10 +172,17 @@ def ensure_hnsw(conn: psycopg.Connection, m: int, ef_construction: int) -> bool:
     want = {f"m={m}", f"ef_construction={ef_construction}"}
     if row and set(row[0] or []) == want:
         return False
-    with conn.transaction():
-        conn.execute("DROP INDEX IF EXISTS chunks_embedding_hnsw")
-        conn.execute(
-            f"CREATE INDEX chunks_embedding_hnsw ON chunks USING hnsw (embedding vector_cosine_ops)"
-            f" WITH (m = {int(m)}, ef_construction = {int(ef_construction)})"
-        )
+    try:
+        with conn.transaction():
+            conn.execute("DROP INDEX IF EXISTS chunks_embedding_hnsw")
+            conn.execute(
+                f"CREATE INDEX chunks_embedding_hnsw ON chunks USING hnsw (embedding vector_cosine_ops)"
+                f" WITH (m = {int(m)}, ef_construction = {int(ef_construction)})"
+            )
+    except psycopg.errors.InsufficientPrivilege as e:
+        have = ", ".join(sorted(row[0] or [])) if row else "none"
+        raise DatabaseError(
+            f"the HNSW index has ({have}), search.hnsw_m/hnsw_ef_construction ask m={m}, ef_construction={ef_construction}, "
+            f"and this role may not rebuild it ({str(e).strip().splitlines()[0]}): run `pai migrate` as the database owner"
+        ) from None
     return True

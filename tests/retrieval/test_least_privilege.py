@@ -1,0 +1,139 @@
+"""Least privilege on a shared Postgres, as a team runs it: an administrator creates the extensions, the owner
+runs `pai migrate --grant`, and a DML-only role ingests, queries, serves, takes feedback and maintains. A role
+missing a right gets one line naming it and the command that fixes it, never a traceback.
+
+Roles on the session's PostgreSQL server (real roles, real grants; the server is the embedded one's binary)."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+import httpx
+import psycopg
+import pytest
+from psycopg.conninfo import make_conninfo
+from typer.testing import CliRunner
+
+from cli.main import app as cli
+from retrieval import maintain
+from retrieval.db import DatabaseError, connect
+from retrieval.ingest import ingest_paths
+from retrieval.params import IngestParams, MaintainParams, SearchParams, StagingParams
+from retrieval.search import search
+from serving.app import Service
+from serving.picker import Picker
+from serving.selectors import SimilaritySelector
+from serving.server import BackgroundServer
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def shared(pg_server_url):
+    """A database owned by a non-superuser owner, the extensions pre-created by the administrator; a DML-only
+    runtime role and a role with no rights. Yields their URLs."""
+    tag = uuid.uuid4().hex[:8]
+    owner, runtime, nobody, db = f"own_{tag}", f"rt_{tag}", f"no_{tag}", f"shared_{tag}"
+    with psycopg.connect(pg_server_url, autocommit=True) as admin:
+        for role in (owner, runtime, nobody):
+            admin.execute(f"CREATE ROLE {role} LOGIN")
+        admin.execute(f"CREATE DATABASE {db} OWNER {owner}")
+    with psycopg.connect(make_conninfo(pg_server_url, dbname=db), autocommit=True) as admin:
+        admin.execute("CREATE EXTENSION vector")
+        admin.execute("CREATE EXTENSION pg_trgm")
+    urls = {"owner": make_conninfo(pg_server_url, dbname=db, user=owner)}
+    urls["runtime"] = make_conninfo(pg_server_url, dbname=db, user=runtime)
+    urls["nobody"] = make_conninfo(pg_server_url, dbname=db, user=nobody)
+    urls["runtime_role"] = runtime
+    yield urls
+    with psycopg.connect(pg_server_url, autocommit=True) as admin:
+        admin.execute(f"DROP DATABASE IF EXISTS {db} WITH (FORCE)")
+        for role in (owner, runtime, nobody):
+            admin.execute(f"DROP ROLE IF EXISTS {role}")
+
+
+def one_line_error(result) -> str:
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1, result.output
+    return lines[0]
+
+
+def test_migrate_as_owner_then_everything_as_a_dml_only_role(shared, embedder, tmp_path, monkeypatch):
+    runner = CliRunner()
+    params = str(REPO / "params.yaml")
+    # before the owner migrated: the runtime role cannot create the schema, and says so in one line
+    with pytest.raises(DatabaseError, match=r"run `pai migrate` as the database owner"):
+        connect(shared["runtime"])
+    monkeypatch.setenv("DATABASE_URL", shared["runtime"])
+    line = one_line_error(runner.invoke(cli, ["ingest", str(tmp_path), "--params", params]))
+    assert "pai migrate" in line and "permission denied" in line
+
+    monkeypatch.setenv("DATABASE_URL", shared["owner"])
+    r = runner.invoke(cli, ["migrate", "--grant", shared["runtime_role"], "--params", params])
+    assert r.exit_code == 0 and "schema at version" in r.output and "may now read and write" in r.output, r.output
+    again = runner.invoke(cli, ["migrate", "--params", params])
+    assert again.exit_code == 0 and "nothing to apply" in again.output
+
+    # the runtime: DML only (no CREATE on the schema, owns nothing)
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "bees.md").write_text("# Bees\n\nHoney bees store nectar as honey in wax combs.")
+    (notes / "rivers.md").write_text("# Rivers\n\nA delta forms where sediment settles at the sea.")
+    with connect(shared["runtime"]) as conn:
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute("CREATE TABLE x (i int)")
+        report = ingest_paths(conn, [notes], IngestParams(), SearchParams(), embedder)
+        assert report.chunks_inserted == 2 and not report.errors
+        (notes / "bees.md").write_text("# Bees\n\nHoney bees store nectar as honey in hexagonal wax combs.")
+        assert ingest_paths(conn, [notes], IngestParams(), SearchParams(), embedder).documents_updated == 1
+        assert search(conn, embedder, "where is honey kept", SearchParams()).candidates[0].source.endswith("bees.md")
+        m = maintain.run(conn, MaintainParams(feedback=str(tmp_path / "fb")), SearchParams(), tmp_path / "st")
+        assert m.skipped is None
+    svc = Service(
+        shared["runtime"],
+        embedder,
+        Picker(SimilaritySelector(), timeout_s=5),
+        SearchParams(threshold=0.0),
+        IngestParams(),
+        StagingParams(dir=str(tmp_path / "staging")),
+    )
+    with BackgroundServer(svc) as srv, httpx.Client(base_url=srv.url, timeout=60) as client:
+        q = client.post("/query", json={"query": "where do bees keep honey"})
+        assert q.status_code == 200, q.text
+        fb = client.post("/feedback", json={"query_id": q.json()["query_id"], "answer": "wax combs [1]", "rating": 1})
+        assert fb.status_code == 200 and fb.json()["used_ranks"] == [1]
+        assert client.post("/ingest", json={"source": "n", "text": "# Note\n\nA note."}).status_code == 200
+        assert client.get("/health").status_code == 200
+    with connect(shared["runtime"]) as conn:  # the feedback really landed, through DML alone
+        (rated,) = conn.execute("SELECT count(*) FROM queries WHERE rating = 1").fetchone()
+        assert rated == 1
+
+    # a role with no rights at all: one line naming the right and the fix
+    monkeypatch.setenv("DATABASE_URL", shared["nobody"])
+    line = one_line_error(runner.invoke(cli, ["ingest", str(notes), "--params", params]))
+    assert "permission denied" in line and "pai migrate --grant" in line
+    # a params change the runtime cannot apply (the HNSW index's build options) is one line too
+    with connect(shared["runtime"]) as conn:
+        from retrieval import store
+
+        with pytest.raises(DatabaseError, match=r"may not rebuild it.*pai migrate"):
+            store.ensure_hnsw(conn, 24, 64)
+
+
+def test_an_owner_who_may_not_create_extensions_is_told_who_must(pg_server_url, monkeypatch):
+    tag = uuid.uuid4().hex[:8]
+    owner, db = f"own_{tag}", f"noext_{tag}"
+    with psycopg.connect(pg_server_url, autocommit=True) as admin:
+        admin.execute(f"CREATE ROLE {owner} LOGIN")
+        admin.execute(f"CREATE DATABASE {db} OWNER {owner}")
+    try:
+        monkeypatch.setenv("DATABASE_URL", make_conninfo(pg_server_url, dbname=db, user=owner))
+        line = one_line_error(CliRunner().invoke(cli, ["migrate", "--params", str(REPO / "params.yaml")]))
+        assert 'extension "vector"' in line and "CREATE EXTENSION vector" in line
+    finally:
+        with psycopg.connect(pg_server_url, autocommit=True) as admin:
+            admin.execute(f"DROP DATABASE IF EXISTS {db} WITH (FORCE)")
+            admin.execute(f"DROP ROLE IF EXISTS {owner}")
