@@ -97,25 +97,13 @@ def test_refusals_are_client_errors(served):
     assert e.value.status == 0 and "ConnectError" in e.value.message
 
 
-def test_beyond_loopback_the_read_token_reads_and_the_write_token_writes(db_url, embedder, tmp_path, monkeypatch):
-    from retrieval.params import IngestParams, SearchParams, StagingParams
-    from serving.app import Service
-    from serving.picker import Picker
-    from serving.selectors import SimilaritySelector
+def test_beyond_loopback_the_read_token_reads_and_the_write_token_writes(similarity_service, monkeypatch):
     from serving.server import BackgroundServer
 
     monkeypatch.setenv("PAI_READ_TOKEN", "r-token")
     monkeypatch.setenv("PAI_WRITE_TOKEN", "w-token")
     monkeypatch.delenv("PAI_ADMIN_TOKEN", raising=False)
-    svc = Service(
-        db_url,
-        embedder,
-        Picker(SimilaritySelector(), timeout_s=5),
-        SearchParams(threshold=0.0),
-        IngestParams(),
-        StagingParams(dir=str(tmp_path / "st")),
-        host="0.0.0.0",  # the service believes it is exposed (it binds loopback)
-    )
+    svc = similarity_service(host="0.0.0.0")  # the service believes it is exposed (it binds loopback)
     with BackgroundServer(svc) as srv:
         with Client(srv.url) as anon, pytest.raises(ClientError) as e:
             anon.context("bees")

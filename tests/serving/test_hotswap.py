@@ -192,7 +192,7 @@ def test_cascade_answers_with_the_fast_selector_and_caches_the_slow_ones_pick(db
         assert [c["rank"] for c in again["context"]] == list(range(n, 0, -1))[: len(again["context"])]
 
 
-def test_not_ready_until_the_champion_is_loaded(db_url, embedder, tmp_path):
+def test_not_ready_until_the_champion_is_loaded(db_url, similarity_service):
     """A fresh service says "loading" (503) and serves no query until the announced champion is loaded: the
     similarity order it starts on never answers in its place."""
     gate = threading.Event()
@@ -204,15 +204,8 @@ def test_not_ready_until_the_champion_is_loaded(db_url, embedder, tmp_path):
     with connect(db_url) as conn:
         deployments.announce(conn, {"kind": "fixed", "version": "v1"}, "promote")
     picker = Picker(SimilaritySelector(), timeout_s=1)
-    svc = Service(
-        db_url,
-        embedder,
-        picker,
-        SearchParams(threshold=0.0),
-        IngestParams(),
-        StagingParams(dir=str(tmp_path / "st")),
-        inline=True,
-        swapper=HotSwapper(picker, db_url, canary_timeout_s=5, grace_s=0, build=slow_build),
+    svc = similarity_service(
+        picker, inline=True, swapper=HotSwapper(picker, db_url, canary_timeout_s=5, grace_s=0, build=slow_build)
     )
     try:
         with BackgroundServer(svc) as server, httpx.Client(base_url=server.url, timeout=30) as client:
@@ -236,22 +229,14 @@ def test_not_ready_until_the_champion_is_loaded(db_url, embedder, tmp_path):
         gate.set()
 
 
-def test_ready_when_the_newest_champion_is_rejected(db_url, embedder, tmp_path):
+def test_ready_when_the_newest_champion_is_rejected(db_url, similarity_service):
     """Caught up means decided: a champion that fails to load leaves the service ready on what it had, and
     /health says why."""
     with connect(db_url) as conn:
         deployments.announce(conn, {"kind": "broken", "version": "v1"}, "promote")
     picker = Picker(SimilaritySelector(), timeout_s=5)
     swapper = HotSwapper(picker, db_url, canary_timeout_s=5, grace_s=0, build=build)
-    svc = Service(
-        db_url,
-        embedder,
-        picker,
-        SearchParams(threshold=0.0),
-        IngestParams(),
-        StagingParams(dir=str(tmp_path / "st")),
-        swapper=swapper,
-    )
+    svc = similarity_service(picker, swapper=swapper)
     with BackgroundServer(svc) as server, httpx.Client(base_url=server.url, timeout=30) as client:
         wait_for(lambda: client.get("/health").status_code == 200)
         h = client.get("/health").json()

@@ -16,10 +16,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from retrieval.db import connect
 from retrieval.ingest import ingest_paths
-from retrieval.params import IngestParams, SearchParams, StagingParams
-from serving.app import Service
-from serving.picker import Picker
-from serving.selectors import SimilaritySelector
+from retrieval.params import IngestParams, SearchParams
 from serving.server import BackgroundServer
 
 REPO = Path(__file__).resolve().parents[2]
@@ -36,22 +33,14 @@ FACT = (
 
 
 @pytest.fixture
-def service_url(db_url, embedder, tmp_path):
+def service_url(db_url, embedder, tmp_path, similarity_service):
     folder = tmp_path / "notes"
     folder.mkdir()
     for name, text in NOTES.items():
         (folder / name).write_text(text)
     with connect(db_url) as conn:
         ingest_paths(conn, [folder], IngestParams(), SearchParams(), embedder)
-    svc = Service(
-        db_url,
-        embedder,
-        Picker(SimilaritySelector(), timeout_s=5),
-        SearchParams(threshold=0.0),
-        IngestParams(),
-        StagingParams(dir=str(tmp_path / "staging")),
-    )
-    with BackgroundServer(svc) as srv:
+    with BackgroundServer(similarity_service()) as srv:
         yield srv.url
 
 

@@ -12,11 +12,8 @@ import pytest
 
 from retrieval.db import connect
 from retrieval.ingest import ingest_paths
-from retrieval.params import IngestParams, SearchParams, StagingParams
-from serving.app import Service
+from retrieval.params import IngestParams, SearchParams
 from serving.client import Client
-from serving.picker import Picker
-from serving.selectors import SimilaritySelector
 from serving.server import BackgroundServer
 from serving.transcript import last_exchange
 
@@ -64,7 +61,7 @@ def run_hook(url: str, stdin: str) -> subprocess.CompletedProcess:
     )
 
 
-def test_the_stop_hook_captures_and_labels_the_log(db_url, embedder, tmp_path):
+def test_the_stop_hook_captures_and_labels_the_log(db_url, embedder, tmp_path, similarity_service):
     folder = tmp_path / "notes"
     folder.mkdir()
     (folder / "bees.md").write_text("# Bees\n\nHoney bees store nectar as honey in wax combs inside the hive.")
@@ -72,15 +69,7 @@ def test_the_stop_hook_captures_and_labels_the_log(db_url, embedder, tmp_path):
     (folder / "rivers.md").write_text("# Rivers\n\nA delta forms where sediment settles at the sea.")
     with connect(db_url) as conn:
         ingest_paths(conn, [folder], IngestParams(), SearchParams(), embedder)
-    svc = Service(
-        db_url,
-        embedder,
-        Picker(SimilaritySelector(), timeout_s=5),
-        SearchParams(threshold=0.0),
-        IngestParams(),
-        StagingParams(dir=str(tmp_path / "staging")),
-    )
-    with BackgroundServer(svc) as srv, Client(srv.url) as client:
+    with BackgroundServer(similarity_service()) as srv, Client(srv.url) as client:
         ctx = client.context("where do honey bees keep honey")
         assert ctx.query_id == 1  # the recorded transcript's query (a fresh database numbers from 1)
         hook_input = json.dumps({"session_id": "s-1", "transcript_path": str(TRANSCRIPT), "hook_event_name": "Stop"})
