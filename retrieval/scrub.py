@@ -119,7 +119,7 @@ _SECRET_WORD = re.compile(  # secret-ish words in prose: "password is X", "clien
     r"(?i)(?<![\w-])(?:pass(?:word|wd|phrase|code)|pwd|secret(?:\s+(?:key|access\s+key))?|(?:api|access|private)\s+key"
     r"|tokens?|credentials?|keys?(?=\s+(?:for|of|in|on)\b))(?=[\s:=])"
 )
-_OPAQUE = re.compile(r"[A-Za-z0-9+/_.~-]+=*")
+_OPAQUE = re.compile(r"[A-Za-z0-9+/_.~=%-]+")  # base64, url-safe, %-encoded: "AAAA…%3D", "b_…=…"
 _PUNCT = "\"'`.,;:!?)(<>[]{}="
 _MEASURE = re.compile(r"\d+(?:[.,]\d+)?[-–]?[A-Za-z]{1,8}s?|[A-Za-z]+-\d{1,4}")  # 256-bit, 90-day, 10mg, COVID-19
 _CONNECTORS = {
