@@ -41,7 +41,12 @@ def migrate_command(
             applied = migrate(conn)
             rebuilt = store.ensure_hnsw(conn, sp.hnsw_m, sp.hnsw_ef_construction)
             if grant:
-                grant_runtime(conn, grant)
+                try:
+                    grant_runtime(conn, grant)
+                except psycopg.Error as e:
+                    raise DatabaseError(
+                        f"schema migrated, but granting {grant} failed: {str(e).strip().splitlines()[0]}"
+                    ) from None
             version = schema_version(conn)
     except (ParamsError, DatabaseError) as e:
         _fail(str(e))

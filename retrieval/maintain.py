@@ -118,29 +118,59 @@ def _rescrub(conn, mp: MaintainParams, dry_run: bool) -> dict:
         )
     ]
     redactions: dict[str, int] = {}
+    out["errors"] = []
     for doc_id in ids:
-        with conn.transaction():
-            rows = conn.execute(
-                "SELECT id, heading, parent_heading, text FROM chunks WHERE document_id = %s FOR UPDATE", (doc_id,)
-            ).fetchall()
-            for cid, heading, parent, text in rows:
-                body = scrub.scrub(text)
-                new_heading, new_parent = scrub.scrub_text(heading), scrub.scrub_text(parent)
-                if (body.text, new_heading, new_parent) == (text, heading, parent):
-                    continue
-                chunk = Chunk(body.text, 0, 0, new_heading, new_parent)
-                conn.execute(
-                    "UPDATE chunks SET text = %s, heading = %s, parent_heading = %s, content_hash = %s WHERE id = %s",
-                    (body.text, new_heading, new_parent, chunk.content_hash, cid),
-                )
-                out["chunks_changed"] += 1
-                for kind, n in body.counts.items():
-                    redactions[kind] = redactions.get(kind, 0) + n
-            conn.execute("UPDATE documents SET scrubbed_with = %s WHERE id = %s", (current, doc_id))
+        try:
+            changed, counts = _rescrub_document(conn, doc_id, current)
+        except psycopg.Error as e:  # this document only; it stays stale and is reported, the others go on
+            out["errors"].append(
+                f"document {doc_id}: {str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__}"
+            )
+            continue
         out["documents"] += 1
+        out["chunks_changed"] += changed
+        for kind, n in counts.items():
+            redactions[kind] = redactions.get(kind, 0) + n
     out["redactions"] = redactions
     out["stale_documents"] = stale - out["documents"]
     return out
+
+
+def _rescrub_document(conn, doc_id: int, current: str) -> tuple[int, dict[str, int]]:
+    """One document, in one transaction. Two chunks that differed only in their secret are one chunk after it:
+    the later is deleted (the document's chunks are unique by content)."""
+    changed, counts = 0, {}
+    with conn.transaction():
+        rows = conn.execute(
+            "SELECT id, heading, parent_heading, text, content_hash FROM chunks WHERE document_id = %s ORDER BY ord, id"
+            " FOR UPDATE",
+            (doc_id,),
+        ).fetchall()
+        taken = {h for *_, h in rows}
+        for cid, heading, parent, text, old_hash in rows:
+            body = scrub.scrub(text)
+            new_heading, new_parent = scrub.scrub_text(heading), scrub.scrub_text(parent)
+            if (body.text, new_heading, new_parent) == (text, heading, parent):
+                continue
+            new_hash = Chunk(body.text, 0, 0, new_heading, new_parent).content_hash
+            taken.discard(old_hash)
+            if new_hash in taken:
+                conn.execute("DELETE FROM chunks WHERE id = %s", (cid,))
+            else:
+                conn.execute(
+                    "UPDATE chunks SET text = %s, heading = %s, parent_heading = %s, content_hash = %s WHERE id = %s",
+                    (body.text, new_heading, new_parent, new_hash, cid),
+                )
+                taken.add(new_hash)
+            changed += 1
+            for kind, n in body.counts.items():
+                counts[kind] = counts.get(kind, 0) + n
+        conn.execute(
+            "UPDATE documents SET scrubbed_with = %s, n_chunks = (SELECT count(*) FROM chunks WHERE document_id = %s)"
+            " WHERE id = %s",
+            (current, doc_id, doc_id),
+        )
+    return changed, counts
 
 
 def _gone_files(conn, mp: MaintainParams, report: MaintainReport, dry_run: bool) -> None:

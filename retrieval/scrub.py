@@ -11,12 +11,14 @@ point into the original file. `pai bench scrub` measures the false positives.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
+from pathlib import Path
 
 from .db import pai_home
 
@@ -338,16 +340,16 @@ _DS_PLUGINS = (
 )
 
 
+_RULES_DIGEST = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:12]  # the rules this process loaded
+
+
 @lru_cache(maxsize=1)
 def version() -> str:
-    """What scrubbed a text: this module's rules (a digest of its source) and the rule sets it runs. Stored with
-    every document; a document scrubbed under another version is re-scrubbed by `pai maintain`."""
-    import hashlib
+    """What scrubbed a text: this module's rules (a digest of its source, as imported) and the rule sets it runs.
+    Stored with every document; a document scrubbed under another version is re-scrubbed by `pai maintain`."""
     from importlib import metadata
-    from pathlib import Path
 
-    own = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:12]
-    parts = [f"rules-{own}"]
+    parts = [f"rules-{_RULES_DIGEST}"]
     for dist in ("kingfisher-secret-scanner", "detect-secrets"):
         try:
             parts.append(f"{dist}-{metadata.version(dist)}")
@@ -493,16 +495,22 @@ def _rule_set_pass(text: str, counts: Counter) -> str:
     data = text.encode("utf-8", "surrogatepass")
     spans = []
     for f in scanner.scan(data):
+        if not f.visible:  # a supporting finding (an account name, a domain) kept for validation, not a secret
+            continue
         loc = f.location
         a, b = int(loc["start_offset"]), int(loc["end_offset"])
         if 0 <= a < b <= len(data):
             spans.append((a, b, f.rule_id))
     if not spans:
         return text
-    out, pos = [], 0
+    merged: list[list] = []  # overlapping findings become one span (their union), named by the first
     for a, b, rule in sorted(spans):
-        if a < pos:  # overlaps a span already replaced
-            continue
+        if merged and a < merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], b)
+        else:
+            merged.append([a, b, rule])
+    out, pos = [], 0
+    for a, b, rule in merged:
         secret = data[a:b].decode("utf-8", "surrogatepass")
         if _REDACTED.search(secret) or len(secret.strip()) < 8 or _looks_like_placeholder(secret):
             continue
@@ -518,7 +526,7 @@ def _looks_like_placeholder(secret: str) -> bool:
     """`xxxx`, `<password>`, `${TOKEN}`, `your-api-key-here`: documentation, not a secret."""
     core = secret.strip("\"'`<>{}()[]$%")
     return len(set(core.lower())) <= 2 or bool(
-        re.fullmatch(r"(?i)(your|my|the|an?)[-_ ]?\w*[-_ ]?(here|key|token|secret)?", core)
+        re.fullmatch(r"(?i)(?:your|my)[-_ ]?[a-z_-]*(?:key|token|secret|password|here)", core)
     )
 
 

@@ -46,7 +46,8 @@ from .picker import Picker
 MAX_BODY_BYTES = 2_000_000
 MAX_ID = 2**63 - 1  # ids are bigint
 ADMIN_TOKEN, WRITE_TOKEN, READ_TOKEN = "PAI_ADMIN_TOKEN", "PAI_WRITE_TOKEN", "PAI_READ_TOKEN"
-OPEN_PATHS = frozenset({"/health"})  # beyond loopback, the only route without a token
+OPEN_PATHS = frozenset({"/health"})
+READY_WAIT_S = 5.0  # how long a /query waits for the champion to load before a 503 "loading"  # beyond loopback, the only route without a token
 
 
 def is_loopback(host: str) -> bool:
@@ -283,8 +284,8 @@ def create_app(service: Service) -> FastAPI:
             "selector": service.picker.selector.version,
             "prompt_version": PROMPT_VERSION,
         }
-        if service.swapper is not None and service.swapper.last_error:
-            out["last_error"] = service.swapper.last_error
+        if service.swapper is not None and service.swapper.last_error and is_loopback(service.host):
+            out["last_error"] = service.swapper.last_error  # beyond loopback /health is open: no internals
         return JSONResponse(out, 200 if ready else 503)
 
     def require_admin(request: Request) -> None:
@@ -355,7 +356,9 @@ def create_app(service: Service) -> FastAPI:
 
     @app.post("/query")
     def query(body: QueryIn) -> JSONResponse:
-        if not service.ready(service.picker.timeout_s):  # never served by a selector it is about to replace
+        # never served by a selector it is about to replace; a bounded wait, so waiting queries cannot hold
+        # every worker thread (and starve /health) while a slow champion loads
+        if not service.ready(min(service.picker.timeout_s, READY_WAIT_S)):
             return JSONResponse(
                 {"error": "loading: the selector is not loaded yet; retry (GET /health says when it is)"},
                 503,

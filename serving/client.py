@@ -73,7 +73,10 @@ class Client:
     def __init__(self, url: str | None = None, token: str | None = None, timeout: float = 60.0):
         self.url = (url or os.environ.get("PAI_URL") or DEFAULT_URL).rstrip("/")
         headers = {"authorization": f"Bearer {token}"} if token else {}
-        self._http = httpx.Client(base_url=self.url, headers=headers, timeout=timeout)
+        try:
+            self._http = httpx.Client(base_url=self.url, headers=headers, timeout=timeout)
+        except (httpx.InvalidURL, ValueError) as e:
+            raise ClientError(0, f"{self.url}: not a usable URL ({e})") from None
 
     def __enter__(self) -> Client:
         return self

@@ -154,7 +154,7 @@ class HotSwapper:
         }
 
     def _run(self) -> None:
-        backoff = 0.5
+        backoff, failures = 0.5, 0
         while not self._stop.is_set():
             try:
                 with psycopg.connect(self.db_url, autocommit=True, application_name=f"{APP_NAME}:{self.name}") as conn:
@@ -167,6 +167,9 @@ class HotSwapper:
                         if any(True for _ in conn.notifies(timeout=0.5, stop_after=1)):
                             self._catch_up(conn, startup=False)
             except psycopg.Error as e:  # the database went away: keep serving, reconnect with backoff
+                failures += 1
+                if failures >= 3:  # no deployments to follow (LISTEN refused, e.g. a pooler): ready on what it has
+                    self.caught_up.set()
                 self.last_error = (
                     f"listener: {type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}"
                 )

@@ -115,8 +115,9 @@ def build_mcp(client: Client) -> MCPServer:
         the earlier note of that title."""
         _checked("text", text, 2_000_000)
         _checked("title", title, 500, required=False)
-        key = title.strip() if title else hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
-        source = "mcp-" + (re.sub(r"[^A-Za-z0-9._-]+", "-", key).strip("-")[:120] or "note")
+        key = title.strip() if title and title.strip() else text
+        slug = re.sub(r"[^A-Za-z0-9._-]+", "-", title or "").strip("-")[:80] or "note"
+        source = f"mcp-{slug}-{hashlib.sha256(key.encode('utf-8')).hexdigest()[:10]}"  # one note per exact title
         r = call(client.ingest, source, text, title=title)
         return f"stored {r['source']}: {r['chunks_inserted']} new chunks, {r['duplicates_skipped']} duplicates skipped"
 
@@ -128,8 +129,11 @@ def build_mcp(client: Client) -> MCPServer:
         path = staged.get(query_id)
         if path is None:
             raise ToolError(f"query {query_id} was not answered by this server; its staging file is in the query log")
+        p = Path(path)
+        if p.suffix != ".md" or "staging" not in p.parts[:-1]:  # only what the service names a staging file
+            raise ToolError(f"{path}: not a staging file")
         try:
-            return Path(path).read_text(encoding="utf-8")
+            return p.read_text(encoding="utf-8")
         except OSError as e:
             raise ToolError(f"{path}: {e.strerror or e} (the service runs on another machine?)") from None
 

@@ -39,10 +39,23 @@ def _texts(blocks: list, kind: str = "text") -> list[str]:
     return [b["text"] for b in blocks if b.get("type") == kind and isinstance(b.get("text"), str)]
 
 
-def _tool_result_texts(blocks: list) -> list[str]:
+def _context_tool_ids(blocks: list) -> set[str]:
+    """The ids of this turn's calls to the memory's `context` tool (`mcp__pai-brain__context`, or `context`)."""
+    return {
+        b["id"]
+        for b in blocks
+        if b.get("type") == "tool_use"
+        and isinstance(b.get("id"), str)
+        and isinstance(b.get("name"), str)
+        and (b["name"] == "context" or b["name"].endswith("__context"))
+    }
+
+
+def _tool_result_texts(blocks: list, ids: set[str]) -> list[str]:
+    """Texts of the results of the calls in `ids` (another tool's output may hold any text)."""
     out = []
     for b in blocks:
-        if b.get("type") != "tool_result":
+        if b.get("type") != "tool_result" or b.get("tool_use_id") not in ids:
             continue
         c = b.get("content")
         out += (
@@ -70,12 +83,16 @@ def last_exchange(path: Path) -> Exchange | None:
         return None
     start = human[-1]
     user = "\n".join(_texts(turns[start][1])).strip()
-    answer, query_ids = [], []
+    answer, query_ids, calls = [], [], set()
     for kind, blocks in turns[start + 1 :]:
         if kind == "assistant":
             answer += _texts(blocks)
+            calls |= _context_tool_ids(blocks)
         else:
-            query_ids += [int(m) for t in _tool_result_texts(blocks) for m in QUERY_ID.findall(t)]
+            for t in _tool_result_texts(blocks, calls):
+                m = QUERY_ID.match(t)  # the first line of the context tool's answer
+                if m:
+                    query_ids.append(int(m.group(1)))
     assistant = "\n".join(answer).strip()
     if not user or not assistant:
         return None

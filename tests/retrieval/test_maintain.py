@@ -300,3 +300,23 @@ def test_a_secret_stored_before_a_rule_existed_is_gone_after_maintenance(conn, e
     # re-ingesting the unchanged file later stores nothing new: the document is current
     r = ingest_documents(conn, [note], IngestParams(), SP, embedder)
     assert r.documents_unchanged == 1 and r.chunks_inserted == 0
+
+
+def test_two_chunks_that_differed_only_in_their_secret_become_one(conn, embedder, tmp_path, monkeypatch):
+    """Unique by content within a document: after re-scrubbing, the second copy goes instead of failing the run."""
+    from retrieval import ingest as ingest_module
+    from retrieval import scrub
+
+    a, b = "lin_api_q8Zr2Lw9Xv4Tn7KsP0aB3cD5eF7gH9iJ1kL3mN5o", "lin_api_Zr2Lw9Xv4Tn7KsP0aB3cD5eF7gH9iJ1kL3mN5oq8"
+    text = f"# Bot\n\nThe triage bot posts with {a} every day.\n\n# Bot\n\nThe triage bot posts with {b} every day."
+    note = Document("note:twins", "note:", text, "markdown", None)
+    with monkeypatch.context() as m:
+        m.setattr(scrub, "_rule_set_scanner", lambda: None)
+        m.setattr(ingest_module, "scrub_version", lambda: "rules-old")
+        ingest_documents(conn, [note], IngestParams(), SP, embedder)
+    assert conn.execute("SELECT count(*) FROM chunks WHERE source = 'note:twins'").fetchone()[0] == 2
+    r = maintain.run(conn, params(tmp_path), SP, tmp_path).rescrub
+    assert r["documents"] == 1 and r["chunks_changed"] == 2 and not r["errors"]
+    rows = conn.execute("SELECT text FROM chunks WHERE source = 'note:twins'").fetchall()
+    assert len(rows) == 1 and a not in rows[0][0] and b not in rows[0][0]
+    assert conn.execute("SELECT n_chunks FROM documents WHERE source = 'note:twins'").fetchone()[0] == 1

@@ -86,7 +86,7 @@ def test_an_assistant_drives_the_memory_over_stdio(service_url, db_url):
         r = await session.call_tool(
             "remember", {"text": "The team's standup is at 9:30 in room Kepler.", "title": "standup"}
         )
-        assert not r.is_error and "stored webhook:mcp-standup" in text_of(r)
+        assert not r.is_error and re.match(r"stored webhook:mcp-standup-[0-9a-f]{10}:", text_of(r)), text_of(r)
 
         hostile = [
             ("context", {"query": "bees\x00"}),

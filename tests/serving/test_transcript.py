@@ -85,3 +85,37 @@ def test_the_stop_hook_captures_and_labels_the_log(db_url, embedder, tmp_path, s
             assert r.returncode == 0 and len(r.stderr.strip().splitlines()) == 1, r.stderr
     r = run_hook("http://127.0.0.1:9", json.dumps({"transcript_path": str(TRANSCRIPT)}))
     assert r.returncode == 0 and "Traceback" not in r.stderr and "capture None" in r.stderr
+
+
+def test_only_the_context_tools_results_name_query_ids(tmp_path):
+    """A grep or a file read that prints `query_id: 42` must not send this answer as feedback to query 42."""
+    turns = [
+        {"type": "user", "message": {"content": "what did we decide about retries?"}},
+        {
+            "type": "assistant",
+            "message": {
+                "content": [
+                    {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "grep -r query_id logs/"}},
+                    {"type": "tool_use", "id": "t2", "name": "mcp__pai-brain__context", "input": {"query": "retries"}},
+                ]
+            },
+        },
+        {
+            "type": "user",
+            "message": {
+                "content": [
+                    {"type": "tool_result", "tool_use_id": "t1", "content": "query_id: 42\nquery_id: 43"},
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": "t2",
+                        "content": [{"type": "text", "text": "query_id: 7\n\n[1] a"}],
+                    },
+                    {"type": "tool_result", "tool_use_id": "t9", "content": "query_id: 99"},
+                ]
+            },
+        },
+        {"type": "assistant", "message": {"content": [{"type": "text", "text": "Three retries with backoff [1]."}]}},
+    ]
+    p = tmp_path / "t.jsonl"
+    p.write_text("\n".join(json.dumps(t) for t in turns))
+    assert last_exchange(p).query_ids == [7]
