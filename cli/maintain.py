@@ -14,7 +14,16 @@ from rich.table import Table
 
 from eval import bench_usage
 from retrieval import maintain, store
-from retrieval.db import DatabaseError, connect, grant_runtime, latest_version, migrate, schema_problem, schema_version
+from retrieval.db import (
+    DatabaseError,
+    connect,
+    first_line,
+    grant_runtime,
+    latest_version,
+    migrate,
+    schema_problem,
+    schema_version,
+)
 from retrieval.embed import get_embedder
 from retrieval.params import EmbedParams, MaintainParams, ParamsError, SearchParams, StagingParams, load_section
 
@@ -44,9 +53,7 @@ def migrate_command(
                 try:
                     grant_runtime(conn, grant)
                 except psycopg.Error as e:
-                    raise DatabaseError(
-                        f"schema migrated, but granting {grant} failed: {str(e).strip().splitlines()[0]}"
-                    ) from None
+                    raise DatabaseError(f"schema migrated, but granting {grant} failed: {first_line(e)}") from None
             version = schema_version(conn)
     except (ParamsError, DatabaseError) as e:
         _fail(str(e))

@@ -95,13 +95,7 @@ def bench_retrieval_command(
     except (ParamsError, DatabaseError, FileNotFoundError, ValueError) as e:
         _fail(str(e))
     result["machine"] = machine()
-    if out:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(result, indent=2) + "\n")
-    if as_json:
-        print(json.dumps(result, indent=2))
-    else:
-        bench_retrieval.print_table(result, console)
+    emit(result, as_json, out, lambda c: bench_retrieval.print_table(result, c))
 
 
 def cycle(

@@ -56,7 +56,7 @@ def connect(url: str | None = None, *, migrate_schema: bool = True) -> psycopg.C
     try:
         conn = psycopg.connect(url, connect_timeout=10, autocommit=True)  # each `with conn.transaction()` commits
     except psycopg.OperationalError as e:
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        first = first_line(e)
         raise DatabaseError(f"database unavailable ({_redact_url(url)}): {first}") from e
     try:
         if migrate_schema:
@@ -65,7 +65,7 @@ def connect(url: str | None = None, *, migrate_schema: bool = True) -> psycopg.C
             register_vector(conn)
         except psycopg.ProgrammingError as e:  # no `vector` type: the extension is not created yet
             if migrate_schema:
-                raise DatabaseError(f"{_first_line(e)}: run `pai migrate` as the database owner") from None
+                raise DatabaseError(f"{first_line(e)}: run `pai migrate` as the database owner") from None
     except BaseException:
         conn.close()
         raise
@@ -85,7 +85,7 @@ def schema_version(conn: psycopg.Connection) -> int | None:
         return None
     except psycopg.errors.InsufficientPrivilege as e:
         raise DatabaseError(
-            f"{_first_line(e)}: grant this role SELECT on schema_migrations (`pai migrate --grant ROLE`)"
+            f"{first_line(e)}: grant this role SELECT on schema_migrations (`pai migrate --grant ROLE`)"
         ) from None
     return v
 
@@ -108,7 +108,7 @@ def ensure_schema(conn: psycopg.Connection) -> None:
 
 def schema_problem(e: Exception, current: int | None, latest: int) -> str:
     """One line naming the missing right (or extension) and the command that fixes it."""
-    first = _first_line(e)
+    first = first_line(e)
     if "extension" in first and ("permission denied" in first or "must be" in first):
         return (
             f"{first}: an administrator must run `CREATE EXTENSION vector; CREATE EXTENSION pg_trgm;` in this "
@@ -136,7 +136,8 @@ def grant_runtime(conn: psycopg.Connection, role: str) -> None:
         conn.execute(sql.SQL(stmt).format(r=r))
 
 
-def _first_line(e: Exception) -> str:
+def first_line(e: Exception) -> str:
+    """An exception as the one line a user sees."""
     return (str(e).strip().splitlines() or [type(e).__name__])[0]
 
 

@@ -20,6 +20,7 @@ import psycopg
 from . import store
 from .ce_input import passage_text
 from .chunking import Chunk, chunk_document
+from .db import first_line
 from .embed import Embedder
 from .params import IngestParams, SearchParams
 from .scrub import scrub, scrub_text
@@ -187,7 +188,7 @@ def _ingest_batch(
         try:
             _write_one(conn, d, h, chunks, vectors, params, search, embedder, report)
         except (psycopg.DataError, psycopg.errors.ProgramLimitExceeded) as e:  # this document only: the rest goes on
-            report.errors.append(f"{d.source}: not stored ({_first_line(e)})")
+            report.errors.append(f"{d.source}: not stored ({first_line(e)})")
 
 
 def _write_one(
@@ -248,7 +249,3 @@ def _write_one(
         report.documents_new += 1
     else:
         report.documents_updated += 1
-
-
-def _first_line(e: Exception) -> str:
-    return (str(e).strip().splitlines() or [type(e).__name__])[0]

@@ -29,6 +29,7 @@ from psycopg.types.json import Jsonb
 
 from . import health, scrub, staging, store, usage
 from .chunking import Chunk
+from .db import first_line
 from .feedback import pulled_through
 from .params import MaintainParams, SearchParams
 
@@ -85,7 +86,7 @@ def run(
             try:
                 health.vacuum(conn, report.vacuumed, report.analyzed)
             except psycopg.errors.InsufficientPrivilege as e:  # an external database, not owned by this role
-                report.warnings.append(f"VACUUM/REINDEX not allowed for this role: {str(e).strip().splitlines()[0]}")
+                report.warnings.append(f"VACUUM/REINDEX not allowed for this role: {first_line(e)}")
         _index_check(conn, mp, sp, report, dry_run)
         report.rescrub = _rescrub(conn, mp, dry_run)
         report.seconds = time.perf_counter() - t0
@@ -123,9 +124,7 @@ def _rescrub(conn, mp: MaintainParams, dry_run: bool) -> dict:
         try:
             changed, counts = _rescrub_document(conn, doc_id, current)
         except psycopg.Error as e:  # this document only; it stays stale and is reported, the others go on
-            out["errors"].append(
-                f"document {doc_id}: {str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__}"
-            )
+            out["errors"].append(f"document {doc_id}: {first_line(e)}")
             continue
         out["documents"] += 1
         out["chunks_changed"] += changed

@@ -514,12 +514,17 @@ def _rule_set_pass(text: str, counts: Counter) -> str:
         secret = data[a:b].decode("utf-8", "surrogatepass")
         if _REDACTED.search(secret) or len(secret.strip()) < 8 or _looks_like_placeholder(secret):
             continue
-        kind = re.sub(r"[^A-Z0-9]+", "_", rule.rsplit("/", 1)[-1].split(".", 1)[-1].upper()).strip("_") or "SECRET"
+        kind = _kind(rule.rsplit("/", 1)[-1].split(".", 1)[-1])
         out.append(data[pos:a].decode("utf-8", "surrogatepass") + _marker(kind, secret))
         counts[kind] += 1
         pos = b
     out.append(data[pos:].decode("utf-8", "surrogatepass"))
     return "".join(out)
+
+
+def _kind(name: str) -> str:
+    """A rule or detector name as a marker kind: "sendgrid-api-token" -> SENDGRID_API_TOKEN."""
+    return re.sub(r"[^A-Z0-9]+", "_", name.upper()).strip("_") or "SECRET"
 
 
 def _looks_like_placeholder(secret: str) -> bool:
@@ -555,7 +560,7 @@ def _detect_secrets_pass(text: str, counts: Counter) -> str:
             for secret in scan_line(line):
                 value = secret.secret_value
                 if value and value in line and not _REDACTED.search(value):
-                    kind = re.sub(r"[^A-Z0-9]+", "_", secret.type.upper()).strip("_")
+                    kind = _kind(secret.type)
                     counts[kind] += line.count(value)
                     line = line.replace(value, f"[REDACTED:{kind}]")
         out.append(line)

@@ -8,7 +8,7 @@ import numpy as np
 import psycopg
 
 from .chunking import Chunk
-from .db import DatabaseError
+from .db import DatabaseError, first_line
 
 
 @dataclass(frozen=True)
@@ -183,6 +183,6 @@ def ensure_hnsw(conn: psycopg.Connection, m: int, ef_construction: int) -> bool:
         have = ", ".join(sorted(row[0] or [])) if row else "none"
         raise DatabaseError(
             f"the HNSW index has ({have}), search.hnsw_m/hnsw_ef_construction ask m={m}, ef_construction={ef_construction}, "
-            f"and this role may not rebuild it ({str(e).strip().splitlines()[0]}): run `pai migrate` as the database owner"
+            f"and this role may not rebuild it ({first_line(e)}): run `pai migrate` as the database owner"
         ) from None
     return True

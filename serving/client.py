@@ -87,11 +87,14 @@ class Client:
     def close(self) -> None:
         self._http.close()
 
-    def _call(self, method: str, path: str, **kw) -> dict:
+    def _send(self, method: str, path: str, **kw) -> httpx.Response:
         try:
-            r = self._http.request(method, path, **kw)
+            return self._http.request(method, path, **kw)
         except httpx.HTTPError as e:
             raise ClientError(0, f"{self.url}: {type(e).__name__}: {e}".splitlines()[0]) from None
+
+    def _call(self, method: str, path: str, **kw) -> dict:
+        r = self._send(method, path, **kw)
         try:
             body = r.json()
         except ValueError:
@@ -102,11 +105,7 @@ class Client:
 
     def health(self) -> dict:
         """/health's answer, ready or not (a 503 "loading" is returned, not raised)."""
-        try:
-            r = self._http.get("/health")
-        except httpx.HTTPError as e:
-            raise ClientError(0, f"{self.url}: {type(e).__name__}: {e}".splitlines()[0]) from None
-        return r.json()
+        return self._send("GET", "/health").json()
 
     def context(self, query: str, k: int | None = None) -> Context:
         """The budgeted context the service serves for `query` (its selector's pick), and the query id that
