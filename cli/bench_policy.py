@@ -17,17 +17,15 @@ import os
 import random
 import tempfile
 import time
-import uuid
 from pathlib import Path
 
 import httpx
 import numpy as np
 import psycopg
-from psycopg.conninfo import make_conninfo
 from rich.table import Table
 
 from eval.retrieval_eval import load_scifact
-from retrieval.db import connect, database_url
+from retrieval.db import connect, database_url, scratch_database
 from retrieval.embed import get_embedder
 from retrieval.ingest import ingest_paths
 from retrieval.params import EmbedParams, IngestParams, SearchParams, load_section
@@ -100,13 +98,6 @@ def compare(params: Path, selector: str, queries: list[str], env: dict[str, str]
     return out
 
 
-def _scratch_db(base_url: str) -> tuple[str, str]:
-    name = f"pai_bench_notes_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(base_url, autocommit=True) as c:
-        c.execute(f"CREATE DATABASE {name}")
-    return name, make_conninfo(base_url, dbname=name)
-
-
 def run(params: Path, selector: str, benchmark_dir: Path, notes: Path | None, queries: int, log=print) -> dict:
     base = database_url()
     result: dict = {"machine": machine(), "selector": selector, "stores": {}}
@@ -123,8 +114,7 @@ def run(params: Path, selector: str, benchmark_dir: Path, notes: Path | None, qu
                 conn.execute("DELETE FROM queries WHERE id > %s", (last,))
         result["stores"]["scifact"] = {"chunks": chunks, "nested_heading_chunks": nested, **r}
     if notes is not None:
-        name, url = _scratch_db(base)
-        try:
+        with scratch_database("pai_bench_notes") as url:
             with connect(url) as conn:
                 ip, sp = load_section(params, "ingest", IngestParams), load_section(params, "search", SearchParams)
                 embedder = get_embedder(load_section(params, "embed", EmbedParams))
@@ -136,9 +126,6 @@ def run(params: Path, selector: str, benchmark_dir: Path, notes: Path | None, qu
             log(f"notes: {chunks:,} chunks ({nested:,} under a nested heading), {len(asks)} heading paths asked")
             r = compare(params, selector, asks, {"DATABASE_URL": url})
             result["stores"][f"notes:{notes.name}"] = {"chunks": chunks, "nested_heading_chunks": nested, **r}
-        finally:
-            with psycopg.connect(base, autocommit=True) as c:
-                c.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
     if not result["stores"]:
         raise RuntimeError("the store is empty and no --notes folder was given (run pai cycle, or pass --notes)")
     return result

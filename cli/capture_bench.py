@@ -16,20 +16,16 @@ from __future__ import annotations
 import json
 import random
 import time
-import uuid
 from collections.abc import Callable
-from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
-import psycopg
-from psycopg.conninfo import make_conninfo
 from rich.table import Table
 
 from retrieval import capture, noise
 from retrieval.capture import CaptureParams, Exchange
 from retrieval.capture_rules import is_procedural, strip_code
-from retrieval.db import connect, database_url
+from retrieval.db import connect, scratch_database
 from retrieval.embed import get_embedder
 from retrieval.params import EmbedParams, IngestParams, SearchParams, load_section
 from retrieval.search import search
@@ -60,20 +56,6 @@ def write_labelled(benchmark_dir: Path, hard: Path, out: Path) -> int:
     return len(rows)
 
 
-@contextmanager
-def scratch_database():
-    """A fresh, migrated database beside the default one, dropped afterwards."""
-    url = database_url()
-    name = f"pai_bench_capture_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(url, autocommit=True) as c:
-        c.execute(f"CREATE DATABASE {name}")
-    try:
-        yield make_conninfo(url, dbname=name)
-    finally:
-        with psycopg.connect(url, autocommit=True) as c:
-            c.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
-
-
 def run(labelled: Path, params: Path, log: Callable[[str], None] = print) -> dict:
     rows = [json.loads(line) for line in labelled.read_text().splitlines() if line.strip()]
     cp = load_section(params, "capture", CaptureParams)
@@ -98,7 +80,7 @@ def run(labelled: Path, params: Path, log: Callable[[str], None] = print) -> dic
             k: getattr(cp, k) for k in ("min_chars", "noise_threshold", "noise_rebuild_every", "noise_prototypes")
         },
     }
-    with scratch_database() as url, connect(url) as conn:
+    with scratch_database("pai_bench_capture") as url, connect(url) as conn:
         # 1. the noise gate learning from a stream of rejections
         curve, todo = [], list(CHECKPOINTS)
         log(f"stream: {len(stream)} noise exchanges")

@@ -14,9 +14,11 @@ from typing import Annotated, Optional
 
 import typer
 
-from eval import bench_ce, bench_embed, code_bench, general_fusion, man_bench, scrub_bench, seq_length
+from eval import bench_ce, bench_embed, bench_ingest, code_bench, general_fusion, man_bench, scrub_bench, seq_length
 from eval.evaluate import bench_name, checked_items
+from retrieval.db import DatabaseError
 from retrieval.embed import get_embedder
+from retrieval.params import EmbedParams, IngestParams, SearchParams, load_section
 from training import gpu_smoke
 
 from . import ce_sweep, fusion_ablation
@@ -31,6 +33,7 @@ def register(app: typer.Typer, bench_app: typer.Typer) -> None:
     bench_app.command("general")(bench_general_command)
     bench_app.command("seq-length")(bench_seq_length_command)
     bench_app.command("embed")(bench_embed_command)
+    bench_app.command("ingest")(bench_ingest_command)
     bench_app.command("build-code")(build_code_command)
     bench_app.command("build-man")(build_man_command)
     sweep_app = typer.Typer(no_args_is_help=True, help="Train and measure several model sizes side by side.")
@@ -214,6 +217,27 @@ def bench_embed_command(
         _fail(str(e))
     result["machine"] = machine()
     emit(result, as_json, out, bench_embed.table(result, result["machine"]))
+
+
+def bench_ingest_command(
+    corpus: Annotated[Path, typer.Option(help="a corpus file (JSONL records, as `pai ingest` reads)")] = Path(
+        "../shared/benchmark/scifact/corpus.jsonl"
+    ),
+    max_docs: Annotated[int, typer.Option(help="the first N documents; 0 = all")] = 0,
+    params: ParamsOpt = Path("params.yaml"),
+    as_json: JsonOpt = False,
+    out: OutOpt = None,
+) -> None:
+    """Bulk ingest into a fresh database beside the embedder alone on the same chunks: chunks/s and their ratio."""
+    try:
+        ip, sp = load_section(params, "ingest", IngestParams), load_section(params, "search", SearchParams)
+        embedder = get_embedder(load_section(params, "embed", EmbedParams))
+        docs = bench_ingest.corpus_documents(corpus, max_docs, ip.max_file_bytes)
+        result = bench_ingest.run(docs, embedder, ip, sp, log=lambda m: console.print(m, style="dim"))
+    except (OSError, ValueError, DatabaseError) as e:
+        _fail(str(e))
+    result["machine"] = machine()
+    emit(result, as_json, out, bench_ingest.table(result, result["machine"]))
 
 
 def sweep_ce_command(

@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import os
 import re
+import uuid
 import warnings
+from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
 
 import psycopg
 from pgvector.psycopg import register_vector
+from psycopg.conninfo import make_conninfo
 
 MIGRATIONS = "migrations"
 _LOCK_ID = 0x7A1B_0001  # advisory lock serialising migrations across processes
@@ -172,3 +175,17 @@ def _migration_files() -> list[tuple[int, str, str]]:
 
 def _redact_url(url: str) -> str:
     return re.sub(r"(://[^:/@]+):[^@]*@", r"\1:***@", url)
+
+
+@contextmanager
+def scratch_database(prefix: str = "pai_bench"):
+    """A fresh database beside the default one (migrated at its first `connect`), dropped afterwards: for benches."""
+    url = database_url()
+    name = f"{prefix}_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(url, autocommit=True) as c:
+        c.execute(f"CREATE DATABASE {name}")
+    try:
+        yield make_conninfo(url, dbname=name)
+    finally:
+        with psycopg.connect(url, autocommit=True) as c:
+            c.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")

@@ -1,7 +1,7 @@
 """Ingestion: files -> documents -> scrub -> chunk -> dedup -> embed -> store.
 
-Each document is written in its own transaction, so a failure leaves every document either as it
-was or fully replaced. Bad input (missing, binary, undecodable, empty, oversized) is reported as one
+A batch of documents is written in one transaction (one per document where the batch fails), so a
+failure leaves every document either as it was or fully replaced. Bad input (missing, binary, undecodable, empty, oversized) is reported as one
 line and the rest of the batch goes on.
 """
 
@@ -11,7 +11,9 @@ import hashlib
 import time
 from collections import Counter
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
+from itertools import groupby
 from pathlib import Path
 
 import numpy as np
@@ -52,6 +54,12 @@ class IngestReport:
     @property
     def docs_per_second(self) -> float:
         return self.documents / self.seconds if self.seconds else 0.0
+
+    def add(self, other: IngestReport) -> None:
+        """Count `other`'s documents, chunks, redactions and errors here too."""
+        for name, value in vars(other).items():
+            if name not in ("files", "skipped_files", "seconds"):
+                setattr(self, name, getattr(self, name) + value)
 
     def as_dict(self) -> dict:
         d = asdict(self)
@@ -136,10 +144,24 @@ def ingest_documents(
 
 
 def _ingest_batches(conn, docs, params, search, embedder, report, progress) -> None:
-    for start in range(0, len(docs), params.batch_docs):
-        _ingest_batch(conn, docs[start : start + params.batch_docs], params, search, embedder, report)
+    """Batches of `ingest.batch_docs` documents, pipelined: while one batch is written (mostly the database's
+    work, on its own core), the next is embedded in a worker thread (the embedder releases the GIL)."""
+
+    def write(todo: list[tuple], ready: Future, done: int) -> None:
+        _write(conn, todo, ready.result(), params, search, embedder, report)
         if progress:
-            progress(min(start + params.batch_docs, len(docs)), len(docs))
+            progress(done, len(docs))
+
+    with ThreadPoolExecutor(1, thread_name_prefix="embed") as pool:
+        pending = None
+        for start in range(0, len(docs), params.batch_docs):
+            todo = _plan(conn, docs[start : start + params.batch_docs], params, report)
+            ready = pool.submit(_embed, todo, embedder)
+            if pending:
+                write(*pending)
+            pending = (todo, ready, min(start + params.batch_docs, len(docs)))
+        if pending:
+            write(*pending)
 
 
 def _gone_paths(conn, paths: list[Path], files: list[Path], missing: list[Path], report: IngestReport) -> list[str]:
@@ -155,15 +177,11 @@ def _gone_paths(conn, paths: list[Path], files: list[Path], missing: list[Path],
     return gone
 
 
-def _ingest_batch(
-    conn: psycopg.Connection,
-    docs: list[Document],
-    params: IngestParams,
-    search: SearchParams,
-    embedder: Embedder,
-    report: IngestReport,
-) -> None:
+def _plan(conn: psycopg.Connection, docs: list[Document], params: IngestParams, report: IngestReport) -> list[tuple]:
+    """The documents whose text changed, scrubbed and chunked, with the chunk hashes stored for them (as last seen:
+    another writer may change that before they are written, which embeds whatever is still missing)."""
     stored = store.document_hashes(conn, [d.source for d in docs])
+    old = store.chunk_hashes_of(conn, [i for i, _ in stored.values()])
     todo = []
     for d in docs:
         h = document_hash(d, params)
@@ -173,79 +191,121 @@ def _ingest_batch(
         scrubbed = scrub(d.text)
         report.redactions += scrubbed.counts
         chunks = chunk_document(scrubbed.text, d.kind, params.chunk_tokens, d.title)
-        old = store.chunk_hashes(conn, stored[d.source][0]) if d.source in stored else {}
-        todo.append((d, h, chunks, old))
+        todo.append((d, h, chunks, old[stored[d.source][0]] if d.source in stored else {}))
+    return todo
 
-    # 1. embed, in one call, every chunk this batch has not stored before (as last seen: another
-    #    writer may change that before step 2, which embeds whatever is still missing)
+
+def _embed(todo: list[tuple], embedder: Embedder) -> dict:
+    """content hash -> vector for every chunk not stored before, in one call."""
     fresh = {c.content_hash: c for _, _, chunks, old in todo for c in chunks if c.content_hash not in old}
-    vectors = dict(zip(fresh, embedder.encode_passages([embedding_text(c) for c in fresh.values()])))
+    return dict(zip(fresh, embedder.encode_passages([embedding_text(c) for c in fresh.values()])))
 
-    # 2. per document, in one transaction holding the document's lock: skip chunks that duplicate
-    #    another document's, link near ones, write. Within a document only exact repeats are dropped:
-    #    its chunks share a title, so cosine says little there.
-    for d, h, chunks, _ in todo:
+
+def _write(conn, todo: list[tuple], vectors: dict, params, search, embedder, report: IngestReport) -> None:
+    """The batch in one transaction; where it fails (a document the database refuses, a source twice in the
+    batch, a lock cycle with another writer), one transaction per document, so the rest goes on."""
+    if not todo:
+        return
+    if len({d.source for d, *_ in todo}) == len(todo):
         try:
-            _write_one(conn, d, h, chunks, vectors, params, search, embedder, report)
-        except (psycopg.DataError, psycopg.errors.ProgramLimitExceeded) as e:  # this document only: the rest goes on
-            report.errors.append(f"{d.source}: not stored ({first_line(e)})")
-
-
-def _write_one(
-    conn,
-    d: Document,
-    h: str,
-    chunks: list[Chunk],
-    vectors: dict,
-    params: IngestParams,
-    search: SearchParams,
-    embedder: Embedder,
-    report: IngestReport,
-) -> None:
-    """Concurrent writers of one source (two `pai ingest`, the watcher, the hook, the webhook) take
-    turns: state is read again under the lock, and dedup only ever compares with committed chunks
-    of other documents, so no writer can skip a chunk because of its own document's rows."""
-    with conn.transaction():
-        store.lock_source(conn, d.source)
-        current = store.document_hashes(conn, [d.source]).get(d.source)
-        if current and current[1] == h:  # another writer stored this very text meanwhile
-            report.documents_unchanged += 1
+            report.add(_write_batch(conn, todo, vectors, params, search, embedder))
             return
-        doc_id = current[0] if current else None
-        old = store.chunk_hashes(conn, doc_id) if doc_id else {}
-        unique: dict[str, Chunk] = {}
-        for c in chunks:
-            unique.setdefault(c.content_hash, c)
-        report.duplicates_skipped += len(chunks) - len(unique)
-        new = [c for c in unique.values() if c.content_hash not in old]
-        missing = [c for c in new if c.content_hash not in vectors]
-        if missing:
-            vectors.update(
-                zip((c.content_hash for c in missing), embedder.encode_passages([embedding_text(c) for c in missing]))
+        except (psycopg.DataError, psycopg.errors.ProgramLimitExceeded, psycopg.errors.DeadlockDetected):
+            pass
+    for item in todo:
+        try:
+            report.add(_write_batch(conn, [item], vectors, params, search, embedder))
+        except (psycopg.DataError, psycopg.errors.ProgramLimitExceeded) as e:  # this document only
+            source = item[0].source
+            report.errors.append(
+                f"{source if len(source) <= 200 else source[:200] + '…'}: not stored ({first_line(e)})"
             )
-        nearest = store.nearest(conn, np.array([vectors[c.content_hash] for c in new]), doc_id, search.ef_search)
-        skipped, near = set(), {}
-        for c, n in zip(new, nearest):
-            if n and n.score >= params.dup_threshold:
-                skipped.add(c.content_hash)
-            elif n and n.score >= params.near_threshold:
-                near[c.content_hash] = n
-        written = store.write_document(
-            conn,
-            source=d.source,
-            path=d.path,
-            content_hash=h,
-            chunks=[c for c in unique.values() if c.content_hash not in skipped],
-            new_embeddings=vectors,
-            near=near,
-            scrubbed_with=scrub_version(),
+
+
+def _write_batch(conn, todo, vectors: dict, params: IngestParams, search: SearchParams, embedder) -> IngestReport:
+    """Write documents in one transaction that holds each one's lock. Concurrent writers of one source (two
+    `pai ingest`, the watcher, the hook, the webhook) take turns: state is read again under the locks, and dedup
+    compares only with committed chunks of other documents (HNSW, after this batch's stale chunks are gone) and
+    with the chunks this batch writes for its earlier documents (exactly, in memory), so no writer can skip a
+    chunk because of its own document's rows. Within a document only exact repeats are dropped: its chunks share
+    a title, so cosine says little there."""
+    r = IngestReport()
+    with conn.transaction():
+        store.lock_sources(conn, [d.source for d, *_ in todo])
+        current = store.document_hashes(conn, [d.source for d, *_ in todo])
+        plans = []
+        for d, h, chunks, _ in todo:
+            if d.source in current and current[d.source][1] == h:  # another writer stored this very text meanwhile
+                r.documents_unchanged += 1
+                continue
+            unique: dict[str, Chunk] = {}
+            for c in chunks:
+                unique.setdefault(c.content_hash, c)
+            r.duplicates_skipped += len(chunks) - len(unique)
+            plans.append((d, h, current.get(d.source, (None,))[0], list(unique.values())))
+        existing = [doc_id for *_, doc_id, _ in plans if doc_id]
+        old = store.chunk_hashes_of(conn, existing)
+        r.chunks_deleted += store.delete_chunks_except(
+            conn, {i: [c.content_hash for c in plans_unique] for *_, i, plans_unique in plans if i}
         )
-    report.duplicates_skipped += len(skipped)
-    report.near_linked += len(near)
-    report.chunks_inserted += written.inserted
-    report.chunks_kept += written.kept
-    report.chunks_deleted += written.deleted
-    if doc_id is None:
-        report.documents_new += 1
-    else:
-        report.documents_updated += 1
+        new = [
+            (k, c)
+            for k, (*_, doc_id, unique) in enumerate(plans)
+            for c in unique
+            if c.content_hash not in old.get(doc_id, {})
+        ]
+        missing = {c.content_hash: c for _, c in new if c.content_hash not in vectors}
+        if missing:
+            vectors.update(zip(missing, embedder.encode_passages([embedding_text(c) for c in missing.values()])))
+        matrix = np.array([vectors[c.content_hash] for _, c in new], dtype=np.float32).reshape(
+            len(new), -1 if new else 0
+        )
+        in_store = store.nearest(conn, matrix, [plans[k][2] for k, _ in new], search.ef_search)
+        skipped, near = _dedup(new, matrix, in_store, plans, params)
+        writes = [
+            store.DocumentWrite(
+                d.source,
+                d.path,
+                h,
+                [c for c in unique if (k, c.content_hash) not in skipped],
+                near.get(k, {}),
+                scrub_version(),
+            )
+            for k, (d, h, _, unique) in enumerate(plans)
+        ]
+        written = store.write_documents(conn, writes, vectors)
+    r.duplicates_skipped += len(skipped)
+    r.near_linked += sum(len(n) for n in near.values())
+    for (*_, doc_id, _), counts in zip(plans, written):
+        r.chunks_inserted += counts.inserted
+        r.chunks_kept += counts.kept
+        r.chunks_deleted += counts.deleted
+        r.documents_new += doc_id is None
+        r.documents_updated += doc_id is not None
+    return r
+
+
+def _dedup(new: list, matrix: np.ndarray, in_store: list, plans: list, params: IngestParams) -> tuple[set, dict]:
+    """Per new chunk (plan index k, chunk), in batch order: the nearest of the stored chunks of other documents
+    and of the chunks kept for this batch's earlier documents (unit vectors: a dot product is the cosine).
+    -> ({(k, hash)} skipped as duplicates, {k: {hash: Near | BatchNear}} linked as near)."""
+    skipped: set = set()
+    near: dict[int, dict] = {}
+    kept: list[int] = []  # rows of `matrix` kept for earlier documents of the batch
+    for k, group in groupby(range(len(new)), key=lambda j: new[j][0]):
+        rows = list(group)
+        for j in rows:
+            c, best = new[j][1], in_store[j]
+            score = best.score if best else -1.0
+            if kept:
+                sims = matrix[kept] @ matrix[j]
+                a = int(np.argmax(sims))
+                if sims[a] > score:
+                    score, (ka, ca) = float(sims[a]), new[kept[a]]
+                    best = store.BatchNear(plans[ka][0].source, ca.content_hash, score)
+            if score >= params.dup_threshold:
+                skipped.add((k, c.content_hash))
+            elif score >= params.near_threshold:
+                near.setdefault(k, {})[c.content_hash] = best
+        kept += [j for j in rows if (k, new[j][1].content_hash) not in skipped]
+    return skipped, near

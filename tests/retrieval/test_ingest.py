@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 
 from retrieval.db import DatabaseError, connect
-from retrieval.ingest import ingest_paths
+from retrieval.ingest import ingest_documents, ingest_paths
 from retrieval.params import IngestParams, SearchParams
+from retrieval.sources import Document
 
 IP, SP = IngestParams(), SearchParams()
 
@@ -185,3 +186,35 @@ def test_a_corrupted_corpus_file_loses_nothing(conn, embedder, tmp_path):
     r = ingest(conn, embedder, f)
     assert (r.documents_deleted, len(r.errors)) == (0, 1)
     assert conn.execute("SELECT count(*) FROM chunks").fetchone() == (1,)
+
+
+def test_one_batch_dedups_and_links_across_its_own_documents(conn, embedder, tmp_path):
+    """The same two files as above, written in one batch (one transaction): dedup compares each document with the
+    chunks kept for the batch's earlier ones too, and a near link to a chunk written in the same batch is resolved."""
+    (tmp_path / "a.txt").write_text(
+        "The cat sat on the warm windowsill all afternoon.\n\nBoil the pasta for ten minutes in salted water.\n"
+    )
+    (tmp_path / "b.txt").write_text(
+        "All afternoon the cat sat on the warm windowsill.\n\nCook pasta in boiling salted water for about ten minutes.\n"
+    )
+    r = ingest(conn, embedder, tmp_path, params=replace(IP, chunk_tokens=16))
+    assert (r.documents_new, r.duplicates_skipped, r.near_linked, r.chunks_inserted) == (2, 1, 1, 3)
+    row = conn.execute("""SELECT c.text, n.text FROM chunks c JOIN chunks n ON n.id = c.near_chunk_id""").fetchone()
+    assert row[0].startswith("Cook pasta") and row[1].startswith("Boil the pasta")
+
+
+def test_a_document_the_database_refuses_costs_only_itself(conn, embedder):
+    """A document whose source is too long for its index (readers refuse such ids; this one comes straight to
+    `ingest_documents`) fails its batch's transaction; the batch is written again one document at a time, so only
+    that document is lost, with one line."""
+    import random
+    import string
+
+    rng = random.Random(0)
+    huge = "".join(rng.choice(string.ascii_letters) for _ in range(12_000))  # incompressible: over btree's limit
+    docs = [Document(f"note:{i}", "", f"Note number {i} is about topic {i}.", "text") for i in range(5)]
+    docs.insert(2, Document(huge, "", "A note with an enormous source.", "text"))
+    r = ingest_documents(conn, docs, IP, SP, embedder)
+    assert r.documents_new == 5 and len(r.errors) == 1 and "not stored" in r.errors[0]
+    assert "\n" not in r.errors[0] and len(r.errors[0]) < 12_000
+    assert conn.execute("SELECT count(*) FROM documents").fetchone() == (5,)
