@@ -1,9 +1,12 @@
-"""Shared fixtures: a real PostgreSQL (DATABASE_URL, or an embedded pgserver one), a fresh migrated
-database per test cloned from a template, and the real MiniLM embedder."""
+"""Shared fixtures: a real PostgreSQL (DATABASE_URL, or an embedded pgserver one; Debian's packaged 15 where a
+test asks), a fresh migrated database per test cloned from a template, and the real MiniLM embedder."""
 
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
+import tempfile
 import uuid
 from pathlib import Path
 
@@ -15,6 +18,7 @@ from retrieval.db import connect
 
 REPO = Path(__file__).resolve().parents[1]
 BENCHMARK = REPO.parent / "shared" / "benchmark"
+PG15 = Path("/usr/lib/postgresql/15")  # Debian's postgresql-15; pgvector is built into it by .ci/pg15
 
 
 @pytest.fixture(scope="session")
@@ -40,6 +44,39 @@ def pg_server_url(tmp_path_factory):
         server = pgserver.get_server(tmp_path_factory.mktemp("pg") / "data", cleanup_mode="delete")
     yield server.get_uri()
     server.cleanup()
+
+
+@pytest.fixture(scope="session")
+def debian15_url():
+    """A throwaway cluster of Debian's packaged PostgreSQL 15 (trust auth, a Unix socket only): a team's server
+    is an older, packaged one, not the embedded 18 every other test uses."""
+    if not (PG15 / "bin" / "postgres").exists():
+        pytest.skip("Debian's PostgreSQL 15 is not installed (apt-get install postgresql-15, then bash .ci/pg15)")
+    if not (PG15 / "lib" / "vector.so").exists():
+        pytest.fail("pgvector is not installed for Debian's PostgreSQL 15: run `bash .ci/pg15` (as root)")
+    # initdb and postgres refuse to run as root; pytest's basetemp is 0700, closed to `postgres`, hence /tmp
+    as_server = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+    tmp = Path(tempfile.mkdtemp(prefix="pai-pg15-"))
+    if as_server:
+        shutil.chown(tmp, "postgres")
+    data = tmp / "data"
+    try:
+        subprocess.run(
+            [*as_server, PG15 / "bin/initdb", "-D", data, "-U", "postgres", "--auth=trust", "-E", "UTF8"]
+            + ["--locale=C", "--no-sync"],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
+        opts = f"-c listen_addresses='' -k {tmp} -c fsync=off"  # no TCP port: the socket is in our own dir
+        subprocess.run(
+            [*as_server, PG15 / "bin/pg_ctl", "start", "-w", "-D", data, "-l", tmp / "log", "-o", opts],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
+        yield make_conninfo(host=str(tmp), port=5432, user="postgres", dbname="postgres")
+    finally:
+        subprocess.run([*as_server, PG15 / "bin/pg_ctl", "stop", "-D", data, "-m", "fast"], capture_output=True)
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

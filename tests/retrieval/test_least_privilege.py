@@ -2,7 +2,8 @@
 runs `pai migrate --grant`, and a DML-only role ingests, queries, serves, takes feedback and maintains. A role
 missing a right gets one line naming it and the command that fixes it, never a traceback.
 
-Roles on the session's PostgreSQL server (real roles, real grants; the server is the embedded one's binary)."""
+Real roles and real grants, on two servers: the session's embedded PostgreSQL 18, and a throwaway cluster of
+Debian's packaged PostgreSQL 15 with pgvector built for it (`bash .ci/pg15`)."""
 
 from __future__ import annotations
 
@@ -29,25 +30,31 @@ from serving.server import BackgroundServer
 REPO = Path(__file__).resolve().parents[2]
 
 
+@pytest.fixture(params=["embedded", "debian-15"])
+def server_url(request):
+    """A superuser URL on each server: a team's Postgres is rarely the embedded one."""
+    return request.getfixturevalue({"embedded": "pg_server_url", "debian-15": "debian15_url"}[request.param])
+
+
 @pytest.fixture
-def shared(pg_server_url):
+def shared(server_url):
     """A database owned by a non-superuser owner, the extensions pre-created by the administrator; a DML-only
     runtime role and a role with no rights. Yields their URLs."""
     tag = uuid.uuid4().hex[:8]
     owner, runtime, nobody, db = f"own_{tag}", f"rt_{tag}", f"no_{tag}", f"shared_{tag}"
-    with psycopg.connect(pg_server_url, autocommit=True) as admin:
+    with psycopg.connect(server_url, autocommit=True) as admin:
         for role in (owner, runtime, nobody):
             admin.execute(f"CREATE ROLE {role} LOGIN")
         admin.execute(f"CREATE DATABASE {db} OWNER {owner}")
-    with psycopg.connect(make_conninfo(pg_server_url, dbname=db), autocommit=True) as admin:
+    with psycopg.connect(make_conninfo(server_url, dbname=db), autocommit=True) as admin:
         admin.execute("CREATE EXTENSION vector")
         admin.execute("CREATE EXTENSION pg_trgm")
-    urls = {"owner": make_conninfo(pg_server_url, dbname=db, user=owner)}
-    urls["runtime"] = make_conninfo(pg_server_url, dbname=db, user=runtime)
-    urls["nobody"] = make_conninfo(pg_server_url, dbname=db, user=nobody)
+    urls = {"owner": make_conninfo(server_url, dbname=db, user=owner)}
+    urls["runtime"] = make_conninfo(server_url, dbname=db, user=runtime)
+    urls["nobody"] = make_conninfo(server_url, dbname=db, user=nobody)
     urls["runtime_role"] = runtime
     yield urls
-    with psycopg.connect(pg_server_url, autocommit=True) as admin:
+    with psycopg.connect(server_url, autocommit=True) as admin:
         admin.execute(f"DROP DATABASE IF EXISTS {db} WITH (FORCE)")
         for role in (owner, runtime, nobody):
             admin.execute(f"DROP ROLE IF EXISTS {role}")
@@ -123,17 +130,17 @@ def test_migrate_as_owner_then_everything_as_a_dml_only_role(shared, embedder, t
             store.ensure_hnsw(conn, 24, 64)
 
 
-def test_an_owner_who_may_not_create_extensions_is_told_who_must(pg_server_url, monkeypatch):
+def test_an_owner_who_may_not_create_extensions_is_told_who_must(server_url, monkeypatch):
     tag = uuid.uuid4().hex[:8]
     owner, db = f"own_{tag}", f"noext_{tag}"
-    with psycopg.connect(pg_server_url, autocommit=True) as admin:
+    with psycopg.connect(server_url, autocommit=True) as admin:
         admin.execute(f"CREATE ROLE {owner} LOGIN")
         admin.execute(f"CREATE DATABASE {db} OWNER {owner}")
     try:
-        monkeypatch.setenv("DATABASE_URL", make_conninfo(pg_server_url, dbname=db, user=owner))
+        monkeypatch.setenv("DATABASE_URL", make_conninfo(server_url, dbname=db, user=owner))
         line = one_line_error(CliRunner().invoke(cli, ["migrate", "--params", str(REPO / "params.yaml")]))
         assert 'extension "vector"' in line and "CREATE EXTENSION vector" in line
     finally:
-        with psycopg.connect(pg_server_url, autocommit=True) as admin:
+        with psycopg.connect(server_url, autocommit=True) as admin:
             admin.execute(f"DROP DATABASE IF EXISTS {db} WITH (FORCE)")
             admin.execute(f"DROP ROLE IF EXISTS {owner}")
