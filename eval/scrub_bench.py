@@ -1,7 +1,7 @@
-"""The secret scrubber measured: `pai bench scrub`. Recall on a provider corpus (one or more synthetic secrets
-per provider rule, in ten file syntaxes: `tests/data/provider_corpus.jsonl`, made by `eval/provider_corpus.py`),
-with and without the maintained rule set; redactions of placeholder-looking strings; false positives on real
-prose and code.
+"""The secret scrubber measured: `pai bench scrub`. Recall on a provider corpus (synthetic secrets per provider
+rule of three scanners' rule sets, in ten file syntaxes: `tests/data/provider_corpus.jsonl`, made by
+`eval/provider_corpus.py`), overall and per source, with and without the maintained rule set; redactions of
+placeholder-looking strings; false positives on real prose and code.
 
 Prose: the SciFact corpus (5K biomedical abstracts: numbers, gene names, DOIs, accession ids);
 every whitespace token the scrubber changes is counted. Code: this repository's own .py files
@@ -89,14 +89,22 @@ def providers(corpus: Path) -> dict:
         hit = it not in with_rules
         by_syntax.setdefault(it["syntax"], [0, 0])[0] += hit
         by_syntax[it["syntax"]][1] += 1
+
+    def figures(part: list[dict]) -> dict:
+        return {
+            "forms": len(part),
+            "rules": len({it["rule"] for it in part}),
+            "providers": len({it["provider"] for it in part if it["provider"]}),  # null: a format, no provider
+            "recall": round(1 - sum(it in with_rules for it in part) / max(len(part), 1), 4),
+            "recall_without_rule_set": round(1 - sum(it in without for it in part) / max(len(part), 1), 4),
+        }
+
+    sources = dict.fromkeys(it.get("source", "") for it in items)
     return {
         "corpus": str(corpus),
-        "forms": len(items),
-        "rules": len({it["rule"] for it in items}),
-        "providers": len({it["provider"] for it in items}),
+        **figures(items),
         "rule_set": "kingfisher-secret-scanner" if cached() is not None else "not installed",
-        "recall": round(1 - len(with_rules) / max(len(items), 1), 4),
-        "recall_without_rule_set": round(1 - len(without) / max(len(items), 1), 4),
+        "by_source": {s: figures([it for it in items if it.get("source", "") == s]) for s in sources},
         "by_syntax": {k: f"{a}/{n}" for k, (a, n) in sorted(by_syntax.items())},
         "missed": [f"{it['rule']} ({it['syntax']})" for it in with_rules],
     }
@@ -124,6 +132,12 @@ def summary(m: dict) -> list[str]:
             f"providers: {v['recall']:.1%} of {v['forms']} secrets redacted ({v['rules']} rules, {v['providers']} providers, "
             f"{len(v['by_syntax'])} syntaxes); without the rule set ({v['rule_set']}) {v['recall_without_rule_set']:.1%}"
         )
+        head += [
+            f"  {s}: {f['recall']:.1%} of {f['forms']} ({f['rules']} rules, {f['providers']} providers); "
+            f"without the rule set {f['recall_without_rule_set']:.1%}"
+            for s, f in v["by_source"].items()
+            if len(v["by_source"]) > 1
+        ]
     if "placeholders" in m:
         v = m["placeholders"]
         head.append(f"placeholders: {v['redacted']} of {v['forms']} placeholder forms redacted ({v['rate']:.0%})")

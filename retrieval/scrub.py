@@ -1,8 +1,9 @@
 """Secret scrubbing before anything is stored: each secret becomes `[REDACTED:KIND]`.
 
 Three layers: our own patterns for the classes we must never miss (tested one by one), context
-rules (a value assigned to a secret-ish name, a credential-like word after "password is", "client
-secret", "deploy token ...", a high-entropy token beside a key id), then the provider plugins of
+rules (a value assigned to a secret-ish name, a provider-style `prefix_` token assigned to any name, a
+webhook URL's random path, a credential-like word after "password is", "client secret", "deploy token
+...", a high-entropy token beside a key id), then the provider plugins of
 detect-secrets (Twilio, SendGrid, npm, PyPI, ...) line by line. Its keyword and entropy plugins are
 left out: they redact ordinary prose and hashes (a bare hex hash is kept unless a secret-ish word
 or a key id stands next to it). Replacements keep the number of lines, so chunk line ranges still
@@ -121,6 +122,9 @@ _SECRET_WORD = re.compile(  # secret-ish words in prose: "password is X", "clien
     r"(?i)(?<![\w-])(?:pass(?:word|wd|phrase|code)|pwd|secret(?:\s+(?:key|access\s+key))?|(?:api|access|private)\s+key"
     r"|tokens?|credentials?|keys?(?=\s+(?:for|of|in|on)\b))(?=[\s:=])"
 )
+# a provider-style token: a short prefix, "_" or "-", then a random tail of 20+ upper- and lower-case letters and
+# digits (ghp_…, glptt-…, NRIQ-…); a value of that shape counts whatever name it is assigned to
+_PREFIXED_TOKEN = re.compile(r"[A-Za-z][A-Za-z0-9]{1,9}[_-](?=[\w-]*[A-Z])(?=[\w-]*[a-z])(?=[\w-]*\d)[\w-]{20,}")
 _OPAQUE = re.compile(r"[A-Za-z0-9+/_.~=%-]+")  # base64, url-safe, %-encoded: "AAAA…%3D", "b_…=…"
 _PUNCT = "\"'`.,;:!?)(<>[]{}="
 _MEASURE = re.compile(r"\d+(?:[.,]\d+)?[-–]?[A-Za-z]{1,8}s?|[A-Za-z]+-\d{1,4}")  # 256-bit, 90-day, 10mg, COVID-19
@@ -168,6 +172,8 @@ def _judge_assignment(m: re.Match[str]) -> str | None:
     if _CODE_VALUE.match(value.rstrip(")]}")) or value.lower() in ("none", "null", "true", "false"):
         return None
     kind = secret_kind(m.group("key"))
+    if kind is None and _PREFIXED_TOKEN.fullmatch(value) and _entropy(value) >= 3.5:
+        return "TOKEN"  # a provider-style token under a name that says nothing: GITLAB_TRIGGER = "glptt-…"
     if kind not in (None, "PASSWORD") and value.count(" ") >= 3:  # a message about the token, not a token
         return None
     return kind
@@ -236,8 +242,14 @@ PATTERNS: tuple[_Pattern, ...] = (
     _Pattern(
         "SLACK_TOKEN",
         re.compile(
-            r"\bxox[abposre]-[A-Za-z0-9-]{10,}|https://hooks\.slack\.com/services/T[A-Za-z0-9]+/B[A-Za-z0-9]+/[A-Za-z0-9]+"
+            r"\bxox[abposre]-[A-Za-z0-9-]{10,}|(?:https://|\b)hooks\.slack\.com/services/T[A-Za-z0-9]+/B[A-Za-z0-9]+/[A-Za-z0-9]+"
         ),
+    ),
+    _Pattern(  # a webhook URL holds its secret in the path (Discord, Teams, Zapier, ...): the path goes
+        "WEBHOOK_URL",
+        re.compile(r"(?i)\bhttps?://[\w.-]+/(?P<value>[^\s\"'<>]*webhook[^\s\"'<>]*)"),
+        "value",
+        lambda m: "WEBHOOK_URL" if any(_random_part(p) for p in re.split(r"[/@?&=]", m.group("value"))) else None,
     ),
     _Pattern("STRIPE_KEY", re.compile(r"\b(?:sk|rk|pk|whsec)_(?:live|test)_[A-Za-z0-9]{16,}\b")),
     _Pattern("GOOGLE_API_KEY", re.compile(r"\bAIza[0-9A-Za-z_-]{35}\b")),
@@ -410,6 +422,13 @@ def _marker(kind: str, secret: str) -> str:
 def _entropy(s: str) -> float:
     n = len(s)
     return -sum(c / n * math.log2(c / n) for c in Counter(s).values())
+
+
+def _random_part(part: str) -> bool:
+    """A URL path part that is a key, not a word: 20+ characters, letters with digits, high entropy."""
+    return (
+        len(part) >= 20 and any(c.isdigit() for c in part) and any(c.isalpha() for c in part) and _entropy(part) >= 3.5
+    )
 
 
 def _credential_like(word: str, strict: bool) -> bool:
