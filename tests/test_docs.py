@@ -1,0 +1,54 @@
+"""The README is a front door and docs/ holds the rest: README short and linking every page, every page
+in mkdocs.yml's nav, every params.yaml section documented, and the README's test command the one .ci/run
+runs. Reads files only; `mkdocs build --strict` (in .ci/run) checks the links between pages."""
+
+import re
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+README = (REPO / "README.md").read_text(encoding="utf-8")
+PAGES = sorted(p.name for p in (REPO / "docs").glob("*.md"))
+
+
+def nav_files(nav) -> list[str]:
+    """The page files of an mkdocs nav, at any depth."""
+    if isinstance(nav, str):
+        return [nav]
+    if isinstance(nav, dict):
+        return [f for v in nav.values() for f in nav_files(v)]
+    return [f for item in nav for f in nav_files(item)]
+
+
+def test_readme_is_a_front_door_of_at_most_150_lines():
+    assert len(README.splitlines()) <= 150
+
+
+def test_readme_links_every_docs_page():
+    linked = set(re.findall(r"\]\(docs/([\w-]+\.md)(?:#[\w-]*)?\)", README))
+    assert PAGES and set(PAGES) <= linked, f"README does not link {sorted(set(PAGES) - linked)}"
+    assert linked <= set(PAGES), f"README links missing pages {sorted(linked - set(PAGES))}"
+
+
+def test_mkdocs_nav_lists_every_page_and_only_pages_that_exist():
+    config = yaml.safe_load((REPO / "mkdocs.yml").read_text(encoding="utf-8"))
+    assert config["docs_dir"] == "docs"
+    assert sorted(nav_files(config["nav"])) == PAGES
+
+
+def test_readme_gives_the_two_commands_and_the_test_command_ci_runs():
+    assert "bash .ci/install && .venv/bin/pai cycle" in README
+    assert "bash .ci/run" in README
+    ci = (REPO / ".ci" / "run").read_text(encoding="utf-8")
+    pytest_lines = [line for line in ci.splitlines() if line.startswith(".venv/bin/python -m pytest")]
+    assert pytest_lines
+    for line in pytest_lines:  # .ci/run says it runs exactly the test command README.md gives
+        assert f"`{line}`" in README, line
+
+
+def test_configuration_page_documents_every_params_section():
+    sections = yaml.safe_load((REPO / "params.yaml").read_text(encoding="utf-8"))
+    page = (REPO / "docs" / "configuration.md").read_text(encoding="utf-8")
+    missing = [s for s in sections if f"| `{s}` |" not in page]
+    assert not missing, f"docs/configuration.md has no row for params.yaml sections {missing}"
