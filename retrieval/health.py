@@ -73,7 +73,12 @@ def sample_queries(conn: psycopg.Connection, n: int) -> np.ndarray:
     vectors near the data, but not in it (a stored vector would find itself and flatter the index)."""
     with conn.transaction():
         conn.execute("SELECT setseed(0.5)")  # the same sample while the store is the same
-        vecs = [v for (v,) in conn.execute("SELECT embedding::real[] FROM chunks ORDER BY random() LIMIT %s", (2 * n,))]
+        vecs = [
+            v
+            for (v,) in conn.execute(
+                "SELECT embedding::vector::real[] FROM chunks ORDER BY random() LIMIT %s", (2 * n,)
+            )
+        ]
     if len(vecs) < 2:
         return np.zeros((0, 0), dtype=np.float32)
     a = np.asarray(vecs[: len(vecs) // 2], dtype=np.float32)
@@ -84,7 +89,7 @@ def sample_queries(conn: psycopg.Connection, n: int) -> np.ndarray:
 
 def measure_recall(conn: psycopg.Connection, queries: np.ndarray, ef_search: int, k: int) -> float:
     """HNSW top-k (the index forced, as `pai bench retrieval` does) against the exact scan's top-k."""
-    sql = "SELECT id FROM chunks ORDER BY embedding <=> %s LIMIT %s"
+    sql = "SELECT id FROM chunks ORDER BY embedding <=> %s::halfvec LIMIT %s"
     found, truth = [], []
     for q in queries:
         with conn.transaction():

@@ -128,7 +128,10 @@ def search_vector(
     with conn.transaction():
         conn.execute(f"SET LOCAL hnsw.ef_search = {int(params.ef_search)}")
         vector_ids = [
-            i for (i,) in conn.execute("SELECT id FROM chunks ORDER BY embedding <=> %s LIMIT %s", (qvec, params.top_k))
+            i
+            for (i,) in conn.execute(
+                "SELECT id FROM chunks ORDER BY embedding <=> %s::halfvec LIMIT %s", (qvec, params.top_k)
+            )
         ]
         rankings = [vector_ids] + (keyword_rankings(conn, query, params) if keyword is None else keyword)
         scores = rrf_scores(rankings, params.rrf_k)
@@ -136,7 +139,7 @@ def search_vector(
         rows = conn.execute(
             f"""
             SELECT c.id, c.source, c.heading, c.parent_heading, c.start_line, c.end_line, c.text,
-                   c.content_hash, c.tokens, 1 - (c.embedding <=> %s) AS score, {_WEIGHT[usage]}, c.embedding
+                   c.content_hash, c.tokens, 1 - (c.embedding::vector <=> %s) AS score, {_WEIGHT[usage]}, c.embedding
             FROM chunks c {_USAGE_JOIN[usage]} WHERE c.id = ANY(%s)
             """,
             (qvec, fused),

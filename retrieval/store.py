@@ -92,7 +92,7 @@ def nearest(
         rows = conn.execute(
             """
             SELECT q.i, n.id, n.document_id, 1 - (n.embedding <=> q.v)
-            FROM unnest(%b::vector[], %s::bigint[]) WITH ORDINALITY AS q(v, other, i)
+            FROM unnest(%b::vector[]::halfvec[], %s::bigint[]) WITH ORDINALITY AS q(v, other, i)
             CROSS JOIN LATERAL (
                 SELECT id, document_id, embedding FROM chunks
                 WHERE document_id IS DISTINCT FROM q.other
@@ -211,7 +211,7 @@ def write_documents(
             INSERT INTO chunks (document_id, source, ord, heading, parent_heading, level,
                 start_line, end_line, text, content_hash, tokens, embedding, near_chunk_id, near_score)
             SELECT * FROM unnest(%s::bigint[], %s::text[], %s::int[], %s::text[], %s::text[], %s::int[],
-                %s::int[], %s::int[], %s::text[], %s::text[], %s::int[], %b::vector[], %s::bigint[], %s::float8[])
+                %s::int[], %s::int[], %s::text[], %s::text[], %s::int[], %b::vector[]::halfvec[], %s::bigint[], %s::float8[])
             RETURNING source, content_hash, id
             """,
             (
@@ -296,7 +296,7 @@ def ensure_hnsw(conn: psycopg.Connection, m: int, ef_construction: int) -> bool:
         with conn.transaction():
             conn.execute("DROP INDEX IF EXISTS chunks_embedding_hnsw")
             conn.execute(
-                f"CREATE INDEX chunks_embedding_hnsw ON chunks USING hnsw (embedding vector_cosine_ops)"
+                f"CREATE INDEX chunks_embedding_hnsw ON chunks USING hnsw (embedding halfvec_cosine_ops)"
                 f" WITH (m = {int(m)}, ef_construction = {int(ef_construction)})"
             )
     except psycopg.errors.InsufficientPrivilege as e:

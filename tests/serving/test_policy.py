@@ -157,12 +157,13 @@ def test_the_rankers_similarity_is_the_stores_cosine_for_a_nested_heading_chunk(
     assert ranker.embedded == {}
     bare = [PromptCandidate(c.source, c.heading, c.text, c.parent_heading) for c in result.candidates]
     _, embedded = ranker.vectors(query, bare, q)
-    assert np.allclose(embedded, vecs, atol=1e-5) and ranker.embedded["candidates"] == len(bare)
+    # the store keeps halfvec (float16): a fresh float32 vector of the same text is within its rounding
+    assert np.allclose(embedded, vecs, atol=2e-4) and ranker.embedded["candidates"] == len(bare)
     i = [c.chunk_id for c in result.candidates].index(nested.chunk_id)
     assert passage_text(nested.heading, nested.text, nested.parent_heading) == nested.text  # its own "## Rollback"
     assert passage_text("Rollback", "To roll back ...", "Deployment") == "Deployment / Rollback\nTo roll back ..."
     assert passage_text(None, "x", None) == "x" and passage_text("H", "# H\nx") == "# H\nx"
-    assert float(embedded[i] @ q) == pytest.approx(nested.score, abs=1e-5)
+    assert float(embedded[i] @ q) == pytest.approx(nested.score, abs=1e-3)
 
 
 def test_exploration_gives_the_last_slot_to_a_candidate_below_the_cut_with_logged_propensities():
