@@ -15,12 +15,14 @@ from retrieval.db import database_url
 from retrieval.embed import get_embedder
 from retrieval.params import EmbedParams, IngestParams, MaintainParams, SearchParams, StagingParams, load_section
 
-from .app import Service, check_exposure, create_app
+from .app import create_app
+from .auth import check_exposure
 from .extractor import build_extractor
 from .hotswap import HotSwapper
 from .interface import Selector
 from .picker import Picker
 from .selectors import SimilaritySelector
+from .service import Service
 
 
 def build_service(

@@ -12,11 +12,11 @@ from typer.testing import CliRunner
 
 from retrieval.params import IngestParams, SearchParams, StagingParams
 from retrieval.selection import PromptCandidate, render_answer, render_messages
-from serving.app import Service
 from serving.hotswap import HotSwapper
 from serving.picker import Picker
 from serving.selectors import SimilaritySelector
 from serving.server import BackgroundServer
+from serving.service import Service
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -130,11 +130,11 @@ def test_a_hot_swap_mid_replay_keeps_each_querys_version_in_the_log(db_url, embe
 
     from retrieval import deployments
     from retrieval.params import IngestParams, SearchParams, StagingParams
-    from serving.app import Service
     from serving.hotswap import HotSwapper
     from serving.picker import Picker
     from serving.selectors import SimilaritySelector
     from serving.server import BackgroundServer
+    from serving.service import Service
 
     class Reverse:  # a fast selector that is easy to tell from the similarity order
         answers_inline = True

@@ -22,10 +22,10 @@ from retrieval.db import DatabaseError, connect
 from retrieval.ingest import ingest_paths
 from retrieval.params import IngestParams, MaintainParams, SearchParams, StagingParams
 from retrieval.search import search
-from serving.app import Service
 from serving.picker import Picker
 from serving.selectors import SimilaritySelector
 from serving.server import BackgroundServer
+from serving.service import Service
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -37,9 +37,9 @@ def similarity_service(db_url, embedder, tmp_path):
     """f(**kw) -> a Service on the test database with the similarity selector (threshold 0: every candidate
     above it), staging under tmp_path; keyword arguments go to Service (host=, swapper=, capture=...)."""
     from retrieval.params import IngestParams, SearchParams, StagingParams
-    from serving.app import Service
     from serving.picker import Picker
     from serving.selectors import SimilaritySelector
+    from serving.service import Service
 
     def make(picker=None, **kw):
         return Service(

@@ -7,10 +7,10 @@ import httpx
 import pytest
 
 from retrieval.params import IngestParams, SearchParams, StagingParams
-from serving.app import Service
 from serving.picker import Picker
 from serving.selectors import SimilaritySelector
 from serving.server import BackgroundServer
+from serving.service import Service
 
 NOTES = {
     "bees": "# Bees\n\nHoney bees collect nectar from flowers and store it as honey in wax combs.",

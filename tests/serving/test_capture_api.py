@@ -11,10 +11,10 @@ from retrieval import capture
 from retrieval.capture import CaptureParams, Exchange
 from retrieval.db import connect
 from retrieval.params import IngestParams, SearchParams, StagingParams
-from serving.app import Service
 from serving.picker import Picker
 from serving.selectors import SimilaritySelector
 from serving.server import BackgroundServer
+from serving.service import Service
 
 GH = "ghp_" + "Zq4Xw8Rt2Yu6Io0Pa3Sd7Fg1Hj5Kl9Mn2Bv6C"  # synthetic, as in tests/data/secrets_corpus.jsonl
 REDIS = (

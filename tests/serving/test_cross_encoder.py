@@ -243,7 +243,9 @@ def test_fusion_ablation_scores_each_variant(tmp_path, model_dir):
     assert v["+ position prior"] == [0.0, -0.5, 2.0] and v["prior + BM25, no model"] == [0.0, -0.5, -1.0]
 
     params = tmp_path / "params.yaml"
-    params.write_text(f"evaluate:\n  benchmarks: ''\n  feedback: {model_dir.parent / 'fb'}\n  val_fraction: 0.3\n")
+    params.write_text(
+        f"build:\n  val_fraction: 0.3\nevaluate:\n  benchmarks: ''\n  feedback: {model_dir.parent / 'fb'}\n"
+    )
     out = run(model_dir, max_queries=10, params=str(params), dtype="float32")
     assert out["dtype"] == "float32" and out["weights"]["no model"]["ce_weight"] == 0.0
     assert set(out["benchmarks"]) == {"train_ce val (served order)", "feedback/val"}
@@ -284,7 +286,7 @@ def test_sweep_reuses_a_matching_folder_trains_a_new_size_and_compares_them(tmp_
     fb = json.loads((model_dir / "ce_config.json").read_text())["feedback"]
     params = tmp_path / "params.yaml"
     params.write_text(
-        f"build:\n  val_fraction: 0.3\nevaluate:\n  benchmarks: ''\n  feedback: {fb}\n  val_fraction: 0.3\n"
+        f"build:\n  val_fraction: 0.3\nevaluate:\n  benchmarks: ''\n  feedback: {fb}\n"
         f"train_ce:\n  feedback: {fb}\n  probe_pairs: 64\n  batch_size: 8\n  learning_rate: 1.0e-7\n  evals: 1\n  patience: 1\n"
     )
     shutil.copytree(model_dir, tmp_path / "sweep" / "2x32")  # the fixture's size: reused as it is

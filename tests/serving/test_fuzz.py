@@ -15,10 +15,10 @@ from typer.testing import CliRunner
 
 from cli.main import app as cli
 from retrieval.params import IngestParams, SearchParams, StagingParams
-from serving.app import Service
 from serving.picker import Picker
 from serving.selectors import SimilaritySelector
 from serving.server import BackgroundServer
+from serving.service import Service
 
 FUZZ = settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
 HOSTILE = [

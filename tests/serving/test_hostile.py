@@ -11,10 +11,10 @@ from typer.testing import CliRunner
 
 from cli.main import app as cli
 from retrieval.params import IngestParams, SearchParams, StagingParams
-from serving.app import Service
 from serving.picker import Picker
 from serving.selectors import SimilaritySelector
 from serving.server import BackgroundServer, build_service
+from serving.service import Service
 from training.pull import PullParams, pull
 
 REPO = Path(__file__).resolve().parents[2]

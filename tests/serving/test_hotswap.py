@@ -11,12 +11,12 @@ import pytest
 from retrieval import deployments
 from retrieval.db import connect
 from retrieval.params import IngestParams, SearchParams, StagingParams
-from serving.app import Service
 from serving.hotswap import HotSwapper
 from serving.interface import SelectorLoadError
 from serving.picker import Picker
 from serving.selectors import SimilaritySelector
 from serving.server import BackgroundServer
+from serving.service import Service
 
 
 class Fixed:

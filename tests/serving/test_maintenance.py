@@ -8,10 +8,10 @@ import httpx
 from retrieval import maintain
 from retrieval.db import connect
 from retrieval.params import IngestParams, MaintainParams, SearchParams, StagingParams
-from serving.app import Service
 from serving.picker import Picker
 from serving.selectors import SimilaritySelector
 from serving.server import BackgroundServer
+from serving.service import Service
 
 
 def service(db_url, embedder, tmp_path, interval_minutes: float) -> Service:

@@ -1,0 +1,130 @@
+"""What a request runs on, and the path a query takes through it. `Service` holds everything loaded once
+at start-up (the database pool, the embedder, the picker, the params, the hot-swapper, the capture worker,
+the maintenance loop). `run_query` is one query: retrieve -> pick -> log -> the response body. The keyword
+side runs on its own connection while the query is embedded; the query's vector, computed for the search,
+and the candidates' stored vectors reach the selector, so nothing is embedded twice. The picker's policy
+chooses the context (`serving.picker.Picker.serve`): a fast selector (the ranker) answers inline; a slow one
+(the LLM) is served from its cached pick for the same query, else the first-stage order while it runs in
+the background (its pick is logged and cached for next time); `inline` waits for a slow one too, with a
+timeout.
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from psycopg_pool import ConnectionPool
+
+from retrieval import feedback, staging
+from retrieval.capture import CaptureParams, Extractor
+from retrieval.embed import Embedder
+from retrieval.params import IngestParams, MaintainParams, SearchParams, StagingParams
+from retrieval.search import Candidate, keyword_rankings, search_vector
+from retrieval.selection import PROMPT_VERSION, Pick
+
+from .capture import CaptureWorker
+from .hotswap import HotSwapper
+from .maintenance import MaintenanceLoop
+from .picker import Picker
+
+
+@dataclass
+class Service:
+    """Everything a request needs, loaded once at start-up."""
+
+    db_url: str
+    embedder: Embedder
+    picker: Picker
+    search: SearchParams
+    ingest: IngestParams
+    staging: StagingParams
+    inline: bool = False
+    swapper: HotSwapper | None = None  # follows the announced selector version (None: pinned selector)
+    host: str = "127.0.0.1"  # beyond loopback, admin routes need PAI_ADMIN_TOKEN
+    pool: ConnectionPool | None = None
+    keyword_workers: ThreadPoolExecutor = field(
+        default_factory=lambda: ThreadPoolExecutor(8, thread_name_prefix="keyword")
+    )
+    capture: CaptureParams = field(default_factory=CaptureParams)
+    extractor: Extractor | None = None  # the LLM fact extractor; None: the rule splitter
+    capture_worker: CaptureWorker | None = None  # started with the pool
+    maintain: MaintainParams = field(default_factory=lambda: MaintainParams(interval_minutes=0))  # off unless asked
+    maintenance: MaintenanceLoop | None = None  # started with the app when maintain.interval_minutes > 0
+
+    def ready(self, wait_s: float = 0.0) -> bool:
+        """The service serves what it must: a pinned selector (loaded before the app starts) at once; one that
+        follows deployments once it has caught up with them (the champion loaded, warmed, canaried)."""
+        return self.swapper is None or self.swapper.wait_ready(wait_s)
+
+
+def run_query(service: Service, text: str, inline: bool) -> dict:
+    # the keyword side needs no embedding: it runs on its own connection while the query is embedded
+    keyword = service.keyword_workers.submit(_keyword_side, service, text)
+    qvec = service.embedder.encode([text])[0]
+    with service.pool.connection() as conn:
+        result = search_vector(conn, text, qvec, service.search, keyword.result(), usage=service.maintain.usage_prior)
+        learned = feedback.learned_answers(conn, text)
+    shown = result.above  # what the staging file lists and the selector sees, numbered 1..N
+    served = service.picker.serve(text, shown, qvec, inline)  # the policy: fast inline, slow in the background
+    chosen, version, status, context = served.chosen, served.version, served.status, served.context
+    sf = staging.from_result(result)
+    path = staging.write(sf, service.staging.path(), display_root=os.getcwd())
+    with service.pool.connection() as conn:
+        qid = feedback.log_query(
+            conn,
+            text,
+            result.candidates,
+            version,
+            [c.rank for c in chosen],
+            shown=[c.rank for c in context],
+            propensity=served.propensity,
+            prompt_version=PROMPT_VERSION,
+            selection_status=status,
+            staging_path=str(path),
+            threshold=service.search.threshold,
+        )
+    if served.later is not None:  # the slow selector refines for next time
+        service.picker.select_later(text, shown, lambda p: _log_pick(service, qid, p), served.later)
+    return {
+        "query_id": qid,
+        "selector_version": version,  # what chose this context ("similarity" while a slow pick is pending)
+        "active_selector": served.active,  # the selector this request ran (inline) or queued (background)
+        "selection_status": status,
+        "context": [_context_item(c) for c in context],
+        # exploration gave the context's last slot to a candidate below the cut (search.explore_rate), or null
+        "exploration": {"explored_rank": served.explored, "replaced_rank": served.replaced}
+        if served.explored is not None
+        else None,
+        "learned": [{"question": q, "answer": a, "similarity": round(s, 3)} for q, a, s in learned],
+        "candidates": [
+            {"rank": c.rank, "chunk_id": c.chunk_id, "source": c.source, "score": round(c.score, 4)}
+            for c in result.candidates
+        ],
+        "below_threshold": result.below_threshold,
+        "staging_file": str(path),
+    }
+
+
+def _keyword_side(service: Service, text: str) -> list[list[int]]:
+    with service.pool.connection() as conn:
+        return keyword_rankings(conn, text, service.search)
+
+
+def _log_pick(service: Service, query_id: int, pick: Pick) -> None:
+    with service.pool.connection() as conn:
+        feedback.record_pick(conn, query_id, list(pick.ranks), pick.status, pick.version)
+
+
+def _context_item(c: Candidate) -> dict:
+    return {
+        "rank": c.rank,
+        "chunk_id": c.chunk_id,
+        "source": c.source,
+        "heading": c.heading,
+        "start_line": c.start_line,
+        "end_line": c.end_line,
+        "score": round(c.score, 4),
+        "text": c.text,
+    }
