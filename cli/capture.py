@@ -16,12 +16,12 @@ from retrieval import capture, noise
 from retrieval.capture import CaptureInputError, CaptureParams, parse_exchange
 from retrieval.db import DatabaseError, connect
 from retrieval.embed import get_embedder
-from retrieval.params import EmbedParams, IngestParams, ParamsError, SearchParams, load_section
+from retrieval.params import BENCHMARK_DIR, EmbedParams, IngestParams, ParamsError, SearchParams, load_section
 from serving.extractor import build_extractor
 from serving.interface import SelectorLoadError
 
 from . import capture_bench
-from .terminal import JsonOpt, OutOpt, ParamsOpt, _fail, console, emit
+from .terminal import BenchDirOpt, JsonOpt, OutOpt, ParamsOpt, _fail, console, emit
 
 
 def register(app: typer.Typer, bench_app: typer.Typer) -> None:
@@ -153,7 +153,7 @@ def bench_capture_command(
         bool,
         typer.Option("--rebuild-set", help="first regenerate LABELLED from the benchmark and data/capture/hard.jsonl"),
     ] = False,
-    benchmark_dir: Annotated[Path, typer.Option(help="the shared benchmark folder")] = Path("../shared/benchmark"),
+    benchmark_dir: BenchDirOpt = BENCHMARK_DIR,
     params: ParamsOpt = Path("params.yaml"),
     as_json: JsonOpt = False,
     out: OutOpt = None,

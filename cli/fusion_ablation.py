@@ -24,6 +24,7 @@ from retrieval.learned_fusion import fuse_for
 from retrieval.metrics import recall_at_k
 from retrieval.params import load_section
 from serving.cross_encoder import CrossEncoderSelector
+from training.build import BuildParams
 from training.ce_data import fit_fusion, rankings
 
 VARIANTS = ("retrieval order", "prior + BM25, no model", "model alone", "+ position prior", "+ position prior + BM25")
@@ -53,9 +54,10 @@ def benchmark_sets(max_queries: int, params: str = "params.yaml") -> dict[str, S
     """The evaluate benchmarks' candidates in similarity order, as evaluate hands them to a selector.
     Embeds every candidate, so a sweep computes them once for all its models."""
     ep = load_section(params, "evaluate", EvaluateParams)
+    val_fraction = load_section(params, "build", BuildParams).val_fraction  # build's split, exactly
     embedder = get_embedder()
     benches = {bench_name(b): load_items(Path(b), max_queries) for b in ep.benchmarks.split(",") if b}
-    benches["feedback/val"] = feedback_items(Path(ep.feedback), ep.val_fraction, max_queries)
+    benches["feedback/val"] = feedback_items(Path(ep.feedback), val_fraction, max_queries)
     out = {}
     for name, items in benches.items():
         out[name] = []

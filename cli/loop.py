@@ -54,7 +54,7 @@ def run_loop(params: Path, slices: int, max_queries: int, log: Callable[[str], N
             f"{len(records)} SciFact queries in the feedback log: run `pai simulate --benchmark scifact` first"
         )
     benches = {bench_name(b): load_items(Path(b), ep.max_queries) for b in ep.benchmarks.split(",") if b}
-    benches["feedback/val"] = feedback_items(Path(ep.feedback), ep.val_fraction, ep.max_queries)
+    benches["feedback/val"] = feedback_items(Path(ep.feedback), val_fraction, ep.max_queries)
     benches = {name: items for name, items in benches.items() if items}
     embedder = get_embedder()
     relevant = {name: {it["qid"]: set(it["relevant_ids"]) for it in items} for name, items in benches.items()}

@@ -25,9 +25,17 @@ from retrieval.db import (
     schema_version,
 )
 from retrieval.embed import get_embedder
-from retrieval.params import EmbedParams, MaintainParams, ParamsError, SearchParams, StagingParams, load_section
+from retrieval.params import (
+    BENCHMARK_DIR,
+    EmbedParams,
+    MaintainParams,
+    ParamsError,
+    SearchParams,
+    StagingParams,
+    load_section,
+)
 
-from .terminal import ParamsOpt, _fail, console, emit, progress_bar
+from .terminal import BenchDirOpt, ParamsOpt, _fail, console, emit, progress_bar
 
 
 def register(app: typer.Typer, bench_app: typer.Typer) -> None:
@@ -127,7 +135,7 @@ def report_table(r: dict) -> Table:
 
 def bench_usage_command(
     bounds: Annotated[str, typer.Option(help="comma-separated usage_bound values to measure")] = "0.05,0.1,0.2",
-    benchmark_dir: Annotated[Path, typer.Option(help="the shared benchmark folder")] = Path("../shared/benchmark"),
+    benchmark_dir: BenchDirOpt = BENCHMARK_DIR,
     split: Annotated[str, typer.Option(help="the held-out SciFact qrels split")] = "test",
     params: ParamsOpt = Path("params.yaml"),
     as_json: Annotated[bool, typer.Option("--json", help="print the result as JSON")] = False,

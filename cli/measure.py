@@ -18,13 +18,11 @@ from eval import bench_ce, bench_embed, bench_ingest, code_bench, general_fusion
 from eval.evaluate import bench_name, checked_items
 from retrieval.db import DatabaseError
 from retrieval.embed import get_embedder
-from retrieval.params import EmbedParams, IngestParams, SearchParams, load_section
+from retrieval.params import BENCHMARK_DIR, EmbedParams, IngestParams, SearchParams, load_section
 from training import gpu_smoke
 
 from . import ce_sweep, fusion_ablation
-from .terminal import JsonOpt, OutOpt, ParamsOpt, _fail, console, emit, machine, progress_bar
-
-BenchDirOpt = Annotated[Path, typer.Option(help="the shared benchmark folder")]
+from .terminal import BenchDirOpt, JsonOpt, OutOpt, ParamsOpt, _fail, console, emit, machine, progress_bar
 
 
 def register(app: typer.Typer, bench_app: typer.Typer) -> None:
@@ -50,7 +48,7 @@ def bench_ce_command(
     dtypes: Annotated[
         str, typer.Option(help="comma-separated precisions to time each model in (float32, bfloat16, auto)")
     ] = "float32,auto",
-    benchmark_dir: BenchDirOpt = Path("../shared/benchmark"),
+    benchmark_dir: BenchDirOpt = BENCHMARK_DIR,
     max_queries: Annotated[int, typer.Option(help="candidate sets (queries) per dataset")] = 30,
     repeats: Annotated[int, typer.Option(help="timed passes over the sets")] = 3,
     threads: Annotated[Optional[int], typer.Option(help="torch threads (default: torch's, one per core)")] = None,
@@ -68,7 +66,7 @@ def bench_ce_command(
 
 
 def bench_scrub_command(
-    benchmark_dir: BenchDirOpt = Path("../shared/benchmark"),
+    benchmark_dir: BenchDirOpt = BENCHMARK_DIR,
     repo: Annotated[Path, typer.Option(help="the repository whose .py files are the code sample")] = Path("."),
     providers: Annotated[Path, typer.Option(help="the provider corpus (JSONL of text + secret)")] = Path(
         "tests/data/provider_corpus.jsonl"
@@ -117,7 +115,7 @@ def bench_general_command(
             raise ValueError("--weights, --sd-floor and --plain-floor: each must be a number >= 0")
         if not 0 <= name_ramp <= 1:
             raise ValueError("--name-ramp: a share in [0, 1]")
-        files = benchmark or [Path("../shared/benchmark/hotpotqa/dev.jsonl")]
+        files = benchmark or [BENCHMARK_DIR / "hotpotqa" / "dev.jsonl"]
         benchmarks = {bench_name(str(f)): checked_items(f, max_queries) for f in files}
         if echo_query:
             benchmarks = {f"{name} (query echoed)": general_fusion.echo_query(v) for name, v in benchmarks.items()}
@@ -220,8 +218,8 @@ def bench_embed_command(
 
 
 def bench_ingest_command(
-    corpus: Annotated[Path, typer.Option(help="a corpus file (JSONL records, as `pai ingest` reads)")] = Path(
-        "../shared/benchmark/scifact/corpus.jsonl"
+    corpus: Annotated[Path, typer.Option(help="a corpus file (JSONL records, as `pai ingest` reads)")] = (
+        BENCHMARK_DIR / "scifact" / "corpus.jsonl"
     ),
     max_docs: Annotated[int, typer.Option(help="the first N documents; 0 = all")] = 0,
     params: ParamsOpt = Path("params.yaml"),
@@ -246,7 +244,7 @@ def sweep_ce_command(
     models_dir: Annotated[Path, typer.Option(help="one train_ce folder per config under here")] = Path(
         "models/ce_sweep"
     ),
-    benchmark_dir: BenchDirOpt = Path("../shared/benchmark"),
+    benchmark_dir: BenchDirOpt = BENCHMARK_DIR,
     latency_queries: Annotated[int, typer.Option(help="candidate sets per dataset for the latency")] = 30,
     max_queries: Annotated[int, typer.Option(help="queries per benchmark for the recall")] = 100,
     retrain: Annotated[bool, typer.Option("--retrain", help="train even where a matching folder exists")] = False,

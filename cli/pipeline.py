@@ -17,15 +17,16 @@ from eval.evaluate import print_table as print_eval_table
 from eval.retrieval_eval import load_scifact
 from retrieval.db import DatabaseError
 from retrieval.embed import get_embedder
-from retrieval.params import EmbedParams, ParamsError, SearchParams, load_section
+from retrieval.params import BENCHMARK_DIR, EmbedParams, ParamsError, SearchParams, load_section
 from serving.interface import SelectorLoadError
 from serving.selectors import build_selector, from_record
+from training.build import BuildParams
 
 from . import bench_policy, bench_serve, bench_swap, onpolicy
 from .cycle import print_cycle, run_cycle
 from .loop import print_loop, run_loop, write_outputs
 from .replay import run_replay
-from .terminal import OutOpt, ParamsOpt, _fail, console, emit, machine, progress_bar
+from .terminal import BenchDirOpt, OutOpt, ParamsOpt, _fail, console, emit, machine, progress_bar
 
 
 def register(app: typer.Typer, bench_app: typer.Typer) -> None:
@@ -47,7 +48,7 @@ def simulate(
     url: Annotated[Optional[str], typer.Option(help="a running service; default: start one in-process")] = None,
     max_queries: Annotated[Optional[int], typer.Option(help="replay only the first N queries")] = None,
     corpus_limit: Annotated[Optional[int], typer.Option(help="ingest only the relevant documents + N others")] = None,
-    benchmark_dir: Annotated[Path, typer.Option(help="the shared benchmark folder")] = Path("../shared/benchmark"),
+    benchmark_dir: BenchDirOpt = BENCHMARK_DIR,
     params: ParamsOpt = Path("params.yaml"),
     as_json: Annotated[bool, typer.Option("--json", help="print the summary as JSON")] = False,
 ) -> None:
@@ -76,7 +77,7 @@ def bench_retrieval_command(
     ef_search: Annotated[
         Optional[list[int]], typer.Option("--ef-search", help="ef_search values to compare (default: params)")
     ] = None,
-    benchmark_dir: Annotated[Path, typer.Option(help="the shared benchmark folder")] = Path("../shared/benchmark"),
+    benchmark_dir: BenchDirOpt = BENCHMARK_DIR,
     storage: Annotated[
         str, typer.Option(help="comma-separated column types, built side by side: vector (float32), halfvec (float16)")
     ] = "vector,halfvec",
@@ -99,7 +100,7 @@ def bench_retrieval_command(
 
 
 def cycle(
-    benchmark_dir: Annotated[Path, typer.Option(help="the shared benchmark folder")] = Path("../shared/benchmark"),
+    benchmark_dir: BenchDirOpt = BENCHMARK_DIR,
     split: Annotated[str, typer.Option(help="SciFact qrels split to evaluate")] = "test",
     replay: Annotated[
         Optional[bool],
@@ -162,7 +163,12 @@ def eval_command(
             _fail("no champion in the registry (pai promote VERSION)")
         with progress_bar() as bar:
             result, _ = evaluate(
-                p, get_embedder(), sel, lambda name, n: lambda t=bar.add_task(name, total=n): bar.advance(t), champ
+                p,
+                get_embedder(),
+                sel,
+                lambda name, n: lambda t=bar.add_task(name, total=n): bar.advance(t),
+                champ,
+                val_fraction=load_section(params, "build", BuildParams).val_fraction,  # no feedback split read here
             )
     except (ParamsError, json.JSONDecodeError, KeyError, promotion.RegistryError, SelectorLoadError) as e:
         _fail(f"{benchmark}: {e}")
@@ -182,7 +188,7 @@ def bench_serve_command(
     ] = None,
     duration: Annotated[float, typer.Option(help="seconds of load per client count")] = 30.0,
     notes: Annotated[int, typer.Option(help="webhook notes for ingest-to-searchable latency")] = 50,
-    benchmark_dir: Annotated[Path, typer.Option(help="the shared benchmark folder")] = Path("../shared/benchmark"),
+    benchmark_dir: BenchDirOpt = BENCHMARK_DIR,
     params: ParamsOpt = Path("params.yaml"),
     as_json: Annotated[bool, typer.Option("--json", help="print results as JSON")] = False,
 ) -> None:
@@ -207,7 +213,7 @@ def bench_policy_command(
         Optional[Path], typer.Option(help="a markdown folder: ingested into a scratch database, its headings asked")
     ] = None,
     queries: Annotated[int, typer.Option(min=1, help="new queries per store, each sent to both services")] = 200,
-    benchmark_dir: Annotated[Path, typer.Option(help="the shared benchmark folder")] = Path("../shared/benchmark"),
+    benchmark_dir: BenchDirOpt = BENCHMARK_DIR,
     params: ParamsOpt = Path("params.yaml"),
     out: Annotated[Optional[Path], typer.Option(help="also write the result as JSON here")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print results as JSON")] = False,
@@ -233,7 +239,7 @@ def bench_swap_command(
             "--version", help="registry versions to swap between (default: the two newest; 'similarity' if only one)"
         ),
     ] = None,
-    benchmark_dir: Annotated[Path, typer.Option(help="the shared benchmark folder")] = Path("../shared/benchmark"),
+    benchmark_dir: BenchDirOpt = BENCHMARK_DIR,
     params: ParamsOpt = Path("params.yaml"),
     as_json: Annotated[bool, typer.Option("--json", help="print results as JSON")] = False,
 ) -> None:
@@ -296,7 +302,7 @@ def loop_report(
         Optional[float], typer.Option(help="on-policy: search.explore_rate while serving (default: params.yaml's)")
     ] = None,
     ipw: Annotated[bool, typer.Option(help="on-policy: inverse-propensity weights (--no-ipw: the ablation)")] = True,
-    benchmark_dir: Annotated[Path, typer.Option(help="the shared benchmark folder")] = Path("../shared/benchmark"),
+    benchmark_dir: BenchDirOpt = BENCHMARK_DIR,
     params: ParamsOpt = Path("params.yaml"),
     as_json: Annotated[bool, typer.Option("--json", help="print results as JSON")] = False,
 ) -> None:

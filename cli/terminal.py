@@ -30,6 +30,8 @@ console = make_console()  # progress and tables on stderr; --json output alone o
 ParamsOpt = Annotated[Path, typer.Option("--params", help="params.yaml to read")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="print the result as JSON on stdout")]
 OutOpt = Annotated[Optional[Path], typer.Option("--out", help="also write the result (JSON) to this file")]
+# --benchmark-dir: its default is retrieval.params.BENCHMARK_DIR wherever it is taken
+BenchDirOpt = Annotated[Path, typer.Option(help="the shared benchmark folder")]
 
 
 def _fail(msg: str) -> None:

@@ -29,7 +29,7 @@ from retrieval.feedback import ipw, shown_candidates, split_of
 from retrieval.files import write_atomic
 from retrieval.lexical import lexical_scores
 from retrieval.metrics import METRICS, contains_answer, paired_bootstrap, per_query, recall_at_k, weighted_recall_at_k
-from retrieval.params import SearchParams, load_section
+from retrieval.params import BENCHMARK_DIR, SearchParams, load_key, load_section
 from retrieval.progress import make_progress
 from retrieval.search import rrf
 from retrieval.selection import Pick, PromptCandidate, Selection, parse_selection, similarity_order, top_up
@@ -46,8 +46,8 @@ FEEDBACK_VAL, FEEDBACK_VAL_IPS = "feedback/val", "feedback/val-ips"  # the held-
 
 @dataclass(frozen=True)
 class EvaluateParams:
-    benchmarks: str = "../shared/benchmark/hotpotqa/test.jsonl,data/benchmarks/scifact-test.jsonl,data/benchmarks/code-docstrings.jsonl"  # comma-separated contract-5 files
-    feedback: str = "data/feedback"  # held-out feedback split (build's val split), when present
+    benchmarks: str = f"{BENCHMARK_DIR}/hotpotqa/test.jsonl,data/benchmarks/scifact-test.jsonl,data/benchmarks/code-docstrings.jsonl"  # comma-separated contract-5 files
+    feedback: str = "data/feedback"  # held-out feedback split (build.val_fraction's val split), when present
     model: str = "models/export"  # the LLM challenger: the export stage's folder (selector.json + GGUF), run as served
     cross_encoder: str = "models/cross_encoder"  # the cross-encoder challenger (train_ce's folder), when present
     ranker: str = "models/ranker"  # the learned ranker challenger (train_ranker's folder), when present
@@ -55,7 +55,6 @@ class EvaluateParams:
     k: int = 5
     max_queries: int = 0  # per benchmark, for the baselines and the fast selectors (ranker, cross-encoder); 0 = all
     llm_max_queries: int = 20  # the first this many of them for the LLM selector (~1 s per query on CPU); 0 = all
-    val_fraction: float = 0.15  # must match build.val_fraction to find the held-out queries
     seed: int = 0
     ipw_clip: float = 0.05  # feedback/val-ips: a used label weighs 1 / max(propensity, this); 1 = the naive figure
 
@@ -313,10 +312,13 @@ def evaluate(
     champion=None,
     others: dict | None = None,
     floor: int = SearchParams().min_chunks,
+    *,
+    val_fraction: float,
 ) -> tuple[dict, list[dict]]:
-    """Every benchmark's table; a selector's pick is topped up to `floor` (search.min_chunks), as served."""
+    """Every benchmark's table; a selector's pick is topped up to `floor` (search.min_chunks), as served.
+    The held-out feedback is the val split of `val_fraction` (build.val_fraction: build's split, exactly)."""
     benches = {bench_name(b): load_items(Path(b), p.max_queries) for b in p.benchmarks.split(",") if b}
-    held_out = feedback_items(Path(p.feedback), p.val_fraction, p.max_queries, p.ipw_clip)
+    held_out = feedback_items(Path(p.feedback), val_fraction, p.max_queries, p.ipw_clip)
     if held_out:
         benches[FEEDBACK_VAL] = held_out
     result, curve = {}, []
@@ -342,6 +344,7 @@ def evaluate(
 
 def main() -> None:
     p = load_section("params.yaml", "evaluate", EvaluateParams)
+    val_fraction = load_key("params.yaml", "build", "val_fraction", float)  # build's split (BuildParams is training's)
     console = Console(stderr=True)
     record_path = Path(p.model) / "selector.json"
     selector = build_selector(p.model) if record_path.exists() else None
@@ -366,6 +369,7 @@ def main() -> None:
             champion,
             others,
             load_section("params.yaml", "search", SearchParams).min_chunks,
+            val_fraction=val_fraction,
         )
     out = Path(p.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -18,7 +18,7 @@ from rich.console import Console
 from retrieval.db import connect
 from retrieval.embed import get_embedder
 from retrieval.files import write_atomic
-from retrieval.params import EmbedParams, SearchParams, load_section
+from retrieval.params import BENCHMARK_DIR, EmbedParams, SearchParams, load_section
 from retrieval.search import search_vector
 
 from .retrieval_eval import load_scifact
@@ -26,7 +26,7 @@ from .retrieval_eval import load_scifact
 
 @dataclass(frozen=True)
 class BenchmarkParams:
-    benchmark_dir: str = "../shared/benchmark"  # SciFact queries and qrels (read-only)
+    benchmark_dir: str = str(BENCHMARK_DIR)  # SciFact queries and qrels (read-only)
     split: str = "test"
     out: str = "data/benchmarks"  # scifact-<split>.jsonl (contract-5 items) and stats.json
 

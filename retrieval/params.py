@@ -13,6 +13,10 @@ from .db import pai_home
 
 T = TypeVar("T")
 
+# The shared benchmark data (SciFact, HotpotQA; read-only), relative to the repository root. Every default in
+# code that reads it starts here; params.yaml spells it in benchmark.benchmark_dir and evaluate.benchmarks.
+BENCHMARK_DIR = Path("../shared/benchmark")
+
 
 class ParamsError(ValueError):
     """params.yaml is missing, malformed, or has values out of range (all problems in one message)."""
@@ -145,6 +149,18 @@ def load_section(path: Path | str, section: str, cls: type[T]) -> T:
     return _build(raw.get(section) or {}, section, cls)
 
 
+def load_key(path: Path | str, section: str, key: str, kind: type[T]) -> T:
+    """One key of another stage's section, for a module that may not import that stage's dataclass (eval
+    never imports training): required, since its default and its range check live with that dataclass."""
+    values = _read(Path(path)).get(section) or {}
+    if not isinstance(values, dict) or key not in values:
+        raise ParamsError(f"{path}: {section}.{key} must be set")
+    value, problem = _typed(values[key], kind)
+    if problem:
+        raise ParamsError(f"{section}.{key}: {problem}")
+    return value
+
+
 def _read(path: Path) -> dict[str, Any]:
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
@@ -166,11 +182,9 @@ def _build(values: dict[str, Any], section: str, cls: type[T]) -> T:
     for name, value in values.items():
         if name not in fields:
             continue
-        want = type(fields[name].default)
-        if want is float and isinstance(value, int) and not isinstance(value, bool):
-            value = float(value)
-        if not isinstance(value, want) or (want is int and isinstance(value, bool)):
-            problems.append(f"{section}.{name}: expected {want.__name__}, got {value!r}")
+        value, problem = _typed(value, type(fields[name].default))
+        if problem:
+            problems.append(f"{section}.{name}: {problem}")
             continue
         kwargs[name] = value
     if problems:
@@ -180,3 +194,12 @@ def _build(values: dict[str, Any], section: str, cls: type[T]) -> T:
     if problems:
         raise ParamsError("; ".join(problems))
     return obj
+
+
+def _typed(value: Any, want: type) -> tuple[Any, str]:
+    """`value` as a `want` (an int is accepted for a float, a bool never for an int), or a problem."""
+    if want is float and isinstance(value, int) and not isinstance(value, bool):
+        value = float(value)
+    if not isinstance(value, want) or (want is int and isinstance(value, bool)):
+        return value, f"expected {want.__name__}, got {value!r}"
+    return value, ""

@@ -1,6 +1,9 @@
+import ast
+import dataclasses
 from pathlib import Path
 
 import pytest
+import yaml
 
 from cli.replay import ReplayParams
 from eval.code_bench import CodeBenchParams
@@ -15,6 +18,7 @@ from retrieval.params import (
     ParamsError,
     SearchParams,
     StagingParams,
+    load_key,
     load_section,
 )
 from training.build import BuildParams
@@ -44,6 +48,12 @@ SECTIONS = {
     "deploy": DeployParams,
     "maintain": MaintainParams,
 }
+# params.yaml sections no dataclass loads, each with the reason: none today, every section has its config.
+NO_DATACLASS: dict[str, str] = {}
+# "section.key": why its dataclass default deliberately differs from params.yaml (e.g. a CPU vs a GPU profile):
+# none today, a config built without params.yaml runs what `dvc repro` runs.
+DIFFERENT_DEFAULT: dict[str, str] = {}
+RAW = yaml.safe_load((REPO / "params.yaml").read_text())
 
 
 @pytest.mark.parametrize("section,cls", SECTIONS.items())
@@ -52,12 +62,31 @@ def test_params_yaml_loads_into_every_config(section, cls):
     assert isinstance(obj, cls)
 
 
-def test_every_key_in_params_yaml_is_a_field():
-    import yaml
+def test_every_section_has_its_dataclass_or_a_reason():
+    assert not set(SECTIONS) & set(NO_DATACLASS)
+    assert set(RAW) == set(SECTIONS) | set(NO_DATACLASS), "a params.yaml section with no config (or a stale entry)"
 
-    raw = yaml.safe_load((REPO / "params.yaml").read_text())
+
+def test_every_load_section_call_reads_the_config_listed_here():
+    """Every `load_section(path, "section", Cls)` in the code uses the class this test checks for that section."""
+    calls, bad = 0, []
+    for pkg in ("retrieval", "serving", "training", "eval", "cli"):
+        for path in sorted((REPO / pkg).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                name = getattr(getattr(node, "func", None), "id", None)
+                if not isinstance(node, ast.Call) or name != "load_section" or len(node.args) != 3:
+                    continue
+                section, cls = node.args[1], node.args[2]
+                assert isinstance(section, ast.Constant) and isinstance(cls, ast.Name), ast.unparse(node)
+                calls += 1
+                if section.value not in SECTIONS or SECTIONS[section.value].__name__ != cls.id:
+                    bad.append(f"{path.relative_to(REPO)}:{node.lineno}: {ast.unparse(node)}")
+    assert calls > 30 and not bad, "\n".join(bad)
+
+
+def test_every_key_in_params_yaml_is_a_field():
     for section, cls in SECTIONS.items():
-        assert set(raw[section]) == set(cls.__dataclass_fields__), section
+        assert set(RAW[section]) == set(cls.__dataclass_fields__), section
 
 
 def test_all_problems_reported_at_once(tmp_path):
@@ -87,21 +116,35 @@ def test_int_accepted_for_float_but_bool_not_for_int(tmp_path):
     assert load_section(p, "search", SearchParams).threshold == 0.0
 
 
-def test_dataclass_defaults_are_the_params_yaml_values():
-    """params.yaml is the one source of defaults: a config built without it says the same."""
-    import dataclasses
-
-    import yaml
-
-    raw, bad = yaml.safe_load((REPO / "params.yaml").read_text()), []
-    for section, cls in SECTIONS.items():
-        for f in dataclasses.fields(cls):
-            default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
-            if f.name in raw[section] and raw[section][f.name] != default:
-                bad.append(
-                    f"{section}.{f.name}: params.yaml {raw[section][f.name]!r}, {cls.__name__} default {default!r}"
-                )
+@pytest.mark.parametrize("section,cls", SECTIONS.items())
+def test_dataclass_defaults_are_the_params_yaml_values(section, cls):
+    """params.yaml is the one source of defaults: a config built without it says the same, value and type."""
+    loaded, bad = load_section(REPO / "params.yaml", section, cls), []  # typed as a stage reads it (60 -> 60.0)
+    for f in dataclasses.fields(cls):
+        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
+        value = getattr(loaded, f.name)
+        differs = value != default or type(value) is not type(default)
+        if differs != (f"{section}.{f.name}" in DIFFERENT_DEFAULT):
+            bad.append(f"{section}.{f.name}: params.yaml {value!r}, {cls.__name__} default {default!r}")
     assert not bad, "\n".join(bad)
+    assert all(k.split(".")[0] in SECTIONS for k in DIFFERENT_DEFAULT)
+
+
+def test_evaluate_reads_builds_split_not_a_copy():
+    """One key per value: evaluate reads build.val_fraction itself, not a second key that must equal it."""
+    assert "val_fraction" not in RAW["evaluate"] and "val_fraction" in RAW["build"]
+
+
+def test_load_key_reads_one_typed_key_of_another_section(tmp_path):
+    p = tmp_path / "params.yaml"
+    p.write_text("build:\n  val_fraction: 1\n")
+    assert load_key(p, "build", "val_fraction", float) == 1.0  # an int is a float, as in load_section
+    with pytest.raises(ParamsError, match="build.k must be set"):
+        load_key(p, "build", "k", int)
+    p.write_text("build:\n  val_fraction: half\n")
+    with pytest.raises(ParamsError, match="build.val_fraction: expected float, got 'half'"):
+        load_key(p, "build", "val_fraction", float)
+    assert load_key(REPO / "params.yaml", "build", "val_fraction", float) == BuildParams().val_fraction
 
 
 def test_staging_dir_is_under_pai_home_unless_absolute(monkeypatch, tmp_path):

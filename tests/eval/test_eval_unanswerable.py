@@ -27,7 +27,9 @@ def test_queries_without_a_relevant_id_are_skipped_and_counted(tmp_path, embedde
     path = tmp_path / "marco" / "dev.jsonl"
     path.parent.mkdir()
     path.write_text("".join(json.dumps(it) + "\n" for it in items()))
-    result, curve = evaluate(EvaluateParams(benchmarks=str(path), feedback="", max_queries=0), embedder, None)
+    result, curve = evaluate(
+        EvaluateParams(benchmarks=str(path), feedback="", max_queries=0), embedder, None, val_fraction=0.15
+    )
     r = result["marco/dev"]
     assert r["skipped_no_relevant"] == 1 and r["systems"]["similarity"]["queries"] == 2
     assert {c["k"] for c in curve} == {1, 2, 3, 4, 5}
