@@ -33,7 +33,7 @@ from serving.app import create_app
 from serving.interface import SelectorLoadError
 from serving.live import install_hook, process_inbox_file
 from serving.live import watch as watch_inbox
-from serving.selectors import build_selector
+from serving.selectors import resolve
 from serving.server import build_service
 
 from .assistant import register as register_assistant
@@ -170,7 +170,7 @@ def serve(
     """Run the retrieval service (HTTP API; OpenAPI docs at /docs)."""
 
     try:
-        pinned = None if selector == "champion" else build_selector(selector)
+        pinned = None if selector == "champion" else resolve(selector)
         service = build_service(params, pinned, inline=inline, staging_dir=staging_dir, timeout_s=timeout, host=host)
     except (ParamsError, DatabaseError, ValueError, SelectorLoadError) as e:
         _fail(str(e))

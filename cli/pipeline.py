@@ -19,7 +19,7 @@ from retrieval.db import DatabaseError
 from retrieval.embed import get_embedder
 from retrieval.params import BENCHMARK_DIR, EmbedParams, ParamsError, SearchParams, load_section
 from serving.interface import SelectorLoadError
-from serving.selectors import build_selector, from_record
+from serving.selectors import resolve
 from training.build import BuildParams
 
 from . import bench_policy, bench_serve, bench_swap, onpolicy
@@ -126,7 +126,11 @@ def cycle(
 def eval_command(
     benchmark: Annotated[Path, typer.Option(help="a benchmark file in the contract-5 format")],
     selector: Annotated[
-        str, typer.Option(help="all, similarity, bm25, hybrid, selector (--model), champion, or a registry version")
+        str,
+        typer.Option(
+            help="all, similarity, bm25, hybrid, selector (--model), champion, a registry version (7, pai-selector:7), "
+            "or a model path (models/ranker, models/export, a .gguf)"
+        ),
     ] = "all",
     model: Annotated[
         Path,
@@ -147,13 +151,14 @@ def eval_command(
             feedback="",
             max_queries=max_queries,
         )
-        known = ("all", "similarity", "bm25", "hybrid", "selector", "champion")
-        if selector not in known:  # a registry version, evaluated as served, as the 'selector' system
-            sel, selector = from_record(promotion.record_of(selector)), "selector"
+        systems = ("all", "similarity", "bm25", "hybrid", "selector", "champion")
+        if selector not in systems:  # a path (a model folder, an export, a .gguf) or a registry version, as served
+            sel = resolve(selector if Path(selector).exists() else promotion.record_of(selector))
+            selector = "selector"
         elif selector in ("all", "selector") and (
             (model / "selector.json").exists() or (model / "train_config.json").exists()
         ):
-            sel = build_selector(str(model))
+            sel = resolve(model)
         else:
             sel = None
         if selector == "selector" and sel is None:
@@ -170,7 +175,7 @@ def eval_command(
                 champ,
                 val_fraction=load_section(params, "build", BuildParams).val_fraction,  # no feedback split read here
             )
-    except (ParamsError, json.JSONDecodeError, KeyError, promotion.RegistryError, SelectorLoadError) as e:
+    except (ParamsError, json.JSONDecodeError, KeyError, ValueError, promotion.RegistryError, SelectorLoadError) as e:
         _fail(f"{benchmark}: {e}")
     if selector != "all":
         for r in result.values():

@@ -35,7 +35,7 @@ from retrieval.search import rrf
 from retrieval.selection import Pick, PromptCandidate, Selection, parse_selection, similarity_order, top_up
 from retrieval.tracking import use_mlflow
 from serving.interface import SelectorLoadError
-from serving.selectors import ChatSelector, build_selector, from_record
+from serving.selectors import ChatSelector, resolve
 
 from . import promotion
 from .promotion import RegistryError, ce_record, folder_record, has_model
@@ -347,14 +347,14 @@ def main() -> None:
     val_fraction = load_key("params.yaml", "build", "val_fraction", float)  # build's split (BuildParams is training's)
     console = Console(stderr=True)
     record_path = Path(p.model) / "selector.json"
-    selector = build_selector(p.model) if record_path.exists() else None
+    selector = resolve(p.model) if record_path.exists() else None
     others, challengers = {}, {"selector": json.loads(record_path.read_text())} if selector else {}
     if has_model("cross_encoder", Path(p.cross_encoder)):
         challengers["cross_encoder"] = ce_record(Path(p.cross_encoder))  # hashes the model folder: once
-        others["cross_encoder"] = from_record(challengers["cross_encoder"])
+        others["cross_encoder"] = resolve(challengers["cross_encoder"])
     if has_model("ranker", Path(p.ranker)):
         challengers["ranker"] = folder_record("ranker", Path(p.ranker))
-        others["ranker"] = from_record(challengers["ranker"])
+        others["ranker"] = resolve(challengers["ranker"])
     champion = load_champion(challengers, console)
     console.print(
         f"evaluate: challengers {', '.join(s.version for s in [selector, *others.values()] if s) or 'none'}; "
@@ -399,7 +399,7 @@ def load_champion(challengers: dict[str, dict], console):
         same = [name for name, c in challengers.items() if identity(c) and identity(c) == identity(record)]
         if same:
             return same[0]
-        return from_record(record)
+        return resolve(record)
     except (RegistryError, SelectorLoadError) as e:
         console.print(f"[yellow]evaluate: no champion baseline:[/yellow] {e}", soft_wrap=True)
         return None

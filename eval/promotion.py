@@ -19,9 +19,9 @@ from retrieval import deployments
 from retrieval.db import connect, pai_home
 from retrieval.files import dir_sha256, files_sha256
 from retrieval.tracking import use_mlflow
+from serving.selectors import FOLDER_KINDS, SIMILARITY
 
 MODEL = "pai-selector"
-SIMILARITY = {"kind": "similarity", "version": "similarity"}
 
 
 class RegistryError(RuntimeError):
@@ -78,12 +78,6 @@ def store_dir(folder: Path, sha256: str) -> Path:
         shutil.copytree(folder, tmp)
         os.replace(tmp, dest)
     return dest
-
-
-FOLDER_KINDS = {
-    "cross_encoder": ("ce_config.json", "ce"),
-    "ranker": ("ranker_config.json", "ranker"),
-}  # kind: (config file, version prefix)
 
 
 def has_model(kind: str, model_dir: Path) -> bool:

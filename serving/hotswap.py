@@ -24,7 +24,7 @@ from retrieval.selection import PromptCandidate, parse_selection
 
 from .interface import Selector, SelectorLoadError
 from .picker import Picker
-from .selectors import from_record
+from .selectors import resolve
 
 log = logging.getLogger("pai.hotswap")
 
@@ -107,7 +107,7 @@ class HotSwapper:
         db_url: str,
         canary_timeout_s: float = 60.0,
         grace_s: float | None = None,
-        build: Callable[[dict], Selector] = from_record,
+        build: Callable[[dict], Selector] = resolve,
     ):
         self.picker, self.db_url, self.build = picker, db_url, build
         self.canary_timeout_s = canary_timeout_s

@@ -11,7 +11,8 @@ where the backend allows it:
 - `transformers`: base + LoRA adapter merged, greedy (evaluation and the export parity check);
 - `similarity`: retrieval order.
 A *version record* (written by export, registered by deploy, announced to the service) names the
-GGUF and the Ollama tag; `from_record` picks Ollama when it is reachable, else llama.cpp.
+GGUF and the Ollama tag; `resolve` turns a record, a name or a path into a selector (the one way, for
+the service, eval, deploy and the CLI), Ollama when it is reachable, else llama.cpp.
 """
 
 from __future__ import annotations
@@ -293,13 +294,53 @@ def ollama_reachable(host: str | None = None) -> bool:
         return False
 
 
-def from_record(record: dict, backend: str = "auto") -> Selector:
-    """The selector a version record describes. `auto`: Ollama when reachable and it has the tag,
-    else llama.cpp in-process on the same GGUF; `similarity` records need no model."""
+FOLDER_KINDS = {
+    "cross_encoder": ("ce_config.json", "ce"),
+    "ranker": ("ranker_config.json", "ranker"),
+}  # kind: (config file, version prefix) of the selectors that are a trained folder, not a GGUF
+SIMILARITY = {"kind": "similarity", "version": "similarity"}
+
+
+def resolve(spec: dict | str | Path, backend: str = "auto") -> Selector:
+    """The one way to a selector, for the service, eval, deploy and the CLI: a version record (the registry's
+    `eval.promotion.record_of`, an export's `selector.json`), or a name or path that stands for one
+    (`path_record`). `backend` for a GGUF: `auto` is Ollama when reachable and it has the tag, else llama.cpp
+    in-process on the same file."""
+    return _from_record(spec if isinstance(spec, dict) else path_record(spec), backend)
+
+
+def path_record(name: str | Path) -> dict:
+    """The record a name or path stands for: `similarity`; a trained LLM folder (train stage output, run by
+    transformers); a ranker or cross-encoder folder; an export folder or its `selector.json` (run as served);
+    a bare `.gguf`."""
+    path = Path(name)
+    if str(name) == "similarity":
+        return dict(SIMILARITY)
+    if path.is_dir() and (path / "train_config.json").exists():
+        return {"kind": "transformers", "model_dir": str(path), "version": f"transformers:{path.name}"}
+    for kind, (config, prefix) in FOLDER_KINDS.items():
+        cfg = path / config
+        if path.is_dir() and cfg.exists() and json.loads(cfg.read_text()).get("enabled", True) is not False:
+            return {"kind": kind, "model_dir": str(path), "version": f"{prefix}:{path.name}"}
+    if path.is_dir() and (path / "selector.json").exists():
+        path = path / "selector.json"
+    if path.suffix == ".json" and path.is_file():
+        return json.loads(path.read_text())
+    if path.suffix == ".gguf" and path.is_file():
+        return {"version": f"gguf:{path.stem}", "gguf": str(path), "chunk_tokens": 200}
+    raise ValueError(
+        f"unknown selector {str(name)!r} (similarity, a trained model folder such as models/selector or models/ranker, "
+        "an export folder such as models/export, or a .gguf file)"
+    )
+
+
+def _from_record(record: dict, backend: str) -> Selector:
     if record.get("kind") == "similarity":
         return SimilaritySelector()
     if record.get("kind") == "cascade":
-        return CascadeSelector(from_record(record["fast"], backend), from_record(record["slow"], backend))
+        return CascadeSelector(_from_record(record["fast"], backend), _from_record(record["slow"], backend))
+    if record.get("kind") == "transformers":
+        return TransformersSelector(Path(record["model_dir"]))
     if record.get("kind") == "cross_encoder":
         if not Path(record.get("model_dir", "")).is_dir():
             raise SelectorLoadError(f"cross-encoder model not found: {record.get('model_dir')}")
@@ -322,25 +363,3 @@ def from_record(record: dict, backend: str = "auto") -> Selector:
     if backend not in ("auto", "llamacpp", "ollama"):
         raise SelectorLoadError(f"unknown backend {backend!r} (auto, ollama, llamacpp)")
     return LlamaCppSelector(gguf, version, chunk_tokens, n_ctx=n_ctx)
-
-
-def build_selector(name: str) -> Selector:
-    """`similarity`; a trained model folder (train stage output) run by transformers; an export
-    folder or its `selector.json` record run as served (Ollama or llama.cpp); a bare `.gguf`."""
-    path = Path(name)
-    if name == "similarity":
-        return SimilaritySelector()
-    if path.is_dir() and (path / "train_config.json").exists():
-        return TransformersSelector(path)
-    if path.is_dir() and (path / "ranker_config.json").exists():
-        return RankerSelector(path, f"ranker:{path.name}")
-    if path.is_dir() and (path / "selector.json").exists():
-        path = path / "selector.json"
-    if path.suffix == ".json" and path.is_file():
-        return from_record(json.loads(path.read_text()))
-    if path.suffix == ".gguf" and path.is_file():
-        return LlamaCppSelector(path, f"gguf:{path.stem}", chunk_tokens=200)
-    raise ValueError(
-        f"unknown selector {name!r} (similarity, a trained model folder such as models/selector or models/ranker, "
-        "an export folder such as models/export, or a .gguf file)"
-    )

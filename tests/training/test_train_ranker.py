@@ -11,7 +11,7 @@ from retrieval.embed import get_embedder
 from retrieval.ranking_features import features, gated_scores, general_floor, ranker_scores
 from retrieval.selection import PromptCandidate, parse_selection
 from serving.ranker import RankerSelector
-from serving.selectors import from_record
+from serving.selectors import resolve
 from training import train_ranker
 from training.train_ranker import RankerParams, fit_adapter, train
 
@@ -131,7 +131,7 @@ def test_the_written_folder_is_served_as_trained(trained, monkeypatch):
     cfg = json.loads((out / "ranker_config.json").read_text())
     assert cfg["weights"] == record["weights"] and np.allclose(np.load(out / "adapter.npy"), w)
     assert json.loads((out / "metrics.json").read_text())["val_recall@5"] == m["val_recall@5"]
-    selector = from_record(folder_record("ranker", out))
+    selector = resolve(folder_record("ranker", out))
     assert selector.version.startswith("ranker:")
     cands = [
         PromptCandidate("a.md", None, "Snow is cold."),
