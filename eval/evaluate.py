@@ -32,7 +32,7 @@ from retrieval.metrics import METRICS, contains_answer, paired_bootstrap, per_qu
 from retrieval.params import BENCHMARK_DIR, SearchParams, load_key, load_section
 from retrieval.progress import make_progress
 from retrieval.search import rrf
-from retrieval.selection import Pick, PromptCandidate, Selection, parse_selection, similarity_order, top_up
+from retrieval.selection import Pick, PromptCandidate, choose, top_up
 from retrieval.tracking import use_mlflow
 from serving.interface import SelectorLoadError
 from serving.selectors import ChatSelector, resolve
@@ -179,10 +179,7 @@ def selector_pick(selector, item: dict, sim_order: list[str], k: int, floor: int
         for c in shown
     ]
     t0 = time.perf_counter()
-    try:
-        sel = parse_selection(selector.answer(item["query"], cands, k), len(shown), k)
-    except Exception as e:  # noqa: BLE001 - evaluation counts a crash as a fallback, like serving
-        sel = Selection(similarity_order(len(shown), k), "fallback", str(e)[:100])
+    sel, _ = choose(lambda: selector.answer(item["query"], cands, k), len(shown), k)  # the service's path
     full = top_up(sel.selected, len(shown), floor)
     return Pick(
         tuple(shown[i - 1]["id"] for i in full),

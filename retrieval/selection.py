@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -218,3 +218,17 @@ def _as_int(item: object) -> int | None:
     if digits.isascii() and digits.isdigit():  # "²".isdigit() is True, but int() refuses it
         return int(digits)
     return None
+
+
+def choose(answer: Callable[[], str], n: int, k: int, timeout_s: float | None = None) -> tuple[Selection, str | None]:
+    """A selector's answer over `n` numbered candidates, parsed by the contract: the one path from a selector to
+    a selection, for the service (`serving.picker`) and evaluation alike. Whatever goes wrong (a crash, a
+    timeout that `answer` raises) falls back to the similarity order. -> (selection, None | "timeout" | "error")."""
+    try:
+        return parse_selection(answer(), n, k), None
+    except TimeoutError:  # concurrent.futures' too, since Python 3.11
+        return Selection(
+            similarity_order(n, k), "fallback", f"selector timed out after {timeout_s or 0:g} s"
+        ), "timeout"
+    except Exception as e:  # noqa: BLE001 - any backend failure falls back, and the caller counts it
+        return Selection(similarity_order(n, k), "fallback", f"selector failed: {type(e).__name__}: {e}"[:200]), "error"

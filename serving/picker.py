@@ -21,14 +21,13 @@ import time
 from collections import Counter, OrderedDict
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from retrieval.feedback import normalize_query
 from retrieval.search import Candidate, take_budget
-from retrieval.selection import Pick, PromptCandidate, Selection, parse_selection, similarity_order, top_up
+from retrieval.selection import Pick, PromptCandidate, choose, similarity_order, top_up
 
 from .interface import Selector
 from .ranker import RankerSelector
@@ -174,21 +173,10 @@ class Picker:
         n = len(candidates)
         shown = [PromptCandidate(c.source, c.heading, c.text, c.parent_heading, c.vector) for c in candidates]
         t0 = time.perf_counter()
-        try:
-            raw = self._generate_pool.submit(selector.answer, query, shown, self.k, query_vec).result(
-                timeout=self.timeout_s
-            )
-            selection = parse_selection(raw, n, self.k)
-        except FutureTimeout:
-            selection = Selection(
-                similarity_order(n, self.k), "fallback", f"selector timed out after {self.timeout_s:g} s"
-            )
-            self._count("timeout")
-        except Exception as e:  # noqa: BLE001 - any backend failure must fall back, and is counted
-            selection = Selection(
-                similarity_order(n, self.k), "fallback", f"selector failed: {type(e).__name__}: {e}"[:200]
-            )
-            self._count("error")
+        job = self._generate_pool.submit(selector.answer, query, shown, self.k, query_vec)
+        selection, failure = choose(lambda: job.result(timeout=self.timeout_s), n, self.k, self.timeout_s)
+        if failure:
+            self._count(failure)
         self._count(selection.status)
         picked = [candidates[i - 1] for i in selection.selected]
         pick = Pick(

@@ -9,6 +9,7 @@ from retrieval.selection import (
     PROMPT_VERSION,
     PromptCandidate,
     Selection,
+    choose,
     cut_to_tokens,
     output_schema,
     parse_selection,
@@ -143,3 +144,20 @@ def test_clipped_passages_reach_the_model_as_the_same_word_pieces(benchmark_dir)
 def test_digits_that_are_not_ascii_are_dropped_not_crashing():
     s = parse_selection('{"selected": ["²", "2", "٣"]}', n=5, k=5)  # superscript two, Arabic-Indic three
     assert s.selected == (2,) and s.status == "repaired"
+
+
+def test_choose_is_one_path_for_the_service_and_evaluation():
+    """A good answer is parsed; a crash or a timeout falls back to the similarity order, and says which."""
+    sel, failure = choose(lambda: '{"selected": [3, 1]}', 5, 2)
+    assert (sel.selected, sel.status, failure) == ((3, 1), "ok", None)
+
+    def crash() -> str:
+        raise RuntimeError("model gone")
+
+    def slow() -> str:
+        raise TimeoutError
+
+    sel, failure = choose(crash, 5, 2)
+    assert (sel.selected, sel.status, failure) == ((1, 2), "fallback", "error") and "model gone" in sel.problem
+    sel, failure = choose(slow, 5, 2, timeout_s=1.5)
+    assert (sel.selected, failure) == ((1, 2), "timeout") and "1.5 s" in sel.problem
