@@ -22,11 +22,6 @@ from serving.transcript import last_exchange, post_exchange
 from .terminal import ParamsOpt, _fail, console
 
 
-def register(app: typer.Typer, hooks_app: typer.Typer) -> None:
-    app.command("mcp")(mcp_command)
-    hooks_app.command("stop")(hook_stop_command)
-
-
 def hook_stop_command(
     url: Annotated[
         Optional[str], typer.Option(help="the service (default: $PAI_URL, else http://127.0.0.1:8484)")

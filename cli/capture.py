@@ -1,6 +1,6 @@
 """`pai capture FILE|-` (exchanges as one JSON object or JSONL, taken through the gates in-process)
-and `pai capture noise` (the learned noise prototypes); `pai bench capture` (cli/capture_bench.py).
-Registered onto the one `pai` app by cli/main.py."""
+and `pai capture noise` (the learned noise prototypes); `pai bench capture` (cli/bench_capture.py).
+Registered by cli/main.py and cli/bench.py."""
 
 from __future__ import annotations
 
@@ -20,13 +20,8 @@ from retrieval.params import BENCHMARK_DIR, EmbedParams, IngestParams, ParamsErr
 from serving.extractor import build_extractor
 from serving.interface import SelectorLoadError
 
-from . import capture_bench
+from . import bench_capture
 from .terminal import BenchDirOpt, JsonOpt, OutOpt, ParamsOpt, _fail, console, emit
-
-
-def register(app: typer.Typer, bench_app: typer.Typer) -> None:
-    app.command("capture")(capture_command)
-    bench_app.command("capture")(bench_capture_command)
 
 
 def read_records(raw: bytes, max_chars: int) -> list[tuple[int, capture.Exchange | str]]:
@@ -162,9 +157,9 @@ def bench_capture_command(
     recall as it learns from a stream of rejections (held-out part), in a scratch database."""
     try:
         if rebuild_set:
-            n = capture_bench.write_labelled(benchmark_dir, labelled.parent / "hard.jsonl", labelled)
+            n = bench_capture.write_labelled(benchmark_dir, labelled.parent / "hard.jsonl", labelled)
             console.print(f"wrote {n} labelled exchanges to {labelled}")
-        result = capture_bench.run(labelled, params, log=console.print)
+        result = bench_capture.run(labelled, params, log=console.print)
     except (ParamsError, DatabaseError, SelectorLoadError, OSError, ValueError) as e:
         _fail(str(e))
-    emit(result, as_json, out, lambda c: capture_bench.print_tables(result, c))
+    emit(result, as_json, out, lambda c: bench_capture.print_tables(result, c))

@@ -1,8 +1,8 @@
 """Which cross-encoder size to serve: `train_ce` trained once per (layers, max_length), each timed in
-every precision (`eval.bench_ce`) and scored with its fusion variants (`cli.fusion_ablation`), side by
+every precision (`eval.bench.ce`) and scored with its fusion variants (`cli.fusion_ablation`), side by
 side in one table. Every other setting is the params file's `train_ce`; each model is an MLflow run.
 
-    pai sweep ce --config 3x128 --config 3x64 [--dtypes float32,auto] [--models-dir models/ce_sweep] [--out FILE]
+    pai lab sweep ce --config 3x128 --config 3x64 [--dtypes float32,auto] [--models-dir models/ce_sweep] [--out FILE]
 
 A folder already trained with the same layers, max_length and feedback is reused (`--retrain` to redo).
 """
@@ -15,7 +15,7 @@ from pathlib import Path
 
 from rich.table import Table
 
-from eval.bench_ce import bench, hotpotqa_sets, scifact_sets
+from eval.bench.ce import bench, hotpotqa_sets, scifact_sets
 from retrieval.params import load_section
 from training.build import BuildParams
 from training.train_ce import CrossEncoderParams, train

@@ -2,7 +2,7 @@
 serves it, its scores fused several ways, Recall@5 side by side on the evaluate benchmarks (candidates
 in similarity order, as evaluate hands them to a selector) and on the stage's own val split (the served order).
 
-    pai ablation [--model-dir models/cross_encoder] [--max-queries 100] [--dtype auto]
+    pai lab ablation [--model-dir models/cross_encoder] [--max-queries 100] [--dtype auto]
 
 Variants: the retrieval order; the prior and BM25 without the model (what the fusion gives for free);
 the model alone; + the position prior; + the prior and BM25. Each fusion is fitted on the calibration

@@ -24,10 +24,6 @@ GPU_SERVICE, CPU_SERVICE = "train", "train-cpu"  # the same image, with and with
 job_app = typer.Typer(no_args_is_help=True, help="Pipeline stages in containers (a GPU box).")
 
 
-def register(app: typer.Typer) -> None:
-    app.add_typer(job_app, name="job")
-
-
 def job_command(stage: str, gpu: bool = True, compose_file: Path = COMPOSE_FILE) -> list[str]:
     """The docker command that runs `dvc repro STAGE` in a fresh job container (the image's
     entrypoint is `dvc repro`; compose starts postgres and mlflow first and waits for them)."""

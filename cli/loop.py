@@ -1,4 +1,4 @@
-"""`pai loop report`: does the loop learn? The SciFact train feedback in the log, taken in
+"""`pai lab loop report`: does the loop learn? The SciFact train feedback in the log, taken in
 chronological slices (cycle i trains on slices 1..i, as if the replay had stopped there), retrains the
 learned ranker (`train_ranker`) after each slice and measures held-out Recall@5 with 95 % CIs on the evaluate
 benchmarks (HotpotQA test, SciFact test with our own retrieval's candidates, the feedback log's val
@@ -51,7 +51,7 @@ def run_loop(params: Path, slices: int, max_queries: int, log: Callable[[str], N
     records = scifact_records(Path(rp.feedback) / "feedback.jsonl")
     if len(records) < slices:
         raise ValueError(
-            f"{len(records)} SciFact queries in the feedback log: run `pai simulate --benchmark scifact` first"
+            f"{len(records)} SciFact queries in the feedback log: run `pai lab simulate --dataset scifact` first"
         )
     benches = {bench_name(b): load_items(Path(b), ep.max_queries) for b in ep.benchmarks.split(",") if b}
     benches["feedback/val"] = feedback_items(Path(ep.feedback), val_fraction, ep.max_queries)

@@ -1,4 +1,6 @@
-"""`pai`: a thin command line over the stage functions. Each command: parse -> call core -> print."""
+"""`pai`: a thin command line over the stage functions. Each command: parse -> call core -> print.
+The map `pai --help` shows is registered at the bottom of this module, one line per command or group;
+the groups register their own commands (cli/bench.py, cli/lab.py, cli/jobs.py, `hooks` here)."""
 
 from __future__ import annotations
 
@@ -36,21 +38,19 @@ from serving.live import watch as watch_inbox
 from serving.selectors import resolve
 from serving.server import build_service
 
-from .assistant import register as register_assistant
-from .capture import register as register_capture
-from .jobs import register as register_jobs
-from .maintain import register as register_maintain
-from .measure import register as register_measure
-from .pipeline import register
-from .promote import register as register_deploy
+from . import assistant, bench, capture, jobs, lab, maintain, pipeline, promote
 from .terminal import ParamsOpt, _fail, console, progress_bar
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help="pai-brain: retrieval, selection and retraining.")
-bench_app = typer.Typer(no_args_is_help=True, help="Benchmarks (figures for the README and issue notes).")
-app.add_typer(bench_app, name="bench")
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="pai-brain: retrieval on PostgreSQL + pgvector, a learned selector that picks the context, and a "
+    "pipeline that retrains it from feedback.\n\n"
+    "Start with `pai cycle` (the main job), or `pai ingest PATH` and `pai query TEXT`. "
+    "`pai COMMAND --help` for each; docs/ for the rest.",
+)
 
 
-@app.command()
 def ingest(
     paths: Annotated[list[Path], typer.Argument(help="files, directories or JSONL corpora")],
     params: ParamsOpt = Path("params.yaml"),
@@ -84,7 +84,6 @@ def ingest(
         _fail(f"nothing ingested: every input failed ({len(report.errors)} error(s) above)")
 
 
-@app.command()
 def query(
     texts: Annotated[list[str], typer.Argument(help="one or more queries (one staging file each)")],
     params: ParamsOpt = Path("params.yaml"),
@@ -148,7 +147,6 @@ def query(
             console.print(f"staging file: {o['staging_file']}")
 
 
-@app.command()
 def serve(
     host: Annotated[str, typer.Option(help="bind address (loopback by default)")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="port")] = 8484,
@@ -199,11 +197,8 @@ hooks_app = typer.Typer(
     no_args_is_help=True,
     help="Hooks: git commits keep the index current; an assistant's turn end feeds capture and feedback.",
 )
-app.add_typer(hooks_app, name="hooks")
-register_assistant(app, hooks_app)
 
 
-@app.command()
 def watch(
     inbox: Annotated[Path, typer.Argument(help="folder to watch; files move to processed/ or failed/")],
     params: ParamsOpt = Path("params.yaml"),
@@ -250,12 +245,53 @@ def hooks_install(
     console.print(f"installed {hook}")
 
 
-register(app, bench_app)
-register_measure(app, bench_app)
-register_deploy(app)
-register_jobs(app)
-register_capture(app, bench_app)
-register_maintain(app, bench_app)
+hooks_app.command("stop")(assistant.hook_stop_command)
+
+# The map: `pai --help` lists these panels in this order, one line per command or group.
+USE, RETRAIN, UPKEEP, MEASURE = "Use", "Retrain and deploy", "Upkeep", "Measure"
+app.command(rich_help_panel=USE, short_help="Chunk, scrub, embed and store files, folders or JSONL corpora.")(ingest)
+app.command(rich_help_panel=USE, short_help="Search: the candidates, the context, a staging file per query.")(query)
+app.command(rich_help_panel=USE, short_help="Run the retrieval service (HTTP API); it follows the champion.")(serve)
+app.command("mcp", rich_help_panel=USE, short_help="Serve the memory to an assistant as MCP tools.")(
+    assistant.mcp_command
+)
+app.command(rich_help_panel=USE, short_help="Ingest every file dropped into an inbox folder.")(watch)
+app.command("capture", rich_help_panel=USE, short_help="Capture facts from conversation exchanges (JSON or JSONL).")(
+    capture.capture_command
+)
+app.add_typer(hooks_app, name="hooks", rich_help_panel=USE, short_help="Git post-commit and assistant turn-end hooks.")
+app.command(rich_help_panel=RETRAIN, short_help="The main job: ingest SciFact, replay, dvc repro, measure.")(
+    pipeline.cycle
+)
+app.command("eval", rich_help_panel=RETRAIN, short_help="Evaluate selectors on a benchmark file, side by side.")(
+    pipeline.eval_command
+)
+app.command(rich_help_panel=RETRAIN, short_help="Registry aliases, deployments, what each service did.")(promote.status)
+app.command(rich_help_panel=RETRAIN, short_help="Make VERSION the champion; running services hot-swap it.")(
+    promote.promote
+)
+app.command(rich_help_panel=RETRAIN, short_help="Move the champion back to the previous one.")(promote.rollback)
+app.add_typer(
+    jobs.job_app, name="job", rich_help_panel=RETRAIN, short_help="Pipeline stages in containers (a GPU box)."
+)
+app.command("maintain", rich_help_panel=UPKEEP, short_help="Garbage-collect, usage weights, VACUUM, HNSW recall.")(
+    maintain.maintain_command
+)
+app.command("migrate", rich_help_panel=UPKEEP, short_help="Create or upgrade the schema, as the database owner.")(
+    maintain.migrate_command
+)
+app.add_typer(
+    bench.app,
+    name="bench",
+    rich_help_panel=MEASURE,
+    short_help="Benchmarks: ingest, the store, ranking, the service, capture.",
+)
+app.add_typer(
+    lab.app,
+    name="lab",
+    rich_help_panel=MEASURE,
+    short_help="Lab tools: simulate, loop report, sweep ce, ablation, gpu-smoke.",
+)
 
 
 def main() -> None:  # pragma: no cover - console entry

@@ -1,6 +1,6 @@
 """`pai maintain` (garbage collection, usage weights, database health; `pai serve` runs the same on a
-schedule) and `pai bench usage` (does the usage prior help?). Registered onto the one `pai` app by
-cli/main.py."""
+schedule), `pai migrate`, and `pai bench usage` (does the usage prior help?, eval/bench/usage_prior.py).
+Registered by cli/main.py and cli/bench.py."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import psycopg
 import typer
 from rich.table import Table
 
-from eval import bench_usage
+from eval.bench import usage_prior
 from retrieval import maintain, store
 from retrieval.db import (
     DatabaseError,
@@ -36,12 +36,6 @@ from retrieval.params import (
 )
 
 from .terminal import BenchDirOpt, ParamsOpt, _fail, console, emit, progress_bar
-
-
-def register(app: typer.Typer, bench_app: typer.Typer) -> None:
-    app.command("maintain")(maintain_command)
-    app.command("migrate")(migrate_command)
-    bench_app.command("usage")(bench_usage_command)
 
 
 def migrate_command(
@@ -141,7 +135,7 @@ def bench_usage_command(
     as_json: Annotated[bool, typer.Option("--json", help="print the result as JSON")] = False,
     out: Annotated[Optional[Path], typer.Option("--out", help="also write the result (JSON) to this file")] = None,
 ) -> None:
-    """Does the usage prior help? On a store holding SciFact and its train replay (`pai simulate`):
+    """Does the usage prior help? On a store holding SciFact and its train replay (`pai lab simulate`):
     held-out Recall@5 and first-stage recall with and without it, and the rank of fresh copies of
     the held-out queries' documents. Writes nothing (one rolled-back transaction)."""
     try:
@@ -149,9 +143,9 @@ def bench_usage_command(
         sp = load_section(params, "search", SearchParams)
         embedder = get_embedder(load_section(params, "embed", EmbedParams))
         with connect() as conn, progress_bar() as bar:
-            result = bench_usage.run(
+            result = usage_prior.run(
                 conn, embedder, benchmark_dir, split, sp, mp, [float(b) for b in bounds.split(",")], bar
             )
     except (ParamsError, DatabaseError, FileNotFoundError, ValueError) as e:
         _fail(str(e))
-    emit(result, as_json, out, bench_usage.table(result))
+    emit(result, as_json, out, usage_prior.table(result))

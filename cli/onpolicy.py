@@ -1,4 +1,4 @@
-"""`pai loop report --consumer realistic|oracle`: the loop as it runs in use, on-policy.
+"""`pai lab loop report --consumer realistic|oracle`: the loop as it runs in use, on-policy.
 
 Each cycle serves a slice of the SciFact train claims through the real service with the current
 champion answering inline (cycle 1: the first-stage order, a fresh install's), a consumer posting

@@ -1,5 +1,6 @@
-"""The `pai` commands that drive the pipeline and measure: simulate, cycle, eval, bench, loop.
-Registered onto the one `pai` app by cli/main.py."""
+"""The `pai` commands that drive the pipeline and measure: cycle and eval; `lab simulate` and `lab loop
+report`; `bench retrieval`, `serve`, `policy` and `swap`. Registered by cli/main.py, cli/lab.py and
+cli/bench.py."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from typing import Annotated, Optional
 import typer
 from rich.table import Table
 
-from eval import bench_retrieval, promotion
+from eval import promotion
+from eval.bench import hnsw
 from eval.evaluate import EvaluateParams, evaluate, load_champion
 from eval.evaluate import print_table as print_eval_table
 from eval.retrieval_eval import load_scifact
@@ -27,19 +29,6 @@ from .cycle import print_cycle, run_cycle
 from .loop import print_loop, run_loop, write_outputs
 from .replay import run_replay
 from .terminal import BenchDirOpt, OutOpt, ParamsOpt, _fail, console, emit, machine, progress_bar
-
-
-def register(app: typer.Typer, bench_app: typer.Typer) -> None:
-    app.command()(simulate)
-    app.command()(cycle)
-    app.command("eval")(eval_command)
-    bench_app.command("retrieval")(bench_retrieval_command)
-    bench_app.command("serve")(bench_serve_command)
-    bench_app.command("policy")(bench_policy_command)
-    bench_app.command("swap")(bench_swap_command)
-    loop_app = typer.Typer(no_args_is_help=True, help="Does the loop learn? Retrain over slices of the feedback log.")
-    loop_app.command("report")(loop_report)
-    app.add_typer(loop_app, name="loop")
 
 
 def simulate(
@@ -90,13 +79,11 @@ def bench_retrieval_command(
         sp = load_section(params, "search", SearchParams)
         ep = load_section(params, "embed", EmbedParams)
         storages = tuple(x.strip() for x in storage.split(",") if x.strip())
-        result = bench_retrieval.run(
-            vectors, queries, ef_search or [sp.ef_search], sp, ep, benchmark_dir, progress_bar, storages
-        )
+        result = hnsw.run(vectors, queries, ef_search or [sp.ef_search], sp, ep, benchmark_dir, progress_bar, storages)
     except (ParamsError, DatabaseError, FileNotFoundError, ValueError) as e:
         _fail(str(e))
     result["machine"] = machine()
-    emit(result, as_json, out, lambda c: bench_retrieval.print_table(result, c))
+    emit(result, as_json, out, lambda c: hnsw.print_table(result, c))
 
 
 def cycle(

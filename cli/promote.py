@@ -21,12 +21,6 @@ WaitOpt = Annotated[float, typer.Option(help="seconds to wait for running servic
 JsonOpt = Annotated[bool, typer.Option("--json", help="print the result as JSON")]
 
 
-def register(app: typer.Typer) -> None:
-    app.command()(promote)
-    app.command()(rollback)
-    app.command()(status)
-
-
 def _report(moved, what: str, as_json: bool) -> None:
     if as_json:
         print(

@@ -1,4 +1,4 @@
-"""`pai simulate`: replay a benchmark's queries through the real `/query` path and post the feedback
+"""`pai lab simulate`: replay a benchmark's queries through the real `/query` path and post the feedback
 a consumer would give, so a fresh machine gets a feedback log.
 
 Two consumers (`replay.consumer`):

@@ -8,7 +8,7 @@ Measured: peak VRAM (allocated and reserved), step time, tokens/s, prefill and d
 weights are random, so memory and speed are those of the real shapes and the losses mean nothing.
 OUT/gpu_smoke.json is rewritten after every phase, so a run cut short still reports what it reached.
 
-    pai gpu-smoke --data DIR --tokenizer DIR --out FILE [--size 14b|tiny] [--backend unsloth|hf4bit|hf]
+    pai lab gpu-smoke --data DIR --tokenizer DIR --out FILE [--size 14b|tiny] [--backend unsloth|hf4bit|hf]
 
 `--backend hf4bit` is the same QLoRA without Unsloth (transformers + bitsandbytes + peft); `hf` is
 bf16 LoRA without quantization (and, with `--size tiny`, runs on a CPU: the test of this script).
@@ -300,7 +300,7 @@ def run(
     base_dir: Path | None = None,
     params: str = "params.yaml",
 ) -> None:
-    """The smoke run (`pai gpu-smoke`): `out` is the JSON report, rewritten after every phase; `backends`
+    """The smoke run (`pai lab gpu-smoke`): `out` is the JSON report, rewritten after every phase; `backends`
     are tried in order until one trains (default unsloth, hf4bit)."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")

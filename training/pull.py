@@ -200,7 +200,7 @@ def main() -> None:
         f"({metrics['with_used']} with used chunks; skipped {metrics['skipped'] or 0})"
     )
     if metrics["queries"] == 0:
-        raise SystemExit("pull: the feedback log is empty (run `pai simulate` or serve some queries first)")
+        raise SystemExit("pull: the feedback log is empty (run `pai lab simulate` or serve some queries first)")
 
 
 if __name__ == "__main__":

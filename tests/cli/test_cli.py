@@ -100,3 +100,37 @@ def test_piped_output_keeps_every_line_whole_and_tables_readable(capsys):
     err = capsys.readouterr().err
     assert line in err.splitlines() and "…" not in err
     assert any("cross_encoder" in row and "0.8652" in row and "37.02" in row for row in err.splitlines())
+
+
+def test_help_is_a_map_daily_commands_on_top_the_lab_tools_under_lab():
+    import click
+    import typer.main
+
+    top = typer.main.get_command(app)
+    ctx = click.Context(top)
+
+    def panels(group: click.Group) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {}
+        for name in group.list_commands(ctx):
+            out.setdefault(group.get_command(ctx, name).rich_help_panel, []).append(name)
+        return out
+
+    assert panels(top) == {
+        "Use": ["ingest", "query", "serve", "mcp", "watch", "capture", "hooks"],
+        "Retrain and deploy": ["cycle", "eval", "status", "promote", "rollback", "job"],
+        "Upkeep": ["maintain", "migrate"],
+        "Measure": ["bench", "lab"],
+    }
+    groups = {name: top.get_command(ctx, name) for name in ("bench", "lab")}
+    assert panels(groups["lab"]) == {
+        "The feedback loop": ["simulate", "loop"],
+        "The cross-encoder": ["ablation", "sweep"],
+        "The GPU path": ["gpu-smoke"],
+    }
+    assert len(groups["bench"].list_commands(ctx)) == 14
+    listed = [top.get_command(ctx, n) for n in top.list_commands(ctx)]
+    listed += [g.get_command(ctx, n) for g in groups.values() for n in g.list_commands(ctx)]
+    lines = [(c.name, c.short_help or c.help) for c in listed]  # what the listings print: one line each
+    assert [(n, t) for n, t in lines if "\n" in t or len(t) > 66] == []
+    r = runner.invoke(app, ["--help"])
+    assert r.exit_code == 0 and all(p in r.output for p in ("Use", "Retrain and deploy", "Upkeep", "Measure"))

@@ -1,4 +1,4 @@
-"""The learning-loop report's pure parts on literal data (the full report is `pai loop report`)."""
+"""The learning-loop report's pure parts on literal data (the full report is `pai lab loop report`)."""
 
 import json
 

@@ -72,6 +72,7 @@ def test_simulate_fills_the_feedback_log(db_url, benchmark_dir, monkeypatch, tmp
     r = CliRunner().invoke(
         app,
         [
+            "lab",
             "simulate",
             "--dataset",
             "scifact",
@@ -109,7 +110,7 @@ def test_a_realistic_replay_never_labels_outside_the_context(db_url, benchmark_d
     params.write_text(raw.replace("explore_rate: 0.05 ", "explore_rate: 0.0 "))
     r = CliRunner().invoke(
         app,
-        ["simulate", "--dataset", "scifact", "--split", "train", "--max-queries", "10", "--corpus-limit", "60"]
+        ["lab", "simulate", "--dataset", "scifact", "--split", "train", "--max-queries", "10", "--corpus-limit", "60"]
         + ["--benchmark-dir", str(benchmark_dir), "--params", str(params), "--json"],
     )
     assert r.exit_code == 0, r.output

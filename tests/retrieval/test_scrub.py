@@ -112,7 +112,7 @@ def test_no_false_redactions_on_real_corpora(benchmark_dir):
 def test_the_provider_corpus_is_redacted_and_the_rule_set_adds_to_our_rules():
     """`pai bench scrub`'s provider figures as floors: 799 synthetic secrets of 400 rules (gitleaks, and two
     sources independent of the scrubber's rule set: credsweeper, classifinder) over 157 providers, ten syntaxes."""
-    from eval.scrub_bench import providers
+    from eval.bench.scrub import providers
 
     m = providers(Path(__file__).parents[1] / "data" / "provider_corpus.jsonl")
     assert m["rule_set"] == "kingfisher-secret-scanner"

@@ -2,7 +2,7 @@
 shell, code, URLs, PEM and fenced blocks) is redacted 100 % by the scrubber and at every entry
 point that stores text: files, JSONL records (text, title, id), the watcher, `pai ingest` (what the
 git hook runs), query logging and staging files, feedback answers and corrections, and the
-training export. The false-positive side is measured on real prose and code by `pai bench scrub` (eval.scrub_bench)."""
+training export. The false-positive side is measured on real prose and code by `pai bench scrub` (eval.bench.scrub)."""
 
 import json
 import os
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from eval.scrub_bench import measure
+from eval.bench.scrub import measure
 from retrieval import feedback, staging
 from retrieval.db import connect
 from retrieval.ingest import ingest_paths

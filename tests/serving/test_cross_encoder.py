@@ -206,7 +206,7 @@ def test_serves_in_the_folders_precision_and_refuses_an_unknown_one(tmp_path, mo
 
 
 def test_latency_bench_times_every_call_on_the_shared_benchmark(model_dir, benchmark_dir):
-    from eval.bench_ce import bench, hotpotqa_sets, scifact_sets
+    from eval.bench.ce import bench, hotpotqa_sets, scifact_sets
 
     hotpot, scifact = (
         hotpotqa_sets(benchmark_dir / "hotpotqa" / "test.jsonl", 3),
@@ -251,7 +251,7 @@ def test_fusion_ablation_scores_each_variant(tmp_path, model_dir):
     assert set(out["benchmarks"]) == {"train_ce val (served order)", "feedback/val"}
     for row in out["benchmarks"].values():
         assert row["queries"] >= 1 and all(0.0 <= row[v] <= 1.0 for v in VARIANTS)
-    # the same through `pai ablation`: --json prints the result on stdout, --out writes it
+    # the same through `pai lab ablation`: --json prints the result on stdout, --out writes it
     from typer.testing import CliRunner
 
     from cli.main import app
@@ -259,6 +259,7 @@ def test_fusion_ablation_scores_each_variant(tmp_path, model_dir):
     r = CliRunner().invoke(
         app,
         [
+            "lab",
             "ablation",
             "--model-dir",
             str(model_dir),

@@ -41,6 +41,7 @@ def test_smoke_reports_each_phase_and_falls_back_past_a_failing_backend(tmp_path
             sys.executable,
             "-m",
             "cli.main",
+            "lab",
             "gpu-smoke",
             "--data",
             str(data),

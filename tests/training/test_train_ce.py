@@ -177,7 +177,7 @@ def test_lexical_scores_equal_bm25s_on_real_candidates(benchmark_dir):
     import bm25s
     import numpy as np
 
-    from eval.bench_ce import hotpotqa_sets, scifact_sets
+    from eval.bench.ce import hotpotqa_sets, scifact_sets
     from retrieval.ce_input import ce_passage
 
     def reference(query: str, texts: list[str]) -> list[float]:

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from eval import bench_usage
+from eval.bench import usage_prior
 from retrieval.feedback import log_query, record_feedback
 from retrieval.ingest import ingest_paths
 from retrieval.params import IngestParams, MaintainParams, SearchParams
@@ -58,19 +58,19 @@ def replay(conn, embedder, sp, split):
             r = search(conn, embedder, text, sp)
             qid = log_query(conn, text, r.candidates, "similarity", threshold=sp.threshold)
             used = [c.chunk_id for c in r.candidates if c.source.endswith("#" + rel)]
-            # a judge of every candidate (pai simulate's oracle): the others are negatives, shown or not
+            # a judge of every candidate (pai lab simulate's oracle): the others are negatives, shown or not
             ignored = [c.chunk_id for c in r.candidates if c.chunk_id not in used]
             record_feedback(conn, qid, used_chunk_ids=used, ignored_chunk_ids=ignored)
 
 
 def test_bench_compares_with_the_baseline_and_leaves_the_store_alone(conn, embedder, scifact, all_text):
     sp = SearchParams(threshold=0.0, top_k=3)
-    with pytest.raises(ValueError, match="pai simulate"):
-        bench_usage.run(conn, embedder, scifact, "test", sp, MaintainParams(), [0.1], Bar())
+    with pytest.raises(ValueError, match="pai lab simulate"):
+        usage_prior.run(conn, embedder, scifact, "test", sp, MaintainParams(), [0.1], Bar())
     ingest_paths(conn, [scifact / "scifact" / "corpus.jsonl"], IngestParams(), sp, embedder)
     replay(conn, embedder, sp, "train")
     before = all_text(conn)
-    result = bench_usage.run(conn, embedder, scifact, "test", sp, MaintainParams(), [0.1, 1.0], Bar())
+    result = usage_prior.run(conn, embedder, scifact, "test", sp, MaintainParams(), [0.1, 1.0], Bar())
     assert all_text(conn) == before  # rolled back: no weights, no fresh documents left behind
     assert result["queries"] == {"held_out": 2, "train": 3, "held_out_excluded_in_log": 0}
     assert result["fresh_documents"] == 2
@@ -83,8 +83,8 @@ def test_bench_compares_with_the_baseline_and_leaves_the_store_alone(conn, embed
     assert len(result["rows"][1]["held_out_delta_recall@5"]) == 3
     w = result["weighted_chunks"]["1"]
     assert w["up"] >= 1 and w["down"] >= 1 and -1 <= w["min"] < 0 < w["max"] <= 1
-    assert bench_usage.table(result).row_count == 3
+    assert usage_prior.table(result).row_count == 3
 
     replay(conn, embedder, sp, "test")  # held-out queries in the log are not held out
     with pytest.raises(ValueError, match="nothing is held out"):
-        bench_usage.run(conn, embedder, scifact, "test", sp, MaintainParams(), [0.1], Bar())
+        usage_prior.run(conn, embedder, scifact, "test", sp, MaintainParams(), [0.1], Bar())

@@ -14,11 +14,10 @@ import time
 
 import numpy as np
 
+from eval.evaluate import passage_texts
 from retrieval.ce_input import passage_text
 from retrieval.embed import Embedder
 from retrieval.metrics import paired_bootstrap, recall_at_k
-
-from .evaluate import passage_texts
 
 
 def parse_backends(spec: str) -> list[tuple[str, str]]:

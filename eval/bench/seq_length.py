@@ -14,11 +14,10 @@ import time
 
 import numpy as np
 
+from eval.evaluate import passage_texts
 from retrieval.ce_input import ce_passage
 from retrieval.embed import Embedder
 from retrieval.metrics import paired_bootstrap, recall_at_k
-
-from .evaluate import passage_texts
 
 
 def run(items: list[dict], embedder: Embedder, lengths: list[int], k: int = 5, progress=None) -> dict:

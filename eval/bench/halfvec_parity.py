@@ -1,9 +1,9 @@
 """The store's switch to halfvec (migration 012), checked on real data: first-stage Recall@5 on SciFact test, per
 query, on one database before and after the migration, vector order and hybrid.
 
-    git checkout a5df9e1 && python -m eval.halfvec_parity before before.json   # ingest SciFact, schema 011
-    git checkout <this> && python -m eval.halfvec_parity after after.json      # connect() migrates: 012
-    python -m eval.halfvec_parity compare before.json after.json
+    git checkout a5df9e1 && python -m eval.bench.halfvec_parity before before.json   # ingest SciFact, schema 011
+    git checkout <this> && python -m eval.bench.halfvec_parity after after.json      # connect() migrates: 012
+    python -m eval.bench.halfvec_parity compare before.json after.json
 
 (a5df9e1 has no copy of this file: copy it in.) The database `pai_halfvec_check` on the default server is left
 for inspection; drop it when done."""

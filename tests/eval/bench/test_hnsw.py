@@ -3,7 +3,7 @@
 import numpy as np
 
 from cli.terminal import progress_bar
-from eval.bench_retrieval import exact_top_k, recall_vs_exact, run, top_up
+from eval.bench.hnsw import exact_top_k, recall_vs_exact, run, top_up
 from retrieval.params import EmbedParams, SearchParams
 
 

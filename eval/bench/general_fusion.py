@@ -22,14 +22,13 @@ from functools import partial
 
 import numpy as np
 
+from eval.evaluate import bm25_ranking, similarity_ranking
 from retrieval.ce_input import ce_passage
 from retrieval.embed import Embedder
 from retrieval.lexical import bm25_raw, floored
 from retrieval.metrics import paired_bootstrap, recall_at_k
 from retrieval.ranking_features import general_floor, standardise
 from retrieval.search import rrf
-
-from .evaluate import bm25_ranking, similarity_ranking
 
 BASELINES = ("similarity", "bm25", "hybrid")
 

@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # `pai bench ingest`'s measurement on an older revision and on this working tree, one after the other on one
 # machine: SciFact's corpus embedded alone, then ingested into a fresh database. A revision from before
-# `pai bench ingest` gets this tree's eval/bench_ingest.py and retrieval/db.py's scratch_database() copied in
-# (the bench; its ingest code stays its own).   usage: eval/bench_ingest_side_by_side.sh OLD_REV
+# `pai bench ingest` gets this tree's eval/bench/ingest.py and retrieval/db.py's scratch_database() copied in
+# (the bench; its ingest code stays its own).   usage: eval/bench/ingest_side_by_side.sh OLD_REV
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 here=$PWD old=$(mktemp -d)
 trap 'git worktree remove --force "$old/tree"; rm -rf "$old"' EXIT
 git worktree add -q "$old/tree" "$1"
-cp eval/bench_ingest.py "$old/tree/eval/"
+mkdir -p "$old/tree/eval/bench" && cp eval/bench/__init__.py eval/bench/ingest.py "$old/tree/eval/bench/"
 grep -q "def scratch_database" "$old/tree/retrieval/db.py" || {
   sed -i '0,/^import re$/s//import re\nimport uuid\nfrom contextlib import contextmanager\nfrom psycopg.conninfo import make_conninfo/' "$old/tree/retrieval/db.py"
   sed -n '/^@contextmanager$/,$p' retrieval/db.py >>"$old/tree/retrieval/db.py"
@@ -20,12 +20,12 @@ for tree in "$old/tree" "$here"; do
 import json
 import os
 from pathlib import Path
-from eval import bench_ingest
+from eval.bench import ingest
 from retrieval.embed import get_embedder
 from retrieval.params import EmbedParams, IngestParams, SearchParams, load_section
 ip, sp = load_section("params.yaml", "ingest", IngestParams), load_section("params.yaml", "search", SearchParams)
-docs = bench_ingest.corpus_documents(Path(os.environ["CORPUS"]), 0, ip.max_file_bytes)
-r = bench_ingest.run(docs, get_embedder(load_section("params.yaml", "embed", EmbedParams)), ip, sp)
+docs = ingest.corpus_documents(Path(os.environ["CORPUS"]), 0, ip.max_file_bytes)
+r = ingest.run(docs, get_embedder(load_section("params.yaml", "embed", EmbedParams)), ip, sp)
 print(json.dumps({k: v for k, v in r.items() if k != "errors"}))
 PY
   )

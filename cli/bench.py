@@ -1,44 +1,37 @@
-"""The `pai` commands that measure a model offline: `bench ce` (cross-encoder latency), `sweep ce`
-(which cross-encoder size to serve), `ablation` (which parts of its fusion help) and `gpu-smoke` (the
-train stage's GPU path on random weights). Registered onto the one `pai` app by cli/main.py.
+"""`pai bench`: every benchmark, registered here, one line each (docs/measurements.md cites these
+commands). The commands of the offline benches are below, their cores in eval/bench/. The benches that
+drive a running service keep their commands in cli/pipeline.py (retrieval, serve, policy, swap; their
+cores cli/bench_*.py), `usage` and `capture` beside the commands of the store they read
+(cli/maintain.py, cli/capture.py).
 
 Flags mean the same in every command: `--json` prints JSON to stdout, `--out FILE` writes it to a
 file, `--benchmark-dir` is the shared benchmark folder, `--max-queries` caps the queries."""
 
 from __future__ import annotations
 
-import json
 import sysconfig
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
-from eval import bench_ce, bench_embed, bench_ingest, code_bench, general_fusion, man_bench, scrub_bench, seq_length
+from eval import code_bench, man_bench
+from eval.bench import ce, embed, general_fusion, ingest, scrub, seq_length
 from eval.evaluate import bench_name, checked_items
 from retrieval.db import DatabaseError
 from retrieval.embed import get_embedder
 from retrieval.params import BENCHMARK_DIR, EmbedParams, IngestParams, SearchParams, load_section
-from training import gpu_smoke
 
-from . import ce_sweep, fusion_ablation
+from . import capture, maintain, pipeline
 from .terminal import BenchDirOpt, JsonOpt, OutOpt, ParamsOpt, _fail, console, emit, machine, progress_bar
 
-
-def register(app: typer.Typer, bench_app: typer.Typer) -> None:
-    bench_app.command("ce")(bench_ce_command)
-    bench_app.command("scrub")(bench_scrub_command)
-    bench_app.command("general")(bench_general_command)
-    bench_app.command("seq-length")(bench_seq_length_command)
-    bench_app.command("embed")(bench_embed_command)
-    bench_app.command("ingest")(bench_ingest_command)
-    bench_app.command("build-code")(build_code_command)
-    bench_app.command("build-man")(build_man_command)
-    sweep_app = typer.Typer(no_args_is_help=True, help="Train and measure several model sizes side by side.")
-    sweep_app.command("ce")(sweep_ce_command)
-    app.add_typer(sweep_app, name="sweep")
-    app.command("ablation")(ablation_command)
-    app.command("gpu-smoke")(gpu_smoke_command)
+app = typer.Typer(
+    no_args_is_help=True,
+    help="Benchmarks: each measures one thing, side by side in one run.\n\n"
+    "Every figure in docs/measurements.md names the command here that made it; --json prints the result, "
+    "--out FILE writes it.",
+)
+INGEST, RANKING, SERVICE, SETS = "Ingest, capture and the store", "Ranking", "The service", "Benchmark sets"
 
 
 def bench_ce_command(
@@ -57,12 +50,12 @@ def bench_ce_command(
 ) -> None:
     """Latency of the cross-encoder selector: one answer over 20 real candidates (HotpotQA, SciFact)."""
     try:
-        rows = bench_ce.run(
+        rows = ce.run(
             model or [Path("models/cross_encoder")], dtypes.split(","), benchmark_dir, max_queries, repeats, threads
         )
     except (OSError, ValueError) as e:
         _fail(str(e))
-    emit(rows, as_json, out, bench_ce.table(rows))
+    emit(rows, as_json, out, ce.table(rows))
 
 
 def bench_scrub_command(
@@ -77,12 +70,12 @@ def bench_scrub_command(
     """The secret scrubber: recall on a provider corpus (with and without the rule set), placeholders redacted,
     and false positives: tokens it changes in SciFact's abstracts, lines in this repository's code."""
     try:
-        m = scrub_bench.measure(benchmark_dir / "scifact" / "corpus.jsonl", repo.resolve())
-        m["providers"] = scrub_bench.providers(providers)
-        m["placeholders"] = scrub_bench.placeholders()
+        m = scrub.measure(benchmark_dir / "scifact" / "corpus.jsonl", repo.resolve())
+        m["providers"] = scrub.providers(providers)
+        m["placeholders"] = scrub.placeholders()
     except (OSError, ValueError) as e:
         _fail(str(e))
-    emit(m, as_json, out, "\n".join(scrub_bench.summary(m)))
+    emit(m, as_json, out, "\n".join(scrub.summary(m)))
 
 
 def bench_general_command(
@@ -206,15 +199,15 @@ def bench_embed_command(
 ) -> None:
     """The embedder's backends side by side: passages/s, query p50, cosine parity and Recall@5 vs the first."""
     try:
-        specs = bench_embed.parse_backends(backends)
+        specs = embed.parse_backends(backends)
         items = checked_items(benchmark, max_queries)
         with progress_bar() as bar:
             task = bar.add_task(f"embed {len(items)} queries' passages with {len(specs)} backends", total=len(specs))
-            result = bench_embed.run(items, specs, batch_size, progress=lambda: bar.advance(task))
+            result = embed.run(items, specs, batch_size, progress=lambda: bar.advance(task))
     except (OSError, ValueError) as e:
         _fail(str(e))
     result["machine"] = machine()
-    emit(result, as_json, out, bench_embed.table(result, result["machine"]))
+    emit(result, as_json, out, embed.table(result, result["machine"]))
 
 
 def bench_ingest_command(
@@ -230,103 +223,54 @@ def bench_ingest_command(
     try:
         ip, sp = load_section(params, "ingest", IngestParams), load_section(params, "search", SearchParams)
         embedder = get_embedder(load_section(params, "embed", EmbedParams))
-        docs = bench_ingest.corpus_documents(corpus, max_docs, ip.max_file_bytes)
-        result = bench_ingest.run(docs, embedder, ip, sp, log=lambda m: console.print(m, style="dim"))
+        docs = ingest.corpus_documents(corpus, max_docs, ip.max_file_bytes)
+        result = ingest.run(docs, embedder, ip, sp, log=lambda m: console.print(m, style="dim"))
     except (OSError, ValueError, DatabaseError) as e:
         _fail(str(e))
     result["machine"] = machine()
-    emit(result, as_json, out, bench_ingest.table(result, result["machine"]))
+    emit(result, as_json, out, ingest.table(result, result["machine"]))
 
 
-def sweep_ce_command(
-    config: Annotated[list[str], typer.Option("--config", help="LAYERSxMAX_LENGTH, e.g. 3x64; repeat")],
-    dtypes: Annotated[str, typer.Option(help="comma-separated precisions (float32, bfloat16, auto)")] = "auto",
-    models_dir: Annotated[Path, typer.Option(help="one train_ce folder per config under here")] = Path(
-        "models/ce_sweep"
-    ),
-    benchmark_dir: BenchDirOpt = BENCHMARK_DIR,
-    latency_queries: Annotated[int, typer.Option(help="candidate sets per dataset for the latency")] = 30,
-    max_queries: Annotated[int, typer.Option(help="queries per benchmark for the recall")] = 100,
-    retrain: Annotated[bool, typer.Option("--retrain", help="train even where a matching folder exists")] = False,
-    params: ParamsOpt = Path("params.yaml"),
-    as_json: JsonOpt = False,
-    out: OutOpt = None,
-) -> None:
-    """Train the cross-encoder once per size; each timed in every precision and scored with its fusion variants."""
-    try:
-        configs = [ce_sweep.parse_config(c) for c in config]
-        rows = ce_sweep.sweep(
-            configs,
-            models_dir,
-            dtypes.split(","),
-            benchmark_dir,
-            latency_queries,
-            max_queries,
-            str(params),
-            retrain=retrain,
-            log=console.print,
-        )
-    except (OSError, ValueError) as e:
-        _fail(str(e))
-    emit(rows, as_json, out, ce_sweep.table(rows))
-
-
-def ablation_command(
-    model_dir: Annotated[Path, typer.Option(help="a train_ce output folder")] = Path("models/cross_encoder"),
-    max_queries: Annotated[int, typer.Option(help="queries per benchmark")] = 100,
-    dtype: Annotated[
-        Optional[str], typer.Option(help="float32 | bfloat16 | auto (default: the model's serve_dtype)")
-    ] = None,
-    params: ParamsOpt = Path("params.yaml"),
-    as_json: JsonOpt = False,
-    out: OutOpt = None,
-) -> None:
-    """Which parts of the cross-encoder's fusion help: Recall@5 of its variants side by side."""
-    try:
-        result = fusion_ablation.run(model_dir, max_queries, str(params), dtype=dtype)
-    except (OSError, ValueError) as e:
-        _fail(str(e))
-    emit(result, as_json, out, fusion_ablation.table(result))
-
-
-def gpu_smoke_command(
-    data: Annotated[
-        Path, typer.Option(help="a build-stage folder (train.jsonl) built with the GPU chunk_tokens (200)")
-    ],
-    tokenizer: Annotated[Path, typer.Option(help="the saved Qwen2 tokenizer folder ($PAI_HOME/cache/qwen2-tokenizer)")],
-    out: Annotated[Path, typer.Option(help="the JSON report, rewritten after every phase")] = Path("gpu_smoke.json"),
-    size: Annotated[str, typer.Option(help="14b (Qwen2.5-14B's shapes) or tiny (runs on a CPU)")] = "14b",
-    backend: Annotated[
-        Optional[list[str]], typer.Option("--backend", help="unsloth, hf4bit or hf; tried in order until one trains")
-    ] = None,
-    batches: Annotated[str, typer.Option(help="per-device batch sizes to measure")] = "1,2",
-    steps: Annotated[int, typer.Option(help="train steps per batch size")] = 3,
-    prequantize: Annotated[
-        bool,
-        typer.Option("--prequantize", help="save the 4-bit model and load that, as the real -bnb-4bit checkpoint is"),
-    ] = False,
-    base_dir: Annotated[
-        Optional[Path], typer.Option(help="where the random checkpoint is written (default: /dev/shm or a temp dir)")
-    ] = None,
-    params: ParamsOpt = Path("params.yaml"),
-    as_json: JsonOpt = False,
-) -> None:
-    """GPU smoke run of the train stage's Unsloth path on random weights: peak VRAM, step time, tokens/s."""
-    if size not in ("14b", "tiny") or any(b not in ("unsloth", "hf4bit", "hf") for b in backend or []):
-        _fail("--size is 14b or tiny; --backend is unsloth, hf4bit or hf")
-    gpu_smoke.run(
-        data,
-        tokenizer,
-        out,
-        size,
-        backend,
-        [int(b) for b in batches.split(",")],
-        steps,
-        prequantize,
-        base_dir,
-        str(params),
-    )
-    if as_json:
-        print(out.read_text(), end="")
-    else:
-        console.print(f"gpu-smoke: {out}: {', '.join(json.loads(out.read_text())['phases'])}", soft_wrap=True)
+# The map `pai bench --help` shows: one panel per subject, one line per bench, in this order.
+app.command(
+    "ingest", rich_help_panel=INGEST, short_help="Bulk ingest vs the embedder alone on the same chunks: chunks/s."
+)(bench_ingest_command)
+app.command(
+    "embed", rich_help_panel=INGEST, short_help="The embedder's backends: speed, parity with the first, Recall@5."
+)(bench_embed_command)
+app.command("seq-length", rich_help_panel=INGEST, short_help="Passages cut at fewer word pieces: speed and Recall@5.")(
+    bench_seq_length_command
+)
+app.command("scrub", rich_help_panel=INGEST, short_help="The secret scrubber: recall per provider, false positives.")(
+    bench_scrub_command
+)
+app.command("capture", rich_help_panel=INGEST, short_help="Capture's gates: precision/recall, time, the noise gate.")(
+    capture.bench_capture_command
+)
+app.command("retrieval", rich_help_panel=INGEST, short_help="pgvector HNSW per storage type: size, latency, recall.")(
+    pipeline.bench_retrieval_command
+)
+app.command("general", rich_help_panel=RANKING, short_help="The ranker's general weights: cosine + w x BM25.")(
+    bench_general_command
+)
+app.command("usage", rich_help_panel=RANKING, short_help="Does the usage prior help? Recall with and without it.")(
+    maintain.bench_usage_command
+)
+app.command("ce", rich_help_panel=RANKING, short_help="Cross-encoder latency: one answer over 20 real candidates.")(
+    bench_ce_command
+)
+app.command("serve", rich_help_panel=SERVICE, short_help="/query latency and throughput under concurrent clients.")(
+    pipeline.bench_serve_command
+)
+app.command("policy", rich_help_panel=SERVICE, short_help="A selector inline vs the first-stage order: /query p50.")(
+    pipeline.bench_policy_command
+)
+app.command("swap", rich_help_panel=SERVICE, short_help="Hot-swaps under load: failures, stale versions, latency.")(
+    pipeline.bench_swap_command
+)
+app.command("build-code", rich_help_panel=SETS, short_help="Build the code-search set: docstring -> its function.")(
+    build_code_command
+)
+app.command("build-man", rich_help_panel=SETS, short_help="Build the man-page set: a page's summary -> its text.")(
+    build_man_command
+)

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # The main job of two commits side by side on this machine (issue 26): a fresh clone of each, installed
 # (`bash .ci/install`), then `pai cycle` with an empty PAI_HOME, one after the other; then `pai bench policy`
-# in each workspace. Usage: eval/main_job_side_by_side.sh OLD_REV NEW_REV [WORKDIR]
+# in each workspace. Usage: eval/bench/main_job_side_by_side.sh OLD_REV NEW_REV [WORKDIR]
 # Times land in WORKDIR/times; logs in WORKDIR/cycle-{old,new}.log. Keep the machine otherwise idle.
 set -uo pipefail
 OLD=${1:?old rev} NEW=${2:?new rev} B=${3:-/tmp/main-job-side-by-side}
-REPO=$(cd "$(dirname "$0")/.." && pwd)
+REPO=$(cd "$(dirname "$0")/../.." && pwd)
 rm -rf "$B" && mkdir -p "$B" && ln -s "$(cd "$REPO/../shared" && pwd)" "$B/shared"
 git clone -q "$REPO" "$B/old" && git -C "$B/old" checkout -q "$OLD"
 git clone -q "$REPO" "$B/new" && git -C "$B/new" checkout -q "$NEW"

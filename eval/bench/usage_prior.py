@@ -1,6 +1,6 @@
 """`pai bench usage`: does the usage prior (maintain.usage_prior) help, and whom does it hurt?
 
-On a store holding the SciFact corpus and its train queries replayed as feedback (`pai simulate`),
+On a store holding the SciFact corpus and its train queries replayed as feedback (`pai lab simulate`),
 the weights come from that log; a held-out query whose text is in the log (SciFact repeats two test
 claims in train) is left out of the held-out set. Then, with and without the prior, at each bound:
 1. held-out (test) Recall@5, nDCG@10 and first-stage Recall@20 of hybrid search, as served;
@@ -19,6 +19,7 @@ import numpy as np
 import psycopg
 from rich.table import Table
 
+from eval.retrieval_eval import doc_ids, load_scifact
 from retrieval import usage
 from retrieval.embed import Embedder
 from retrieval.feedback import normalize_query
@@ -26,8 +27,6 @@ from retrieval.metrics import ndcg_at_k, paired_bootstrap, recall_at_k
 from retrieval.params import MaintainParams, SearchParams
 from retrieval.search import search_vector
 from retrieval.sources import resolved
-
-from .retrieval_eval import doc_ids, load_scifact
 
 
 def run(
@@ -89,10 +88,12 @@ def run(
 def _check_store(conn, corpus: str) -> None:
     (docs,) = conn.execute("SELECT count(*) FROM documents WHERE path = %s", (corpus,)).fetchone()
     if docs == 0:
-        raise ValueError(f"no SciFact documents from {corpus} in the store: run `pai simulate --dataset scifact` first")
+        raise ValueError(
+            f"no SciFact documents from {corpus} in the store: run `pai lab simulate --dataset scifact` first"
+        )
     (labelled,) = conn.execute("SELECT count(*) FROM query_candidates WHERE used IS NOT NULL").fetchone()
     if labelled == 0:
-        raise ValueError("the feedback log has no used/ignored labels: run `pai simulate --dataset scifact` first")
+        raise ValueError("the feedback log has no used/ignored labels: run `pai lab simulate --dataset scifact` first")
 
 
 def _logged(conn, queries) -> set[str]:

@@ -7,8 +7,8 @@ import sys
 import numpy as np
 import pytest
 
+from eval.bench.general_fusion import compare, echo_query, system_recalls
 from eval.evaluate import load_items
-from eval.general_fusion import compare, echo_query, system_recalls
 
 
 @pytest.fixture(scope="module")

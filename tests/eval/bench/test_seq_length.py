@@ -6,8 +6,8 @@ import sys
 
 import pytest
 
+from eval.bench.seq_length import run
 from eval.evaluate import load_items, similarity_ranking
-from eval.seq_length import run
 from retrieval.metrics import recall_at_k
 
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from cli.capture_bench import write_labelled
+from cli.bench_capture import write_labelled
 from cli.main import app
 
 REPO = Path(__file__).resolve().parents[2]
