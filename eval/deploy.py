@@ -58,6 +58,7 @@ class DeployParams:
     json_valid_tolerance: float = 0.02  # JSON-valid rate may drop by at most this
     promote: bool = True  # announce a passing challenger to the running services
     wait_s: float = 120.0  # how long to wait for running services' canaries
+    register_cpu_llm: bool = False  # the CPU profile's tiny LLM proves the code path (evaluated, never registered)
 
     def problems(self) -> list[str]:
         out = []
@@ -138,12 +139,19 @@ def gate(result: dict, p: DeployParams, system: str = "selector") -> Decision:
     return Decision(not reasons, reasons, details)
 
 
-def challengers(p: DeployParams, result: dict) -> dict[str, dict]:
-    """The evaluated challengers' version records, by eval system name."""
+def challengers(p: DeployParams, result: dict, skipped: dict | None = None) -> dict[str, dict]:
+    """The evaluated challengers' version records, by eval system name; those left out, with why, into `skipped`."""
     out = {}
     evaluated = {s for r in result.values() for s in r["systems"]}
     if "selector" in evaluated and (Path(p.export) / "selector.json").exists():
-        out["selector"] = json.loads((Path(p.export) / "selector.json").read_text())
+        record = json.loads((Path(p.export) / "selector.json").read_text())
+        if record.get("profile") == "cpu" and not p.register_cpu_llm:
+            (skipped if skipped is not None else {})["selector"] = (
+                "the CPU profile's tiny LLM: evaluated to prove the path (export, GGUF, grammar), "
+                "not registered (deploy.register_cpu_llm)"
+            )
+        else:
+            out["selector"] = record
     if "cross_encoder" in evaluated and has_model("cross_encoder", Path(p.cross_encoder)):
         out["cross_encoder"] = ce_record(Path(p.cross_encoder))
     if "ranker" in evaluated and has_model("ranker", Path(p.ranker)):
@@ -155,10 +163,11 @@ def deploy(p: DeployParams, log=print) -> dict:
     """Register every evaluated challenger; the best one that passes the gate (by mean Recall@5
     over the gated benchmarks) becomes champion, the best of the rest challenger."""
     result = json.loads(Path(p.eval).read_text())
-    records = challengers(p, result)
+    skipped: dict[str, str] = {}
+    records = challengers(p, result, skipped)
     if not records:
         raise promotion.RegistryError(f"no challenger in {p.eval} (run export/train_ce and evaluate)")
-    out: dict = {"challengers": {}}
+    out: dict = {"challengers": {}, "not_registered": skipped}
     ranked = []
     for system, record in records.items():
         decision = gate(result, p, system)
@@ -221,6 +230,8 @@ def main() -> None:
         console.print(f"[red]deploy failed:[/red] {e}", soft_wrap=True)
         raise SystemExit(1) from None
     write_atomic(Path(p.out), json.dumps(out, indent=2, default=str) + "\n")
+    for system, why in out["not_registered"].items():
+        console.print(f"deploy: {system} not registered: {why}", soft_wrap=True)
     for system, c in out["challengers"].items():
         console.print(
             f"deploy: {system} -> {c['version']} ({c['kind']}), mean recall@5 {c['mean_recall@5']}: "

@@ -84,7 +84,10 @@ def test_pai_cycle_in_a_fresh_clone(db_url, benchmark_dir, tmp_path):
         and result["pipeline"]["export"]["served_parse_rate"] == 1.0
     )
     deploy = result["pipeline"]["deploy"]
-    assert {c["kind"] for c in deploy["challengers"].values()} == {"llm", "ranker"}  # every evaluated kind registered
+    assert {c["kind"] for c in deploy["challengers"].values()} == {
+        "ranker"
+    }  # the tiny CPU LLM: evaluated, not registered
+    assert "CPU profile" in deploy["not_registered"]["selector"]
     assert json.loads((clone / "models" / "cross_encoder" / "metrics.json").read_text()) == {"enabled": False}
     assert deploy["version"] in ("pai-selector:1", "pai-selector:2") and deploy["alias"] in (
         "champion",

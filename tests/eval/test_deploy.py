@@ -2,7 +2,10 @@
 the CI above 0, and never trail the champion; out of domain: trail the best baseline by at most the
 tolerance; answer quality and JSON validity kept everywhere."""
 
-from eval.deploy import DeployParams, gate
+import json
+from dataclasses import replace
+
+from eval.deploy import DeployParams, challengers, gate
 
 P = DeployParams(in_domain="a", in_domain_guard="", out_of_domain="", margin=0.03)
 
@@ -91,3 +94,15 @@ def test_each_challenger_is_gated_by_its_own_system_name():
     assert not gate({"a": r}, P).passed
     d = gate({"a": r}, P, "ranker")
     assert d.passed and d.details["a"]["recall@5"] == 0.85
+
+
+def test_the_cpu_profiles_tiny_llm_is_evaluated_but_not_registered(tmp_path):
+    """On a CPU box the LLM is a code-path proof (loss ~12): no registry version a user must explain away."""
+    (tmp_path / "selector.json").write_text(json.dumps({"kind": "llm", "version": "v", "profile": "cpu"}))
+    result = {"scifact-test": {"systems": {"selector": {}, "similarity": {}}}}
+    p = DeployParams(export=str(tmp_path), ranker=str(tmp_path / "none"), cross_encoder=str(tmp_path / "none"))
+    skipped: dict = {}
+    assert challengers(p, result, skipped) == {} and "CPU profile" in skipped["selector"]
+    assert challengers(replace(p, register_cpu_llm=True), result)["selector"]["profile"] == "cpu"
+    (tmp_path / "selector.json").write_text(json.dumps({"kind": "llm", "version": "v", "profile": "gpu"}))
+    assert "selector" in challengers(p, result)  # the GPU profile's 14B is a real challenger
