@@ -17,7 +17,7 @@ import typer
 
 from eval import code_bench, man_bench
 from eval.bench import ce, embed, general_fusion, ingest, scrub, seq_length
-from eval.evaluate import bench_name, checked_items
+from eval.items import bench_name, checked_items
 from retrieval.db import DatabaseError
 from retrieval.embed import get_embedder
 from retrieval.params import BENCHMARK_DIR, EmbedParams, IngestParams, SearchParams, load_section

@@ -17,7 +17,9 @@ from pathlib import Path
 import numpy as np
 from rich.table import Table
 
-from eval.evaluate import EvaluateParams, bench_name, feedback_items, load_items, similarity_ranking
+from eval.evaluate import EvaluateParams
+from eval.items import bench_name, feedback_items, load_items
+from eval.systems import similarity_ranking
 from retrieval.ce_input import ce_passage
 from retrieval.embed import get_embedder
 from retrieval.learned_fusion import fuse_for

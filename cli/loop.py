@@ -21,7 +21,9 @@ from pathlib import Path
 import numpy as np
 from rich.table import Table
 
-from eval.evaluate import BASELINES, EvaluateParams, bench_name, feedback_items, load_items, run_systems
+from eval.evaluate import EvaluateParams
+from eval.items import bench_name, feedback_items, load_items
+from eval.systems import BASELINES, run_systems
 from retrieval.embed import get_embedder
 from retrieval.files import write_atomic
 from retrieval.metrics import mean_ci, paired_bootstrap, per_query

@@ -39,7 +39,7 @@ from serving.selectors import resolve
 from serving.server import build_service
 
 from . import assistant, bench, capture, jobs, lab, maintain, pipeline, promote
-from .terminal import ParamsOpt, _fail, console, progress_bar
+from .terminal import ParamsOpt, _fail, console, emit, progress_bar
 
 app = typer.Typer(
     add_completion=False,
@@ -71,15 +71,12 @@ def ingest(
         _fail(str(e))
     for err in report.errors:
         console.print(f"[yellow]skipped:[/yellow] {err}", soft_wrap=True)
-    if as_json:
-        print(json.dumps(report.as_dict(), indent=2))
-    else:
-        t = Table(title="ingest", show_header=False)
-        for k, v in report.as_dict().items():
-            if k != "errors":
-                t.add_row(k, str(v))
-        t.add_row("errors", str(len(report.errors)))
-        console.print(t)
+    t = Table(title="ingest", show_header=False)
+    for k, v in report.as_dict().items():
+        if k != "errors":
+            t.add_row(k, str(v))
+    t.add_row("errors", str(len(report.errors)))
+    emit(report.as_dict(), as_json, None, t)
     if report.errors and report.documents == 0 and report.documents_deleted == 0:
         _fail(f"nothing ingested: every input failed ({len(report.errors)} error(s) above)")
 

@@ -28,7 +28,9 @@ import numpy as np
 import yaml
 from rich.table import Table
 
-from eval.evaluate import EvaluateParams, bench_name, load_items, run_systems
+from eval.evaluate import EvaluateParams
+from eval.items import bench_name, load_items
+from eval.systems import run_systems
 from retrieval.db import connect
 from retrieval.embed import get_embedder
 from retrieval.files import write_atomic

@@ -51,13 +51,10 @@ def simulate(
         _fail(str(e))
     for err in summary.errors[:5]:
         console.print(f"[yellow]failed:[/yellow] {err}")
-    if as_json:
-        print(json.dumps(summary.as_dict(), indent=2))
-    else:
-        t = Table(title=f"replay {dataset} {split}", show_header=False)
-        for k, v in summary.as_dict().items():
-            t.add_row(k, str(v))
-        console.print(t)
+    t = Table(title=f"replay {dataset} {split}", show_header=False)
+    for k, v in summary.as_dict().items():
+        t.add_row(k, str(v))
+    emit(summary.as_dict(), as_json, None, t)
 
 
 def bench_retrieval_command(
@@ -104,10 +101,7 @@ def cycle(
             result = run_cycle(params, benchmark_dir, split, bar, replay=replay)
     except (ParamsError, DatabaseError, FileNotFoundError, RuntimeError) as e:
         _fail(str(e))
-    if as_json:
-        print(json.dumps(result, indent=2))
-    else:
-        print_cycle(result, console)
+    emit(result, as_json, None, lambda c: print_cycle(result, c))
 
 
 def eval_command(
@@ -168,10 +162,7 @@ def eval_command(
         for r in result.values():
             r["systems"] = {k: v for k, v in r["systems"].items() if k == selector}
             r["paired_bootstrap"] = {k: v for k, v in r["paired_bootstrap"].items() if k.startswith(selector + "_vs_")}
-    if as_json:
-        print(json.dumps(result, indent=2))
-    else:
-        print_eval_table(result, console)
+    emit(result, as_json, None, lambda c: print_eval_table(result, c))
 
 
 def bench_serve_command(
@@ -190,10 +181,7 @@ def bench_serve_command(
         result = bench_serve.run(params, queries, clients or [1, 4, 20], duration, notes)
     except (FileNotFoundError, RuntimeError) as e:
         _fail(str(e))
-    if as_json:
-        print(json.dumps(result, indent=2))
-    else:
-        bench_serve.print_table(result, console)
+    emit(result, as_json, None, lambda c: bench_serve.print_table(result, c))
 
 
 def bench_policy_command(
@@ -246,37 +234,21 @@ def bench_swap_command(
         r = bench_swap.run(params, queries, versions, clients, duration, swaps, log=lambda s: console.print(s))
     except (promotion.RegistryError, DatabaseError, ValueError, RuntimeError) as e:
         _fail(str(e))
-    if as_json:
-        print(json.dumps(r, indent=2))
-        return
     t = Table(title=f"hot-swap under load: {clients} clients, {duration:g} s, {r['swaps']} swaps")
-    for col in (
-        "requests",
-        "failed",
-        "after swaps",
-        "stale",
-        "swap p50 ms",
-        "swap p95 ms",
-        "query p50 ms",
-        "query p95 ms",
-    ):
+    columns = {  # header: the result's key
+        "requests": "requests",
+        "failed": "failed",
+        "after swaps": "requests_after_swaps",
+        "stale": "served_by_old_version_after_swap",
+        "swap p50 ms": "swap_ms_p50",
+        "swap p95 ms": "swap_ms_p95",
+        "query p50 ms": "query_p50_ms",
+        "query p95 ms": "query_p95_ms",
+    }
+    for col in columns:
         t.add_column(col, justify="right")
-    t.add_row(
-        *map(
-            str,
-            (
-                r["requests"],
-                r["failed"],
-                r["requests_after_swaps"],
-                r["served_by_old_version_after_swap"],
-                r["swap_ms_p50"],
-                r["swap_ms_p95"],
-                r["query_p50_ms"],
-                r["query_p95_ms"],
-            ),
-        )
-    )
-    console.print(t)
+    t.add_row(*(str(r[key]) for key in columns.values()))
+    emit(r, as_json, None, t)
 
 
 def loop_report(
@@ -322,7 +294,4 @@ def loop_report(
     except (ParamsError, FileNotFoundError, ValueError) as e:
         _fail(str(e))
     write_outputs(result, out_dir)
-    if as_json:
-        print(json.dumps(result, indent=2))
-    else:
-        print_loop(result, console)
+    emit(result, as_json, None, lambda c: print_loop(result, c))

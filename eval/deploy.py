@@ -27,8 +27,8 @@ from retrieval.params import load_section
 from serving.selectors import OLLAMA_TEMPLATE, ollama_reachable
 
 from . import promotion
-from .evaluate import BASELINES
 from .promotion import RegistryError, ce_record, folder_record, has_model
+from .systems import BASELINES
 
 GATED = ("recall@5", "answer_in_context", "json_valid")
 

@@ -5,8 +5,8 @@ intake (validate, scrub, one `captures` row, status pending) -> `process`: the g
 4. noise score (cosine to prototypes learned from past rejections, retrieval/noise.py),
 5. quality + atomic facts (an LLM extractor when one is configured, else the rule splitter),
 6. scrub, dedup/link and store each fact exactly as ingest does (`ingest_documents`), as a
-document of kind 'fact' tied to its exchange. The decision and the writes are one transaction per
-exchange, so a crash leaves it pending, to be taken up again.
+document of kind 'fact' tied to its exchange (retrieval/facts.py). The decision and the writes are one
+transaction per exchange, so a crash leaves it pending, to be taken up again.
 """
 
 from __future__ import annotations
@@ -20,15 +20,14 @@ from typing import Any, Protocol
 import numpy as np
 import psycopg
 
-from . import noise, store
+from . import noise
 from .capture_rules import extract_messages, is_procedural, parse_facts, split_facts, strip_code
 from .embed import Embedder
-from .ingest import ingest_documents
+from .facts import store_facts, supersede
 from .params import IngestParams, SearchParams
 from .scrub import scrub
-from .sources import Document, text_problem
+from .sources import text_problem
 
-FACT_PATH = "capture:"  # documents.path of every fact (no file: never walked, never deleted as "gone")
 GATES = ("prefilter", "length", "noise", "quality")
 
 
@@ -226,7 +225,7 @@ def process(
             )
             status, gate = "rejected", d.gate
         else:
-            fact_ids, duplicate_of, linked = _store_facts(conn, capture_id, d.facts, ingest, search, embedder)
+            fact_ids, duplicate_of, linked = store_facts(conn, capture_id, d.facts, ingest, search, embedder)
             supersede(conn, fact_ids, params.supersede_threshold)
             status, gate = ("stored" if fact_ids else "duplicate"), "store"
         conn.execute(
@@ -237,49 +236,6 @@ def process(
              time.perf_counter() - t0, capture_id),
         )  # fmt: skip
     return result(conn, capture_id)
-
-
-def supersede(conn, fact_ids: list[int], threshold: float) -> int:
-    """Older captured facts that a newly stored fact restates (its near link, cosine >= threshold, to a fact
-    of another exchange) are marked superseded by the new fact's document; `pai maintain` collects them.
-    Below the threshold a near fact is related, not replaced, and stays. Returns how many were marked."""
-    if not fact_ids:
-        return 0
-    return conn.execute(
-        """UPDATE documents old SET superseded_by = new.document_id
-           FROM chunks new JOIN chunks near ON near.id = new.near_chunk_id
-           JOIN documents newdoc ON newdoc.id = new.document_id
-           WHERE new.id = ANY(%s) AND old.id = near.document_id AND old.kind = 'fact'
-             AND old.capture_id IS DISTINCT FROM newdoc.capture_id AND old.superseded_by IS NULL
-             AND 1 - (new.embedding <=> near.embedding) >= %s""",
-        (fact_ids, threshold),
-    ).rowcount
-
-
-def _store_facts(conn, capture_id, facts, ingest, search, embedder) -> tuple[list[int], list[int], int]:
-    """Each fact a document of its own, through ingest (scrub, dedup >= dup_threshold skipped, near
-    ones linked); duplicates leave no document, only the id of the chunk they duplicate."""
-    docs = [Document(f"capture:{capture_id}#{i}", FACT_PATH, f, "text") for i, f in enumerate(facts, start=1)]
-    report = ingest_documents(conn, docs, ingest, search, embedder)
-    if report.errors:
-        raise RuntimeError(report.errors[0])
-    sources = [d.source for d in docs]
-    conn.execute("UPDATE documents SET kind = 'fact', capture_id = %s WHERE source = ANY(%s)", (capture_id, sources))
-    rows = conn.execute(
-        """SELECT d.id, d.source, c.id, c.near_chunk_id FROM documents d LEFT JOIN chunks c ON c.document_id = d.id
-           WHERE d.source = ANY(%s) ORDER BY d.id, c.ord""",
-        (sources,),
-    ).fetchall()
-    fact_ids = [c for _, _, c, _ in rows if c is not None]
-    linked = sum(1 for _, _, c, near in rows if c is not None and near is not None)
-    empty = {doc_id: source for doc_id, source, c, _ in rows if c is None}
-    duplicate_of = []
-    if empty:  # which stored chunk each duplicate was skipped for (ingest decided; this only looks it up)
-        text = {d.source: d.text for d in docs}
-        vectors = embedder.encode_passages([scrub(text[s]).text for s in empty.values()])  # cached by ingest
-        duplicate_of = [n.chunk_id for n in store.nearest(conn, np.array(vectors), None, search.ef_search) if n]
-        conn.execute("DELETE FROM documents WHERE id = ANY(%s)", (list(empty),))
-    return fact_ids, duplicate_of, linked
 
 
 def result(conn: psycopg.Connection, capture_id: int) -> CaptureResult | None:

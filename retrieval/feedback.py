@@ -108,12 +108,7 @@ class FeedbackError(ValueError):
 
 def cited_ranks(answer: str, n: int) -> list[int]:
     """Candidate numbers cited as `[3]` in an answer, in order of first citation, within 1..n."""
-    out: list[int] = []
-    for m in _CITATION.finditer(answer):
-        i = int(m.group(1))
-        if 1 <= i <= n and i not in out:
-            out.append(i)
-    return out
+    return list(dict.fromkeys(i for i in map(int, _CITATION.findall(answer)) if 1 <= i <= n))
 
 
 def log_query(
@@ -230,10 +225,8 @@ def record_feedback(
             raise FeedbackError(f"query {query_id}: a chunk cannot be both used and ignored")
         if used_chunk_ids is not None:
             used = [by_chunk[c] for c in used_chunk_ids]
-        elif answer is not None:
-            used = cited_ranks(answer, len(by_chunk))
-        else:
-            used = None
+        else:  # the answer's citations, when it gave one
+            used = cited_ranks(answer, len(by_chunk)) if answer is not None else None
         if used is not None:  # ignored = shown and not used; a candidate never shown gets no label (NULL)
             conn.execute(
                 "UPDATE query_candidates SET used = CASE WHEN rank = ANY(%s) THEN true"

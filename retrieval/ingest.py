@@ -1,8 +1,8 @@
 """Ingestion: files -> documents -> scrub -> chunk -> dedup -> embed -> store.
 
 A batch of documents is written in one transaction (one per document where the batch fails), so a
-failure leaves every document either as it was or fully replaced. Bad input (missing, binary, undecodable, empty, oversized) is reported as one
-line and the rest of the batch goes on.
+failure leaves every document either as it was or fully replaced. Bad input (missing, binary, undecodable,
+empty, oversized) is reported as one line and the rest of the batch goes on. Dedup: retrieval/dedup.py.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
-from itertools import groupby
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +22,7 @@ from . import store
 from .ce_input import passage_text
 from .chunking import Chunk, chunk_document
 from .db import first_line
+from .dedup import dedup
 from .embed import Embedder
 from .params import IngestParams, SearchParams
 from .scrub import scrub, scrub_text
@@ -261,7 +261,7 @@ def _write_batch(conn, todo, vectors: dict, params: IngestParams, search: Search
             len(new), -1 if new else 0
         )
         in_store = store.nearest(conn, matrix, [plans[k][2] for k, _ in new], search.ef_search)
-        skipped, near = _dedup(new, matrix, in_store, plans, params)
+        skipped, near = dedup(new, matrix, in_store, plans, params)
         writes = [
             store.DocumentWrite(
                 d.source,
@@ -283,29 +283,3 @@ def _write_batch(conn, todo, vectors: dict, params: IngestParams, search: Search
         r.documents_new += doc_id is None
         r.documents_updated += doc_id is not None
     return r
-
-
-def _dedup(new: list, matrix: np.ndarray, in_store: list, plans: list, params: IngestParams) -> tuple[set, dict]:
-    """Per new chunk (plan index k, chunk), in batch order: the nearest of the stored chunks of other documents
-    and of the chunks kept for this batch's earlier documents (unit vectors: a dot product is the cosine).
-    -> ({(k, hash)} skipped as duplicates, {k: {hash: Near | BatchNear}} linked as near)."""
-    skipped: set = set()
-    near: dict[int, dict] = {}
-    kept: list[int] = []  # rows of `matrix` kept for earlier documents of the batch
-    for k, group in groupby(range(len(new)), key=lambda j: new[j][0]):
-        rows = list(group)
-        for j in rows:
-            c, best = new[j][1], in_store[j]
-            score = best.score if best else -1.0
-            if kept:
-                sims = matrix[kept] @ matrix[j]
-                a = int(np.argmax(sims))
-                if sims[a] > score:
-                    score, (ka, ca) = float(sims[a]), new[kept[a]]
-                    best = store.BatchNear(plans[ka][0].source, ca.content_hash, score)
-            if score >= params.dup_threshold:
-                skipped.add((k, c.content_hash))
-            elif score >= params.near_threshold:
-                near.setdefault(k, {})[c.content_hash] = best
-        kept += [j for j in rows if (k, new[j][1].content_hash) not in skipped]
-    return skipped, near

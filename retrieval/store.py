@@ -28,27 +28,18 @@ class WriteCounts:
 _SOURCE_LOCKS = 0x7A1B  # first key of the per-source advisory locks (migrations use a one-key lock)
 
 
-def lock_source(conn: psycopg.Connection, source: str) -> None:
-    """Hold `source`'s lock until the transaction ends: its writers take turns, across processes."""
-    conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (_SOURCE_LOCKS, source))
-
-
 def document_hashes(conn: psycopg.Connection, sources: list[str]) -> dict[str, tuple[int, str]]:
     """source -> (document id, content hash) for the sources already stored."""
     rows = conn.execute("SELECT source, id, content_hash FROM documents WHERE source = ANY(%s)", (sources,)).fetchall()
     return {s: (i, h) for s, i, h in rows}
 
 
-def chunk_hashes(conn: psycopg.Connection, document_id: int) -> dict[str, int]:
-    rows = conn.execute("SELECT content_hash, id FROM chunks WHERE document_id = %s", (document_id,)).fetchall()
-    return dict(rows)
-
-
 def lock_sources(conn: psycopg.Connection, sources: list[str]) -> None:
-    """`lock_source` for each, in one order every writer shares (sorted), sent as one pipeline."""
+    """Hold each source's lock until the transaction ends, so its writers take turns across processes; taken in
+    one order every writer shares (sorted), sent as one pipeline."""
     with conn.pipeline():
         for source in sorted(set(sources)):
-            lock_source(conn, source)
+            conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (_SOURCE_LOCKS, source))
 
 
 def chunk_hashes_of(conn: psycopg.Connection, document_ids: list[int]) -> dict[int, dict[str, int]]:

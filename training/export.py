@@ -87,7 +87,7 @@ def modelfile(gguf_name: str, num_ctx: int) -> str:
     )
 
 
-def merge(model_dir: Path, train_cfg: dict, p: ExportParams, dest: Path):
+def merge(model_dir: Path, p: ExportParams, dest: Path):
     """Base (16-bit) + adapter merged and saved as a plain HF checkpoint in `dest`; returns (model, tokenizer)."""
     import torch
     from peft import PeftModel
@@ -223,32 +223,26 @@ def export(p: ExportParams, data_dir: Path, log=print) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     gguf = out / "selector.gguf"
     with tempfile.TemporaryDirectory(dir=out) as tmp:
+        merged, f16, staged = Path(tmp) / "merged", Path(tmp) / "f16.gguf", Path(tmp) / "selector.gguf"
         t0 = time.perf_counter()
         log(f"export: merging {model_dir / 'adapter'} into its 16-bit base")
-        model, tok = merge(model_dir, cfg, p, Path(tmp) / "merged")
+        model, tok = merge(model_dir, p, merged)
         t_merge = time.perf_counter() - t0
         log("export: converting to GGUF f16 (llama.cpp convert_hf_to_gguf.py)")
-        convert(Path(tmp) / "merged", Path(tmp) / "f16.gguf", pai_home() / "cache")
+        convert(merged, f16, pai_home() / "cache")
         t_convert = time.perf_counter() - t0 - t_merge
-        quantize(Path(tmp) / "f16.gguf", Path(tmp) / "selector.gguf", p.quant)
-        f16_bytes = (Path(tmp) / "f16.gguf").stat().st_size
+        quantize(f16, staged, p.quant)
+        f16_bytes = f16.stat().st_size
         t_quant = time.perf_counter() - t0 - t_merge - t_convert
         log(f"export: quantized to {p.quant}; parity on {p.parity_prompts} validation prompts")
-        checks = parity(
-            model,
-            tok,
-            Path(tmp) / "selector.gguf",
-            val_prompts(data_dir, p.parity_prompts),
-            p.parity_tokens,
-            num_ctx,
-            int(cfg["chunk_tokens"]),
-        )
+        prompts = val_prompts(data_dir, p.parity_prompts)
+        checks = parity(model, tok, staged, prompts, p.parity_tokens, num_ctx, int(cfg["chunk_tokens"]))
         if checks["pick_agreement"] < p.parity_min:
             raise ExportError(
                 f"parity: GGUF ({p.quant}) and HF pick the same candidates on {checks['pick_agreement']:.0%} "
                 f"of {checks['prompts']} prompts, under export.parity_min {p.parity_min:.0%}; try quant q8_0"
             )
-        os.replace(Path(tmp) / "selector.gguf", gguf)  # only a GGUF that passed parity lands in out/
+        os.replace(staged, gguf)  # only a GGUF that passed parity lands in out/
     sha = files_sha256(gguf)
     write_atomic(out / "Modelfile", modelfile(gguf.name, num_ctx))
     record = {

@@ -18,6 +18,8 @@ adds what the feedback teaches, so its first ranking is the baseline's and train
    fusion, the general fusion and the gated ranker, side by side; the gated ranker is what is served.
 6. write: `adapter.npy`, `queries.npy` (the gate's train query vectors), `ranker_config.json` (input
    format, base model, weights, gate, val figures, dataset hash, MLflow run id), `metrics.json`.
+
+The fits of steps 2 to 4 live in `ranker_fit.py`.
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ from retrieval.tracking import git_commit, use_mlflow
 
 from .build import BuildParams
 from .ce_data import ips_recall, mean_recall, rankings
+from .ranker_fit import fit_adapter, fit_gate, fit_weights
 
 ADAPTER_FILE, QUERIES_FILE = "adapter.npy", "queries.npy"
 CONFIG_FILE, METRICS_FILE = "ranker_config.json", "metrics.json"
@@ -118,86 +121,6 @@ def embed_groups(groups_by_split: dict[str, list[dict]], progress=None) -> None:
         g["q"], g["P"] = vecs[g["query"]], np.stack([vecs[t] for t in g["texts"]])
 
 
-def _padded(groups: list[dict]):
-    import torch
-
-    n = max(len(g["texts"]) for g in groups)
-    mask = torch.zeros(len(groups), n, dtype=torch.bool)
-    target = torch.zeros(len(groups), n)
-    for i, g in enumerate(groups):
-        mask[i, : len(g["texts"])] = True
-        w = g.get("weights") or [1.0] * len(g["texts"])  # inverse propensities: 1 for a judge's labels
-        target[i, g["used"]] = torch.tensor([w[j] for j in g["used"]]) / len(g["used"])
-    return n, mask, target
-
-
-def _listwise_loss(scores, mask, target):
-    import torch
-
-    z = scores.masked_fill(~mask, float("-inf"))
-    return -(torch.log_softmax(z, dim=1).masked_fill(~mask, 0.0) * target).sum(1).mean()
-
-
-def fit_adapter(groups: list[dict], p: RankerParams) -> np.ndarray:
-    """W of the query adapter: a listwise softmax over each train query's candidates, W pulled toward 0."""
-    import torch
-
-    torch.manual_seed(p.seed)
-    d = groups[0]["q"].shape[0]
-    n, mask, target = _padded(groups)
-    q = torch.tensor(np.stack([g["q"] for g in groups]))
-    cands = torch.zeros(len(groups), n, d)
-    for i, g in enumerate(groups):
-        cands[i, : len(g["texts"])] = torch.tensor(g["P"])
-    w = torch.zeros(d, d, requires_grad=True)
-    opt = torch.optim.Adam([w], lr=p.adapter_lr)
-    for _ in range(p.adapter_steps):
-        opt.zero_grad()
-        qa = q + q @ w
-        qa = qa / qa.norm(dim=1, keepdim=True)
-        loss = (
-            _listwise_loss(torch.einsum("bd,bnd->bn", qa, cands) / p.temperature, mask, target)
-            + p.adapter_l2 * (w**2).sum()
-        )
-        loss.backward()
-        opt.step()
-    return w.detach().numpy().astype(np.float32)
-
-
-def fit_weights(
-    feats: list[dict[str, np.ndarray]], groups: list[dict], l2: float, names: tuple[str, ...] = FEATURES
-) -> dict[str, float]:
-    """The fusion weights of `ranker_scores` for the features `names` (the rest weigh 0), fitted listwise on
-    (calibration) queries."""
-    import torch
-
-    n, mask, target = _padded(groups)
-    x = torch.zeros(len(groups), n, len(names))
-    for i, f in enumerate(feats):
-        for j, name in enumerate(names):
-            x[i, : len(f[name]), j] = torch.tensor(f[name], dtype=torch.float32)
-    w = torch.zeros(len(names), requires_grad=True)
-    opt = torch.optim.LBFGS([w], max_iter=300, line_search_fn="strong_wolfe")
-
-    def closure():
-        opt.zero_grad()
-        loss = _listwise_loss(x @ w, mask, target) + l2 * (w**2).sum()
-        loss.backward()
-        return loss
-
-    opt.step(closure)
-    fitted = dict(zip(names, (round(float(v), 6) for v in w.detach())))
-    return {name: fitted.get(name, 0.0) for name in FEATURES}
-
-
-def fit_gate(train_vecs: np.ndarray, fusion_groups: list[dict], on_train: bool, p: RankerParams) -> dict:
-    """The domain gate's ramp from the affinities of the queries the fusion was fitted on (in-domain queries;
-    when they are the train queries themselves, each one's own copy is left out)."""
-    aff = [domain_affinity(g["q"], train_vecs, p.domain_k, exclude_self=on_train) for g in fusion_groups]
-    hi = round(float(np.quantile(aff, p.domain_quantile)), 4)
-    return {"k": p.domain_k, "lo": round(hi - p.domain_ramp, 4), "hi": hi}
-
-
 def train(p: RankerParams, val_fraction: float, progress=None) -> tuple[np.ndarray, np.ndarray, dict, dict]:
     """(adapter W, the gate's train query vectors, config record, metrics) from the feedback log."""
     t0 = time.perf_counter()
@@ -217,7 +140,14 @@ def train(p: RankerParams, val_fraction: float, progress=None) -> tuple[np.ndarr
 
     # 1. embed  2. adapter on train  3. fusion weights on calibration
     embed_groups(groups, progress)
-    w = fit_adapter(groups["train"], p)
+    w = fit_adapter(
+        groups["train"],
+        l2=p.adapter_l2,
+        steps=p.adapter_steps,
+        lr=p.adapter_lr,
+        temperature=p.temperature,
+        seed=p.seed,
+    )
     feats = {
         s: [
             features(
@@ -238,7 +168,14 @@ def train(p: RankerParams, val_fraction: float, progress=None) -> tuple[np.ndarr
 
     # 4. the domain gate, fitted on the in-domain queries the fusion saw
     train_vecs = np.stack([g["q"] for g in groups["train"]]).astype(np.float32)
-    gate = fit_gate(train_vecs, groups[fusion_split], fusion_split == "train", p)
+    gate = fit_gate(
+        train_vecs,
+        groups[fusion_split],
+        fusion_split == "train",
+        k=p.domain_k,
+        quantile=p.domain_quantile,
+        ramp=p.domain_ramp,
+    )
     general = {name: 0.0 for name in FEATURES} | {"similarity": 1.0, "bm25": p.general_bm25}
 
     # 5. val, side by side

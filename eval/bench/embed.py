@@ -14,7 +14,7 @@ import time
 
 import numpy as np
 
-from eval.evaluate import passage_texts
+from eval.systems import passage_texts
 from retrieval.ce_input import passage_text
 from retrieval.embed import Embedder
 from retrieval.metrics import paired_bootstrap, recall_at_k

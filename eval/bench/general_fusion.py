@@ -22,7 +22,7 @@ from functools import partial
 
 import numpy as np
 
-from eval.evaluate import bm25_ranking, similarity_ranking
+from eval.systems import bm25_ranking, similarity_ranking
 from retrieval.ce_input import ce_passage
 from retrieval.embed import Embedder
 from retrieval.lexical import bm25_raw, floored
@@ -117,7 +117,7 @@ def run(
     plains: tuple[float, ...] = (),
     name_ramp: float = 0.2,
 ) -> dict:
-    """`benchmarks`: name -> items (`evaluate.checked_items`)."""
+    """`benchmarks`: name -> items (`eval.items.checked_items`)."""
     result = {}
     for name, items in benchmarks.items():
         progress = None

@@ -13,8 +13,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from retrieval import scrub as scrubber
-from retrieval.scrub import scrub
+from retrieval.scrub import rule_sets, scrub
 
 SKIP = {".venv", ".git", "tests", "__pycache__", ".pai", ".dvc"}
 
@@ -66,7 +65,7 @@ def measure(corpus: Path, repo: Path) -> dict:
 
 # Placeholders as documentation writes them (tests/data/placeholders.txt, one per line): redacting one costs a
 # reader little, missing a real key costs a lot.
-PLACEHOLDERS_FILE = Path(__file__).resolve().parents[1] / "tests" / "data" / "placeholders.txt"
+PLACEHOLDERS_FILE = Path(__file__).resolve().parents[2] / "tests" / "data" / "placeholders.txt"
 PLACEHOLDER_FORMS = ("API_TOKEN={v}", 'password: "{v}"', "export SECRET_KEY={v}", "The token is {v}.")
 
 
@@ -78,12 +77,12 @@ def providers(corpus: Path) -> dict:
         return [it for it in items if it["secret"] in scrub(it["text"]).text]
 
     with_rules = missed()
-    cached = scrubber._rule_set_scanner
-    scrubber._rule_set_scanner = lambda: None
+    cached = rule_sets.rule_set_scanner
+    rule_sets.rule_set_scanner = lambda: None
     try:
         without = missed()
     finally:
-        scrubber._rule_set_scanner = cached
+        rule_sets.rule_set_scanner = cached
     by_syntax: dict[str, list[int]] = {}
     for it in items:
         hit = it not in with_rules

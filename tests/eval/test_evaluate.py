@@ -5,7 +5,8 @@ import random
 
 import pytest
 
-from eval.evaluate import run_systems, score
+from eval.scoring import score
+from eval.systems import run_systems
 
 
 def items(n=60):
@@ -91,7 +92,7 @@ def test_garbage_selector_falls_back_and_is_counted(embedder):
 
 
 def test_scifact_benchmark_items_mark_chunks_of_relevant_abstracts():
-    from eval.evaluate import bench_name
+    from eval.items import bench_name
     from eval.scifact_bench import items_from_search
     from retrieval.search import Candidate
 
@@ -125,7 +126,7 @@ def test_held_out_feedback_is_scored_naively_and_by_inverse_propensity(tmp_path)
     """Served top 5 = ranks 1-5 (P(shown) 0.95); exploration put rank 12 into the context (P 0.01) and the consumer
     cited it and rank 1. The naive figure counts the explored chunk as one label of two; the unbiased one as
     the 20 (1 / clip) chunks like it the policy hid, so an order that leaves it below the cut scores ~0.05."""
-    from eval.evaluate import feedback_items
+    from eval.items import feedback_items
     from retrieval.selection import Pick
 
     def cand(rank, used, shown, p):

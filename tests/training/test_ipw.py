@@ -5,7 +5,7 @@ import pytest
 from retrieval.feedback import ipw
 from retrieval.metrics import recall_at_k, weighted_recall_at_k
 from training.ce_data import ips_recall, mean_recall, rankings
-from training.train_ranker import _padded
+from training.ranker_fit import _padded
 
 
 def record(query, cands):

@@ -11,7 +11,8 @@ from retrieval.learned_fusion import fuse_scores
 from retrieval.lexical import lexical_scores
 from retrieval.metrics import recall_at_k
 from training.ce_data import build_pairs, fit_fusion, fused_recall, mean_recall, rankings, split_of3
-from training.train_ce import CrossEncoderParams, fit_head, main, train
+from training.ce_model import fit_head
+from training.train_ce import CrossEncoderParams, main, train
 
 
 def record(qid, query, cands, threshold=0.2):

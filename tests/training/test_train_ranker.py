@@ -13,7 +13,8 @@ from retrieval.selection import PromptCandidate, parse_selection
 from serving.ranker import RankerSelector
 from serving.selectors import resolve
 from training import train_ranker
-from training.train_ranker import RankerParams, fit_adapter, train
+from training.ranker_fit import fit_adapter
+from training.train_ranker import RankerParams, train
 
 
 def feedback_from_hotpotqa(path, n):
@@ -117,7 +118,7 @@ def test_queries_unlike_the_feedback_get_the_general_weights(trained, benchmark_
 
 def test_no_steps_no_adapter():
     g = [{"q": np.eye(4, dtype=np.float32)[0], "P": np.eye(4, dtype=np.float32), "texts": list("abcd"), "used": [2]}]
-    assert not fit_adapter(g, RankerParams(adapter_steps=0)).any()
+    assert not fit_adapter(g, l2=0.1, steps=0, lr=0.01, temperature=0.05, seed=13).any()
 
 
 def test_the_written_folder_is_served_as_trained(trained, monkeypatch):

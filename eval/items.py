@@ -1,0 +1,78 @@
+"""Benchmark items (contract 5) for the evaluation: a file of them read and checked, and the held-out
+feedback split as items (relevant = used, each weighed by its inverse propensity)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from retrieval.feedback import ipw, shown_candidates, split_of
+
+
+def bench_name(path: str) -> str:
+    """ "hotpotqa/test" for ../shared/benchmark/hotpotqa/test.jsonl; "scifact-test" for data/benchmarks/scifact-test.jsonl."""
+    p = Path(path)
+    return p.stem if p.parent.name == "benchmarks" else f"{p.parent.name}/{p.stem}"
+
+
+def load_items(path: Path, limit: int) -> list[dict]:
+    items = []
+    for line in open(path, encoding="utf-8"):
+        if line.strip():
+            items.append(json.loads(line))
+            if limit and len(items) >= limit:
+                break
+    return items
+
+
+def checked_items(path: Path, max_queries: int = 0) -> list[dict]:
+    """A contract-5 file's items, each with a query, its candidates (id, text) and relevant ids, else a ValueError."""
+    if not path.is_file():
+        raise ValueError(f"{path}: not found")
+    items = load_items(path, max_queries)
+    for n, it in enumerate(items, 1):
+        if not isinstance(it, dict):
+            raise ValueError(f"{path}: item {n}: not a JSON object")
+        cands = it.get("candidates")
+        ok = isinstance(it.get("query"), str) and isinstance(it.get("relevant_ids"), list) and isinstance(cands, list)
+        if not ok or not all(isinstance(c, dict) and "id" in c and isinstance(c.get("text"), str) for c in cands):
+            raise ValueError(f"{path}: item {n}: needs query, candidates [{{id, text}}] and relevant_ids")
+    return items
+
+
+def feedback_items(feedback_dir: Path, val_fraction: float, limit: int, ipw_clip: float = 1.0) -> list[dict]:
+    """Held-out feedback queries as contract-5 items: the candidates the selector was shown, relevant = used,
+    each used one with its inverse-propensity weight in `relevant_weights` (`retrieval.feedback.ipw`)."""
+    items = []
+    path = feedback_dir / "feedback.jsonl"
+    if not path.exists():
+        return items
+    for line in open(path, encoding="utf-8"):
+        rec = json.loads(line)
+        shown = shown_candidates(rec)
+        used = [str(c["chunk_id"]) for c in shown if c["used"]]
+        if split_of(rec["query"], val_fraction) != "val" or not used or any(c["text"] is None for c in shown):
+            continue
+        weights = {str(c["chunk_id"]): ipw(c, ipw_clip) for c in shown if c["used"]}
+        items.append(
+            {
+                "qid": str(rec["query_id"]),
+                "query": rec["query"],
+                "relevant_ids": used,
+                "relevant_weights": weights,
+                "answers": [],
+                "candidates": [
+                    {
+                        "id": str(c["chunk_id"]),
+                        "title": c["heading"],
+                        "parent_heading": c.get("parent_heading"),  # pulled before it: None
+                        "text": c["text"],
+                        "source": c["source"],
+                    }
+                    for c in shown
+                ],
+            }
+        )
+        if limit and len(items) >= limit:
+            break
+    return items

@@ -1,0 +1,116 @@
+"""The systems the evaluation compares, run on the same items: `similarity` (MiniLM cosine order), `bm25`
+(BM25 as bm25s scores it, over the query's candidates), `hybrid` (their reciprocal-rank fusion), and the
+selectors (the challengers and the champion) run exactly as served, through the same contract: unparsable
+output falls back to similarity and is counted, a pick is topped up to the context's floor."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+from retrieval.ce_input import passage_text
+from retrieval.embed import Embedder
+from retrieval.lexical import lexical_scores
+from retrieval.search import rrf
+from retrieval.selection import Pick, PromptCandidate, choose, top_up
+from serving.selectors import ChatSelector
+
+BASELINES = ("similarity", "bm25", "hybrid")
+
+
+def similarity_ranking(embedder: Embedder, item: dict) -> list[str]:
+    cands = item["candidates"]
+    q = embedder.encode([item["query"]])[0]
+    vecs = embedder.encode_passages([passage_text(c.get("title"), c["text"], c.get("parent_heading")) for c in cands])
+    order = np.argsort(-(vecs @ q), kind="stable")
+    return [cands[i]["id"] for i in order]
+
+
+def passage_texts(items: list[dict]) -> list[str]:
+    """The distinct candidate passages of a benchmark, as the systems embed them, shortest first."""
+    return sorted(
+        {passage_text(c.get("title"), c["text"], c.get("parent_heading")) for it in items for c in it["candidates"]},
+        key=len,
+    )
+
+
+def prefill_vectors(embedder: Embedder, texts: list[str], advance=None, step: int = 256) -> None:
+    """Embed passages once, up front, into the vector cache every system reads, in full batches of similar
+    length (a query's own 10-20 passages padded to their longest embed slower; a fresh machine embeds
+    HotpotQA's 5,000 paragraphs here). `advance()` once per passage."""
+    for i in range(0, len(texts), step):
+        batch = texts[i : i + step]
+        embedder.encode_passages(batch)
+        if advance:
+            for _ in batch:
+                advance()
+
+
+def bm25_ranking(item: dict) -> list[str]:
+    """The candidates by BM25 of the query (`retrieval.lexical.lexical_scores`: bm25s's scores)."""
+    cands = item["candidates"]
+    scores = lexical_scores(item["query"], [f"{c.get('title') or ''} {c['text']}" for c in cands])
+    return [cands[i]["id"] for i in np.argsort(-np.asarray(scores), kind="stable")]
+
+
+def selector_pick(selector, item: dict, sim_order: list[str], k: int, floor: int = 0) -> Pick:
+    """The selector sees the candidates in similarity order (as retrieval hands them over); its pick is
+    topped up to `floor` from that order, as the service does (`retrieval.selection.top_up`)."""
+    by_id = {c["id"]: c for c in item["candidates"]}
+    shown = [by_id[i] for i in sim_order]
+    cands = [
+        PromptCandidate(
+            c.get("source") or c.get("title") or c["id"], c.get("title"), c["text"], c.get("parent_heading")
+        )
+        for c in shown
+    ]
+    t0 = time.perf_counter()
+    sel, _ = choose(lambda: selector.answer(item["query"], cands, k), len(shown), k)  # the service's path
+    full = top_up(sel.selected, len(shown), floor)
+    return Pick(
+        tuple(shown[i - 1]["id"] for i in full),
+        sel.status,
+        time.perf_counter() - t0,
+        topped_up=len(full) - len(sel.selected),
+    )
+
+
+def run_systems(
+    items: list[dict],
+    embedder: Embedder,
+    k: int,
+    selector=None,
+    progress: Callable[[], None] = lambda: None,
+    champion=None,
+    others: dict | None = None,
+    llm_max_queries: int = 0,
+    floor: int = 0,
+) -> dict[str, dict]:
+    """Every system's picks per query; `selector` and `others` (name -> selector) are challengers. An LLM
+    (a `ChatSelector`, ~1 s a query on CPU) answers the first `llm_max_queries` queries only (0 = all)."""
+    models = {
+        name: sel
+        for name, sel in (("selector", selector), *(others or {}).items(), ("champion", champion))
+        if sel is not None
+    }
+    if isinstance(champion, str):  # the champion is one of the challengers: same picks, not run twice
+        del models["champion"]
+    picks: dict[str, dict[str, Pick]] = {s: {} for s in (*BASELINES, *models)}
+    for n, item in enumerate(items):
+        q = item["qid"]
+        t0 = time.perf_counter()
+        sim = similarity_ranking(embedder, item)
+        picks["similarity"][q] = Pick(tuple(sim[:k]), seconds=time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        bm = bm25_ranking(item)
+        picks["bm25"][q] = Pick(tuple(bm[:k]), seconds=time.perf_counter() - t0)
+        picks["hybrid"][q] = Pick(tuple(rrf([sim, bm], 60)[:k]))
+        for name, sel in models.items():
+            if not isinstance(sel, ChatSelector) or not llm_max_queries or n < llm_max_queries:
+                picks[name][q] = selector_pick(sel, item, sim, k, floor)
+        if isinstance(champion, str) and q in picks[champion]:
+            picks.setdefault("champion", {})[q] = picks[champion][q]
+        progress()
+    return picks

@@ -1,0 +1,66 @@
+"""Secret scrubbing before anything is stored: each secret becomes `[REDACTED:KIND]`.
+
+Three layers: our own patterns for the classes we must never miss (`patterns`: tested one by one; a name is
+judged by `names`, a value by `values`), the maintained rule sets (`rule_sets`: kingfisher's provider rules,
+detect-secrets' provider plugins), then context rules over prose (`context`: "password is X", a token beside
+a key id). Replacements keep the number of lines, so chunk line ranges still point into the original file.
+`version()` names the rules that scrubbed a text; `pai bench scrub` measures recall and the false positives.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+from .context import after_secret_words, beside_key_ids
+from .names import secret_kind
+from .patterns import PATTERNS, apply_pattern
+from .rule_sets import detect_secrets_pass, rule_set_pass
+
+__all__ = ["ScrubResult", "scrub", "scrub_text", "secret_kind", "version"]
+
+# the rules this process loaded: every module of this package (a rule lives in any of them), as imported
+_RULES_DIGEST = hashlib.sha256(
+    b"".join(p.read_bytes() for p in sorted(Path(__file__).parent.glob("*.py")))
+).hexdigest()[:12]
+
+
+@lru_cache(maxsize=1)
+def version() -> str:
+    """What scrubbed a text: this package's rules (a digest of its modules' source, as imported) and the rule sets it runs.
+    Stored with every document; a document scrubbed under another version is re-scrubbed by `pai maintain`."""
+    from importlib import metadata
+
+    parts = [f"rules-{_RULES_DIGEST}"]
+    for dist in ("kingfisher-secret-scanner", "detect-secrets"):
+        try:
+            parts.append(f"{dist}-{metadata.version(dist)}")
+        except metadata.PackageNotFoundError:
+            parts.append(f"{dist}-none")
+    return "+".join(parts)
+
+
+@dataclass
+class ScrubResult:
+    text: str
+    counts: Counter = field(default_factory=Counter)  # kind -> number of secrets redacted
+
+
+def scrub(text: str) -> ScrubResult:
+    """Replace every secret found in `text` with `[REDACTED:KIND]`, keeping line count."""
+    counts: Counter = Counter()
+    for p in PATTERNS:
+        text = apply_pattern(p, text, counts)
+    text = rule_set_pass(text, counts)
+    text = detect_secrets_pass(text, counts)
+    text = beside_key_ids(text, counts)
+    text = after_secret_words(text, counts)
+    return ScrubResult(text, counts)
+
+
+def scrub_text(text: str | None) -> str | None:
+    """`scrub(text).text`, passing None through (optional fields: titles, answers, corrections)."""
+    return None if text is None else scrub(text).text

@@ -1,0 +1,108 @@
+"""Context rules over prose: a credential-like word after "password is", "client secret", "deploy token ...",
+and a high-entropy token beside a key id (an AWS access key's secret, a Twilio key's auth token). A bare hex
+hash is kept unless a secret-ish word or a key id stands next to it."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+from .names import secret_kind
+from .values import REDACTED, credential_like
+
+_SECRET_WORD = re.compile(  # secret-ish words in prose: "password is X", "client secret X", "deploy token ... X"
+    r"(?i)(?<![\w-])(?:pass(?:word|wd|phrase|code)|pwd|secret(?:\s+(?:key|access\s+key))?|(?:api|access|private)\s+key"
+    r"|tokens?|credentials?|keys?(?=\s+(?:for|of|in|on)\b))(?=[\s:=])"
+)
+_PUNCT = "\"'`.,;:!?)(<>[]{}="
+_CONNECTORS = {
+    "is",
+    "was",
+    "are",
+    "were",
+    "be",
+    "=",
+    ":",
+    "to",
+    "set",
+    "of",
+    "for",
+    "the",
+    "our",
+    "my",
+    "your",
+    "its",
+    "this",
+    "that",
+    "it's",
+    "here",
+    "now",
+    "reads",
+    "equals",
+    "-",
+    "->",
+    "=>",
+    "now:",
+}
+# a secret standing beside a key id: (marker of the id, the secret's shape, its kind)
+_BESIDE_KEY_ID = (
+    (
+        "[REDACTED:AWS_ACCESS_KEY]",
+        re.compile(r"(?<![A-Za-z0-9/+])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])"),
+        "AWS_SECRET_KEY",
+    ),
+    ("[REDACTED:TWILIO_API_KEY]", re.compile(r"(?<![0-9A-Za-z])[0-9a-fA-F]{32}(?![0-9A-Za-z])"), "TWILIO_AUTH_TOKEN"),
+)
+_KEY_ID_WINDOW = 200  # characters either side of a key id searched for its secret
+
+
+def after_secret_words(text: str, counts: Counter) -> str:
+    """`password is X`, `client secret X`, `the deploy token for prod is X`: the first credential-like
+    word right after a secret-ish word (past connectors such as "is", ":"), or a high-entropy token
+    a few words further on the same line."""
+    if not _SECRET_WORD.search(text):
+        return text
+    out, pos = [], 0
+    for m in _SECRET_WORD.finditer(text):
+        if m.start() < pos:
+            continue
+        line_end = text.find("\n", m.end())
+        rest = text[m.end() : line_end if line_end >= 0 else len(text)]
+        gap = 0  # words between the secret-ish word and the value, connectors aside
+        for i, w in enumerate(re.finditer(r"\S+", rest)):
+            raw = w.group(0)
+            word = raw.strip(_PUNCT)
+            if i >= 6 or REDACTED.search(raw):
+                break
+            if not word or word.lower() in _CONNECTORS:
+                continue
+            if credential_like(word, strict=gap > 0):
+                start = m.end() + w.start() + raw.find(word)
+                kind = secret_kind(m.group(0).replace(" ", "_")) or "SECRET"
+                out.append(text[pos:start] + f"[REDACTED:{kind}]")
+                counts[kind] += 1
+                pos = start + len(word)
+                break
+            gap += 1
+            if raw.endswith((".", "!", "?")):  # the sentence ends
+                break
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def beside_key_ids(text: str, counts: Counter) -> str:
+    """A secret next to its key id in prose: "the key AKIA... with secret <40 chars>"."""
+    for marker, shape, kind in _BESIDE_KEY_ID:
+        ids = [m.start() for m in re.finditer(re.escape(marker), text)]
+        if not ids:
+            continue
+
+        def repl(m: re.Match[str], ids=ids, marker=marker, kind=kind) -> str:
+            near = any(i - _KEY_ID_WINDOW <= m.start() <= i + len(marker) + _KEY_ID_WINDOW for i in ids)
+            if not near or m.group(0).isalpha() or m.group(0).isdigit():
+                return m.group(0)
+            counts[kind] += 1
+            return f"[REDACTED:{kind}]"
+
+        text = shape.sub(repl, text)
+    return text

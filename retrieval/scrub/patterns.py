@@ -1,0 +1,180 @@
+"""Our own patterns, for the classes we must never miss (tested one by one): private and SSH keys, cloud and
+provider tokens, passwords in URLs and command lines, and a value assigned to a secret-ish name (or a
+provider-style `prefix_` token assigned to any name), in assignments, call arguments and config entries."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from .names import secret_kind
+from .values import CODE_VALUE, PREFIXED_TOKEN, credential_like, entropy, marker, random_part
+
+# Values that look like a credential rather than a word: quoted (any 4+ chars), or unquoted with a
+# digit or symbol in them, or long. Prose such as "token: a unit of text" must survive.
+_VALUE = r"""(?:"(?P<dq>[^"\n]{4,})"|'(?P<sq>[^'\n]{4,})'|(?P<bare>(?=[^\s,;]*[\d_/+=$!@#%^&*.-])[^\s"',;]{6,}|[^\s"',;]{20,}))"""
+# `name = value`, `name: value`, `"name": "value"`, `name => value`, `--name=value`: the name is
+# judged by its words (secret_kind), so `DB_PASS`, `MYSQL_PWD` and `private_key_id` count and
+# `tokenizer`, `max_tokens` or `password_file` do not.
+_ASSIGNMENT = r"""(?<![\w.])(?P<key>[A-Za-z_][\w.-]{0,80}?)["']?\]?[ \t]*(?::=|=>|\?=|\.=|\+=|=|:)[ \t]*"""
+
+
+@dataclass(frozen=True)
+class Pattern:
+    kind: str
+    regex: re.Pattern[str]
+    group: str | int = 0  # the part that is the secret (the rest stays readable)
+    judge: Callable[[re.Match[str]], str | None] | None = None  # the kind for this match, None to leave it
+
+
+def _judge_assignment(m: re.Match[str]) -> str | None:
+    value = next(m.group(g) for g in ("dq", "sq", "bare") if m.group(g) is not None)
+    if CODE_VALUE.match(value.rstrip(")]}")) or value.lower() in ("none", "null", "true", "false"):
+        return None
+    kind = secret_kind(m.group("key"))
+    if kind is None and PREFIXED_TOKEN.fullmatch(value) and entropy(value) >= 3.5:
+        return "TOKEN"  # a provider-style token under a name that says nothing: GITLAB_TRIGGER = "glptt-…"
+    if kind not in (None, "PASSWORD") and value.count(" ") >= 3:  # a message about the token, not a token
+        return None
+    return kind
+
+
+def _judge_argument(m: re.Match[str]) -> str | None:
+    """A name and value passed together ("API_TOKEN", "...") count when the value reads as a credential: a
+    list of words ({"password", "passwd"}) is not an assignment."""
+    value = next(m.group(g) for g in ("dq", "sq", "bare") if m.group(g) is not None)
+    if not credential_like(value, strict=False):
+        return None
+    return _judge_assignment(m)
+
+
+def _not_code(m: re.Match[str], kind: str) -> str | None:
+    return None if CODE_VALUE.match(m.group("value")) else kind
+
+
+PATTERNS: tuple[Pattern, ...] = (
+    Pattern(
+        "PRIVATE_KEY",
+        re.compile(
+            r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
+        ),
+    ),
+    Pattern(
+        "PRIVATE_KEY",
+        re.compile(  # a key pasted without its END line: the base64 body that follows
+            r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----(?:\n[ \t]*(?:[A-Za-z0-9+/=]{16,}|[\w-]+: .*)[ \t]*)*"
+        ),
+    ),
+    Pattern("SSH_KEY", re.compile(r"\b(?:ssh-(?:rsa|dss|ed25519)|ecdsa-sha2-nistp\d+) AAAA[0-9A-Za-z+/]{40,}={0,3}")),
+    Pattern("AWS_ACCESS_KEY", re.compile(r"\b(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA)[0-9A-Z]{16}\b")),
+    Pattern(
+        "AWS_SECRET_KEY",
+        re.compile(
+            r"(?i)aws.{0,20}?(?:secret|private).{0,20}?['\"]?\s*(?::|=|:=|=>)\s*['\"]?(?P<value>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])"
+        ),
+        "value",
+    ),
+    Pattern("GITHUB_TOKEN", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b")),
+    Pattern("GITLAB_TOKEN", re.compile(r"\bglpat-[A-Za-z0-9_-]{20,}")),
+    Pattern(
+        "SLACK_TOKEN",
+        re.compile(
+            r"\bxox[abposre]-[A-Za-z0-9-]{10,}|(?:https://|\b)hooks\.slack\.com/services/T[A-Za-z0-9]+/B[A-Za-z0-9]+/[A-Za-z0-9]+"
+        ),
+    ),
+    Pattern(  # a webhook URL holds its secret in the path (Discord, Teams, Zapier, ...): the path goes
+        "WEBHOOK_URL",
+        re.compile(r"(?i)\bhttps?://[\w.-]+/(?P<value>[^\s\"'<>]*webhook[^\s\"'<>]*)"),
+        "value",
+        lambda m: "WEBHOOK_URL" if any(random_part(p) for p in re.split(r"[/@?&=]", m.group("value"))) else None,
+    ),
+    Pattern("STRIPE_KEY", re.compile(r"\b(?:sk|rk|pk|whsec)_(?:live|test)_[A-Za-z0-9]{16,}\b")),
+    Pattern("GOOGLE_API_KEY", re.compile(r"\bAIza[0-9A-Za-z_-]{35}\b")),
+    Pattern("LLM_API_KEY", re.compile(r"\bsk-(?:ant-|proj-)?[A-Za-z0-9_-]{32,}")),
+    Pattern("HF_TOKEN", re.compile(r"\bhf_[A-Za-z0-9]{30,}\b")),
+    Pattern("JWT", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}")),
+    Pattern("BEARER_TOKEN", re.compile(r"(?i)\bbearer\s+(?P<value>[A-Za-z0-9._~+/-]{16,}=*)"), "value"),
+    Pattern("BASIC_AUTH", re.compile(r"(?i)\bauthorization:?\s*basic\s+(?P<value>[A-Za-z0-9+/]{8,}={0,2})"), "value"),
+    Pattern(
+        "DB_PASSWORD",
+        re.compile(
+            r"(?i)\b(?:postgres(?:ql)?|mysql|mariadb|mongodb(?:\+srv)?|rediss?|amqps?|mssql|sqlserver|oracle|cockroachdb)"
+            r"(?:\+\w+)?://[^\s:/@]*:(?P<value>[^\s@/]+)@"
+        ),
+        "value",
+        lambda m: _not_code(m, "DB_PASSWORD"),
+    ),
+    Pattern(
+        "URL_PASSWORD",
+        re.compile(  # user:password@ in any other URL (the user may be empty, as redis has it)
+            r"\b[a-z][a-z0-9+.-]*://[^\s:/@\[\]]*:(?P<value>[^\s@/\[\]]+)@(?=[\w.\[-])", re.I
+        ),
+        "value",
+        lambda m: _not_code(m, "URL_PASSWORD"),
+    ),
+    Pattern(
+        "PASSWORD",
+        re.compile(r"(?<![\w-])(?:-u|--user)[ \t]+[^\s:'\"]+:(?P<value>[^\s'\"]{4,})"),
+        "value",
+        lambda m: _not_code(m, "PASSWORD"),
+    ),  # curl -u user:pw
+    Pattern(
+        "PASSWORD", re.compile(r"\b(?:mysql\w*|mariadb\w*)\b[^\n]*?[ \t]-p(?P<value>[^\s-][^\s]{3,})"), "value"
+    ),  # mysql -pPW
+    Pattern(
+        "PASSWORD",
+        re.compile(
+            r"(?i)(?:(?<![\w-])--?(?:password|passwd|pass|pwd|token|secret|api-?key|auth-token|access-token|client-secret)"
+            r"|\bsshpass\s+-p)(?:=|\s+)['\"]?(?P<value>[^\s'\"]{4,})"
+        ),
+        "value",
+        lambda m: _not_code(m, "PASSWORD"),
+    ),
+    Pattern(
+        "SECRET",
+        re.compile(  # <password>x</password>, <secret>x</secret>
+            r"<(?P<key>[\w.-]{2,40})>(?P<value>[^<>\s]{4,})</(?P=key)>"
+        ),
+        "value",
+        lambda m: secret_kind(m.group("key")),
+    ),
+    Pattern("SECRET", re.compile(_ASSIGNMENT + _VALUE), "value", _judge_assignment),
+    Pattern(  # a name and its value as call arguments: System.setProperty("API_TOKEN", "..."), put("password", "...")
+        "SECRET",
+        re.compile(r"""["'](?P<key>[A-Za-z_][\w.-]{0,80})["'][ \t]*,[ \t]*""" + _VALUE),
+        "value",
+        _judge_argument,
+    ),
+    Pattern(  # config entries: <add key="ApiToken" value="..."/>, <property name="db.password" value="..."/>
+        "SECRET",
+        re.compile(
+            r"""\b(?:key|name)[ \t]*=[ \t]*["'](?P<key>[A-Za-z_][\w.:-]{0,80})["'][ \t]+value[ \t]*=[ \t]*""" + _VALUE
+        ),
+        "value",
+        _judge_assignment,
+    ),
+)
+
+
+def apply_pattern(p: Pattern, text: str, counts: Counter) -> str:
+    out, pos = [], 0
+    while m := p.regex.search(text, pos):
+        group = p.group
+        if group == "value":
+            group = next(g for g in ("value", "dq", "sq", "bare") if m.groupdict().get(g) is not None)
+        secret = m.group(group)
+        kind = None if "[REDACTED:" in secret else p.judge(m) if p.judge else p.kind  # redacted already: leave it
+        if kind is None:  # not a secret: look again from inside it (`https://host/?api_key=...`)
+            nxt = m.start(group) if m.start(group) > m.start() else m.start() + 1
+            out.append(text[pos:nxt])
+            pos = nxt
+            continue
+        counts[kind] += 1
+        out.append(text[pos : m.start(group)] + marker(kind, secret))
+        pos = m.end(group)
+        if pos == m.start(group):
+            break
+    out.append(text[pos:])
+    return "".join(out)

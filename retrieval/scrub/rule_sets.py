@@ -1,0 +1,127 @@
+"""The maintained rule sets, run after our own patterns: kingfisher-secret-scanner's provider rules and the
+provider plugins of detect-secrets (Twilio, SendGrid, npm, PyPI, ...), line by line. detect-secrets' keyword
+and entropy plugins are left out: they redact ordinary prose and hashes."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from functools import lru_cache
+
+from ..db import pai_home
+from .values import REDACTED, marker
+
+# detect-secrets provider plugins (no keyword/entropy/IP plugins: false positives on prose).
+_DS_PLUGINS = (
+    "ArtifactoryDetector",
+    "AzureStorageKeyDetector",
+    "BasicAuthDetector",
+    "CloudantDetector",
+    "DiscordBotTokenDetector",
+    "GitLabTokenDetector",
+    "IbmCloudIamDetector",
+    "IbmCosHmacDetector",
+    "MailchimpDetector",
+    "NpmDetector",
+    "OpenAIDetector",
+    "PypiTokenDetector",
+    "SendGridDetector",
+    "SoftlayerDetector",
+    "SquareOAuthDetector",
+    "TelegramBotTokenDetector",
+    "TwilioKeyDetector",
+)
+
+
+def rule_set_pass(text: str, counts: Counter) -> str:
+    """The maintained provider rule set (kingfisher-secret-scanner: ~490 rules over ~280 providers, from
+    Betterleaks/gitleaks and Google's Veles), run in-process by its Rust engine; each secret it finds, where
+    no earlier layer already redacted it, becomes `[REDACTED:RULE]`."""
+    scanner = rule_set_scanner()
+    if scanner is None or not text:
+        return text
+    data = text.encode("utf-8", "surrogatepass")
+    spans = []
+    for f in scanner.scan(data):
+        if not f.visible:  # a supporting finding (an account name, a domain) kept for validation, not a secret
+            continue
+        loc = f.location
+        a, b = int(loc["start_offset"]), int(loc["end_offset"])
+        if 0 <= a < b <= len(data):
+            spans.append((a, b, f.rule_id))
+    if not spans:
+        return text
+    merged: list[list] = []  # overlapping findings become one span (their union), named by the first
+    for a, b, rule in sorted(spans):
+        if merged and a < merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], b)
+        else:
+            merged.append([a, b, rule])
+    out, pos = [], 0
+    for a, b, rule in merged:
+        secret = data[a:b].decode("utf-8", "surrogatepass")
+        if REDACTED.search(secret) or len(secret.strip()) < 8 or _looks_like_placeholder(secret):
+            continue
+        kind = _kind(rule.rsplit("/", 1)[-1].split(".", 1)[-1])
+        out.append(data[pos:a].decode("utf-8", "surrogatepass") + marker(kind, secret))
+        counts[kind] += 1
+        pos = b
+    out.append(data[pos:].decode("utf-8", "surrogatepass"))
+    return "".join(out)
+
+
+def _kind(name: str) -> str:
+    """A rule or detector name as a marker kind: "sendgrid-api-token" -> SENDGRID_API_TOKEN."""
+    return re.sub(r"[^A-Z0-9]+", "_", name.upper()).strip("_") or "SECRET"
+
+
+def _looks_like_placeholder(secret: str) -> bool:
+    """`xxxx`, `<password>`, `${TOKEN}`, `your-api-key-here`: documentation, not a secret."""
+    core = secret.strip("\"'`<>{}()[]$%")
+    return len(set(core.lower())) <= 2 or bool(
+        re.fullmatch(r"(?i)(?:your|my)[-_ ]?[a-z_-]*(?:key|token|secret|password|here)", core)
+    )
+
+
+@lru_cache(maxsize=1)
+def rule_set_scanner():
+    """kingfisher's scanner, built once per process (its compiled rules cached under $PAI_HOME/cache); None
+    where the package is not installed (the other layers still run)."""
+    try:
+        import kingfisher_sdk
+    except ImportError:
+        return None
+    cache = pai_home() / "cache" / "kingfisher"
+    try:
+        cache.mkdir(parents=True, exist_ok=True)
+        rules = kingfisher_sdk.Rules(confidence="medium", cache_dir=cache)
+    except OSError:
+        rules = kingfisher_sdk.Rules(confidence="medium", cache=False)
+    return kingfisher_sdk.Scanner(rules, base64=False)
+
+
+def detect_secrets_pass(text: str, counts: Counter) -> str:
+    scan_line = _detect_secrets_scanner()
+    out = []
+    for line in text.split("\n"):
+        if any(c.isdigit() for c in line):  # every provider token carries digits; skip pure prose fast
+            for secret in scan_line(line):
+                value = secret.secret_value
+                if value and value in line and not REDACTED.search(value):
+                    kind = _kind(secret.type)
+                    counts[kind] += line.count(value)
+                    line = line.replace(value, f"[REDACTED:{kind}]")
+        out.append(line)
+    return "\n".join(out)
+
+
+@lru_cache(maxsize=1)
+def _detect_secrets_scanner():
+    from detect_secrets.core.scan import scan_line
+    from detect_secrets.settings import get_settings
+
+    settings = get_settings()
+    settings.clear()
+    settings.configure_plugins([{"name": name} for name in _DS_PLUGINS])
+    settings.disable_filters("detect_secrets.filters.heuristic.is_indirect_reference")
+    return scan_line
