@@ -6,12 +6,9 @@ import json
 import os
 from pathlib import Path
 
-import numpy as np
 from typer.testing import CliRunner
 
 from cli.main import app
-from retrieval import store
-from retrieval.chunking import Chunk
 from retrieval.ingest import ingest_paths
 from retrieval.params import IngestParams, SearchParams
 
@@ -66,23 +63,6 @@ def test_each_bad_file_is_one_line_and_the_rest_goes_on(conn, embedder, tmp_path
     assert invariant_breaks(conn) == []
     (longest,) = conn.execute("SELECT max(length(text)) FROM chunks").fetchone()
     assert longest <= 4 * WIDE.chunk_tokens  # the megabyte line became chunk-sized pieces
-
-
-def test_a_chunk_too_big_for_a_tsvector_is_still_stored(conn):
-    """The floor under chunking: full-text terms come from the first 100,000 characters."""
-    text = " ".join(f"w{i}" for i in range(400_000))
-    chunk = Chunk(text, 1, 1)
-    written = store.write_document(
-        conn,
-        source="big",
-        path="big",
-        content_hash="h",
-        chunks=[chunk],
-        new_embeddings={chunk.content_hash: np.ones(384, dtype=np.float32) / 384**0.5},
-        near={},
-    )
-    assert written.inserted == 1
-    assert conn.execute("SELECT count(*) FROM chunk_terms").fetchone() == (1,)
 
 
 def test_pai_ingest_fails_when_every_input_failed(db_url, tmp_path, monkeypatch):

@@ -5,7 +5,6 @@ from pathlib import Path
 from retrieval.ingest import ingest_paths
 from retrieval.params import IngestParams, SearchParams
 from retrieval.search import Candidate, rrf, search, take_budget
-from retrieval.store import ensure_hnsw
 
 DOCS = {
     "rivers.txt": "Rivers carry fresh water from mountains down to the sea, shaping valleys over millennia.",
@@ -61,11 +60,3 @@ def test_take_budget_floor_and_cut():
 def test_rrf_fuses_by_reciprocal_rank():
     assert rrf([[1, 2, 3], [3, 4]], k=60) == [3, 1, 2, 4]
     assert rrf([[5, 6]], k=1) == [5, 6]
-
-
-def test_hnsw_index_follows_params(conn):
-    assert ensure_hnsw(conn, 16, 64) is False  # the migration's defaults
-    assert ensure_hnsw(conn, 8, 32) is True
-    (opts,) = conn.execute("SELECT reloptions FROM pg_class WHERE relname = 'chunks_embedding_hnsw'").fetchone()
-    assert sorted(opts) == ["ef_construction=32", "m=8"]
-    assert ensure_hnsw(conn, 8, 32) is False

@@ -1,4 +1,5 @@
-"""The cross-encoder selector on a tiny model trained by the real `train_ce` stage on literal feedback."""
+"""The cross-encoder selector on a tiny model trained by the real `train_ce` stage on literal feedback
+(tests/conftest.py: ce_model_dir)."""
 
 import json
 import shutil
@@ -15,77 +16,19 @@ from retrieval.selection import PromptCandidate, parse_selection
 from serving.cross_encoder import CrossEncoderSelector
 from serving.interface import SelectorLoadError
 
-TOPICS = [
-    ("starch", "Amylase digests starch into sugars."),
-    ("volcano", "Lava erupts from a volcano."),
-    ("planet", "Jupiter is the largest planet."),
-    ("river", "The Nile river flows north."),
-    ("piano", "A piano has eighty-eight keys."),
-    ("honey", "Bees make honey from nectar."),
-]
-FILLERS = ["Cars have wheels.", "Snow is cold.", "Paris is in France.", "Glass is brittle."]
+# what the session's tiny cross-encoder (tests/conftest.py: ce_model_dir) is trained on
+TINY_CE = json.loads((Path(__file__).resolve().parents[1] / "data" / "tiny_ce.json").read_text())
+TOPICS = [tuple(t) for t in TINY_CE["topics"]]
+FILLERS = TINY_CE["fillers"]
 
 
 def query(word: str) -> str:
-    return f"tell me about {word}"
+    return TINY_CE["query"].format(word)
 
 
 @pytest.fixture(scope="module")
-def model_dir(tmp_path_factory):
-    from training.train_ce import CrossEncoderParams, train
-
-    tmp = tmp_path_factory.mktemp("ce")
-    rows = []
-    for n, (word, text) in enumerate(TOPICS):
-        cands = [(f, False) for f in FILLERS[:2]] + [(text, True)] + [(f, False) for f in FILLERS[2:]]
-        rows.append(
-            {
-                "query_id": n,
-                "query": query(word),
-                "threshold": None,
-                "selector_version": "similarity",
-                "candidates": [
-                    {
-                        "rank": r,
-                        "chunk_id": r,
-                        "content_hash": "h",
-                        "score": 0.5,
-                        "source": "/d.md",
-                        "heading": None,
-                        "text": t,
-                        "pick_rank": None,
-                        "used": u,
-                    }
-                    for r, (t, u) in enumerate(cands, start=1)
-                ],
-            }
-        )
-    (tmp / "fb").mkdir()
-    (tmp / "fb" / "feedback.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp}/mlflow.db")
-        # the probe head is fitted on exactly these pairs; the fine-tune steps only exercise the loop
-        train(
-            CrossEncoderParams(
-                feedback=str(tmp / "fb"),
-                out=str(tmp / "out"),
-                layers=2,
-                max_length=32,
-                probe_pairs=64,
-                epochs=1.0,
-                batch_size=8,
-                learning_rate=1e-7,
-                evals=2,
-                patience=1,
-            ),
-            val_fraction=0.3,
-        )
-    return tmp / "out"
-
-
-@pytest.fixture(scope="module")
-def selector(model_dir):
-    return CrossEncoderSelector(model_dir, version="ce:test")
+def selector(ce_model_dir):
+    return CrossEncoderSelector(ce_model_dir, version="ce:test")
 
 
 def candidates(n: int) -> list[PromptCandidate]:
@@ -154,12 +97,12 @@ def test_concurrent_callers_get_the_sequential_answers(selector):
     assert all(got[t] == want for t in range(4))
 
 
-def test_input_format_is_the_one_training_renders(model_dir):
-    assert json.loads((model_dir / "ce_config.json").read_text())["input_format"] == CE_INPUT_FORMAT
+def test_input_format_is_the_one_training_renders(ce_model_dir):
+    assert json.loads((ce_model_dir / "ce_config.json").read_text())["input_format"] == CE_INPUT_FORMAT
     assert [ce_passage(h, "body") for h in ("Title", None, "")] == ["Title\nbody", "body", "body"]
 
 
-def test_refuses_a_folder_without_a_finished_run(tmp_path, model_dir):
+def test_refuses_a_folder_without_a_finished_run(tmp_path, ce_model_dir):
     with pytest.raises(SelectorLoadError, match="not a trained cross-encoder"):
         CrossEncoderSelector(tmp_path, version="x")
     (tmp_path / "ce_config.json").write_text(json.dumps({"input_format": "ce-input/0", "max_length": 32}))
@@ -167,21 +110,12 @@ def test_refuses_a_folder_without_a_finished_run(tmp_path, model_dir):
         CrossEncoderSelector(tmp_path, version="x")
 
 
-@pytest.mark.skipif(not Path("/proc/cpuinfo").exists(), reason="reads the CPU flags from /proc/cpuinfo")
-def test_auto_precision_is_bfloat16_only_where_the_cpu_computes_it():
-    flags = {f for line in open("/proc/cpuinfo") if line.startswith("flags") for f in line.split(":", 1)[1].split()}
-    assert ce_dtype("auto") == ("bfloat16" if flags & {"avx512_bf16", "amx_bf16"} else "float32")
-    assert (ce_dtype("float32"), ce_dtype("bfloat16")) == ("float32", "bfloat16")
-    with pytest.raises(ValueError, match="float16"):
-        ce_dtype("float16")
-
-
-def test_bfloat16_serving_scores_as_float32_does(model_dir):
+def test_bfloat16_serving_scores_as_float32_does(ce_model_dir):
     import torch
 
     f32, b16 = (
-        CrossEncoderSelector(model_dir, "f32", dtype="float32"),
-        CrossEncoderSelector(model_dir, "b16", dtype="bfloat16"),
+        CrossEncoderSelector(ce_model_dir, "f32", dtype="float32"),
+        CrossEncoderSelector(ce_model_dir, "b16", dtype="bfloat16"),
     )
     assert next(f32.model.parameters()).dtype == torch.float32 and next(b16.model.parameters()).dtype == torch.bfloat16
     for word, _ in TOPICS:
@@ -190,9 +124,9 @@ def test_bfloat16_serving_scores_as_float32_does(model_dir):
         assert spread > 0 and max(abs(x - y) for x, y in zip(a, b)) < 0.05 * spread + 0.02, word
 
 
-def test_serves_in_the_folders_precision_and_refuses_an_unknown_one(tmp_path, model_dir):
+def test_serves_in_the_folders_precision_and_refuses_an_unknown_one(tmp_path, ce_model_dir):
     folder = tmp_path / "ce"
-    shutil.copytree(model_dir, folder)
+    shutil.copytree(ce_model_dir, folder)
     cfg = json.loads((folder / "ce_config.json").read_text())
     assert cfg["serve_dtype"] == "auto"  # the stage writes its params' precision
     for stored, served in (("float32", "float32"), ("bfloat16", "bfloat16"), ("auto", ce_dtype("auto"))):
@@ -203,120 +137,3 @@ def test_serves_in_the_folders_precision_and_refuses_an_unknown_one(tmp_path, mo
     (folder / "ce_config.json").write_text(json.dumps({**cfg, "serve_dtype": "int4"}))
     with pytest.raises(SelectorLoadError, match="int4"):
         CrossEncoderSelector(folder, "x")
-
-
-def test_latency_bench_times_every_call_on_the_shared_benchmark(model_dir, benchmark_dir):
-    from eval.bench.ce import bench, hotpotqa_sets, scifact_sets
-
-    hotpot, scifact = (
-        hotpotqa_sets(benchmark_dir / "hotpotqa" / "test.jsonl", 3),
-        scifact_sets(benchmark_dir / "scifact", 3),
-    )
-    for sets in (hotpot, scifact):
-        assert len(sets) == 3 and all(len(c) == 20 for _, c in sets) and len({q for q, _ in sets}) == 3
-        assert all(len({c.source for c in cands}) == 20 for _, cands in sets)
-    row = bench(model_dir, scifact, repeats=2, dtype="float32")
-    assert (row["calls"], row["candidates"], row["layers"], row["max_length"], row["dtype"]) == (
-        6,
-        20,
-        2,
-        32,
-        "float32",
-    )
-    assert 0 < row["p50_ms"] <= row["p95_ms"]
-
-
-def test_fusion_ablation_scores_each_variant(tmp_path, model_dir):
-    from cli.fusion_ablation import VARIANTS, run, variant_scores
-
-    fusion = {"ce_weight": 1.0, "rank_bias": [-0.5 * i for i in range(20)], "bm25_weight": 0.0}
-    texts = ["a", "b", "c"]
-    v = variant_scores(
-        [0.0, 0.0, 3.0],
-        texts,
-        "q",
-        {"position": fusion, "position+bm25": fusion, "no model": {**fusion, "ce_weight": 0.0}},
-    )
-    assert (
-        list(v) == list(VARIANTS) and v["retrieval order"] == [0.0, -1.0, -2.0] and v["model alone"] == [0.0, 0.0, 3.0]
-    )
-    assert v["+ position prior"] == [0.0, -0.5, 2.0] and v["prior + BM25, no model"] == [0.0, -0.5, -1.0]
-
-    params = tmp_path / "params.yaml"
-    params.write_text(
-        f"build:\n  val_fraction: 0.3\nevaluate:\n  benchmarks: ''\n  feedback: {model_dir.parent / 'fb'}\n"
-    )
-    out = run(model_dir, max_queries=10, params=str(params), dtype="float32")
-    assert out["dtype"] == "float32" and out["weights"]["no model"]["ce_weight"] == 0.0
-    assert set(out["benchmarks"]) == {"train_ce val (served order)", "feedback/val"}
-    for row in out["benchmarks"].values():
-        assert row["queries"] >= 1 and all(0.0 <= row[v] <= 1.0 for v in VARIANTS)
-    # the same through `pai lab ablation`: --json prints the result on stdout, --out writes it
-    from typer.testing import CliRunner
-
-    from cli.main import app
-
-    r = CliRunner().invoke(
-        app,
-        [
-            "lab",
-            "ablation",
-            "--model-dir",
-            str(model_dir),
-            "--max-queries",
-            "10",
-            "--params",
-            str(params),
-            "--dtype",
-            "float32",
-            "--json",
-            "--out",
-            str(tmp_path / "ablation.json"),
-        ],
-    )
-    assert r.exit_code == 0, r.output
-    assert json.loads(r.stdout) == json.loads((tmp_path / "ablation.json").read_text()) == json.loads(json.dumps(out))
-
-
-def test_sweep_reuses_a_matching_folder_trains_a_new_size_and_compares_them(tmp_path, model_dir, benchmark_dir):
-    from cli.ce_sweep import parse_config, sweep, table
-
-    assert parse_config("3x64") == (3, 64)
-    with pytest.raises(Exception, match="LAYERSxMAX_LENGTH"):
-        parse_config("3-64")
-    fb = json.loads((model_dir / "ce_config.json").read_text())["feedback"]
-    params = tmp_path / "params.yaml"
-    params.write_text(
-        f"build:\n  val_fraction: 0.3\nevaluate:\n  benchmarks: ''\n  feedback: {fb}\n"
-        f"train_ce:\n  feedback: {fb}\n  probe_pairs: 64\n  batch_size: 8\n  learning_rate: 1.0e-7\n  evals: 1\n  patience: 1\n"
-    )
-    shutil.copytree(model_dir, tmp_path / "sweep" / "2x32")  # the fixture's size: reused as it is
-    logs: list[str] = []
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path}/mlflow.db")
-        rows = sweep(
-            [(2, 32), (1, 24)],
-            tmp_path / "sweep",
-            ["float32", "bfloat16"],
-            benchmark_dir,
-            queries=2,
-            max_queries=5,
-            params=str(params),
-            log=logs.append,
-        )
-    assert [m for m in logs if "training" in m] == [
-        f"ce_sweep: training {tmp_path / 'sweep' / '1x24'} (1 layers, 24 word pieces)"
-    ]
-    assert json.loads((tmp_path / "sweep" / "1x24" / "ce_config.json").read_text())["max_length"] == 24
-    assert [(r["config"], r["dtype"]) for r in rows] == [
-        ("2x32", "float32"),
-        ("2x32", "bfloat16"),
-        ("1x24", "float32"),
-        ("1x24", "bfloat16"),
-    ]
-    for r in rows:
-        assert set(r["latency"]) == {"hotpotqa", "scifact"} and all(
-            v["max_length"] == r["max_length"] for v in r["latency"].values()
-        )
-        assert set(r["recall"]) == {"train_ce val (served order)", "feedback/val"}
-    assert table(rows).row_count == 4

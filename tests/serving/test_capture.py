@@ -1,6 +1,7 @@
-"""POST /capture and GET /capture/{id} over real HTTP against a real Postgres and the real MiniLM:
-202 then the outcome, hostile input as one-line 4xx, writes behind the token beyond loopback,
-counters in /stats, and pending exchanges taken up again after a restart."""
+"""The service's capture: POST /capture and GET /capture/{id} over real HTTP against a real Postgres and the real
+MiniLM, the worker (serving/capture.py) deciding behind them: 202 then the outcome, hostile input as one-line 4xx,
+writes behind the token beyond loopback, a full queue as 429, counters in /stats, pending exchanges taken up again
+after a restart, and noise prototypes learned by one service rejecting chatter in the next."""
 
 import time
 

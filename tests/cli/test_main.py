@@ -1,4 +1,5 @@
-"""`pai ingest` / `pai query` as a user runs them, against a real database."""
+"""The `pai` command line: `pai ingest` / `pai query` as a user runs them, against a real database, and the
+map `pai --help` shows."""
 
 import json
 
@@ -46,60 +47,6 @@ def test_database_down_is_a_clean_exit(monkeypatch, tmp_path):
     (tmp_path / "a.md").write_text("hello\n")
     r = runner.invoke(app, ["ingest", str(tmp_path)])
     assert r.exit_code == 2 and "database unavailable" in r.output and "secretpw" not in r.output
-
-
-def test_pai_eval_prints_all_baselines_as_json(tmp_path, monkeypatch):
-    monkeypatch.setenv("PAI_HOME", str(tmp_path / "home"))  # an empty registry: no champion to compare
-    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
-    items = [
-        {
-            "qid": str(i),
-            "query": f"capital of country {i}?",
-            "relevant_ids": [f"{i}a"],
-            "answers": ["Paris"],
-            "candidates": [
-                {"id": f"{i}a", "title": "France", "text": f"Paris is the capital of country {i}."},
-                {"id": f"{i}b", "title": "Rivers", "text": "Rivers flow to the sea."},
-            ],
-        }
-        for i in range(4)
-    ]
-    bench = tmp_path / "b.jsonl"
-    bench.write_text("".join(json.dumps(it) + "\n" for it in items))
-    r = runner.invoke(app, ["eval", "--benchmark", str(bench), "--model", str(tmp_path / "none"), "--json"])
-    assert r.exit_code == 0, r.output
-    out = next(iter(json.loads(r.stdout).values()))
-    assert set(out["systems"]) == {"similarity", "bm25", "hybrid"}
-    assert out["systems"]["similarity"]["recall@5"] == 1.0 and out["systems"]["similarity"]["queries"] == 4
-    r = runner.invoke(app, ["eval", "--benchmark", str(tmp_path / "missing.jsonl")])
-    assert r.exit_code == 2 and "no such benchmark file" in r.output
-
-
-def test_piped_output_keeps_every_line_whole_and_tables_readable(capsys):
-    from rich.table import Table
-
-    from cli.terminal import make_console
-
-    console = make_console()  # pytest's stderr is not a terminal, as in `pai cycle > cycle.log 2>&1`
-    line = "deploy: " + " ".join(f"figure{i}=0.{i:04d}" for i in range(30))
-    console.print(line)
-    t = Table(title="eval")
-    for col in (
-        "system",
-        "recall@5",
-        "precision@5",
-        "ndcg@5",
-        "mrr",
-        "json_valid",
-        "answer_in_context",
-        "latency_p50_ms",
-    ):
-        t.add_column(col)
-    t.add_row("cross_encoder", "0.8652", "0.2731", "0.7751", "0.8013", "1.0", "None", "37.02")
-    console.print(t)
-    err = capsys.readouterr().err
-    assert line in err.splitlines() and "…" not in err
-    assert any("cross_encoder" in row and "0.8652" in row and "37.02" in row for row in err.splitlines())
 
 
 def test_help_is_a_map_daily_commands_on_top_the_lab_tools_under_lab():

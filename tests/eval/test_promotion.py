@@ -1,6 +1,7 @@
-"""The loop's last step for real: tiny GGUFs exported by the export stage, registered in a real
-MLflow registry (sqlite), promoted and rolled back while a real service (llama.cpp in-process, a
-real Postgres) answers queries, without a restart."""
+"""Selector versions in the registry and the moves of `champion` (eval/promotion.py), the loop's last step for
+real: tiny GGUFs exported by the export stage, registered in a real MLflow registry (sqlite), promoted and rolled
+back while a real service (llama.cpp in-process, a real Postgres) answers queries, without a restart; a version
+that does not load, or whose file changed, never stays promoted."""
 
 import json
 import shutil
@@ -72,17 +73,6 @@ def exports(tmp_path_factory):
         assert "PARAMETER temperature 0" in modelfile and 'PARAMETER stop "<|im_end|>"' in modelfile
         out[quant] = json.loads((root / quant / "selector.json").read_text())
     return out
-
-
-def test_modelfile_template_renders_the_training_chat_template():
-    from training.base_model import qwen2_tokenizer
-    from training.export import modelfile_prompt
-
-    tok = qwen2_tokenizer(REPO / ".pai" / "cache")
-    msgs = render_messages("q?", [PromptCandidate("a/b.md", "H", "text")], 5, 24)
-    assert modelfile_prompt(msgs[0]["content"], msgs[1]["content"]) == tok.apply_chat_template(
-        msgs, add_generation_prompt=True, tokenize=False
-    )
 
 
 @pytest.fixture
