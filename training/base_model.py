@@ -68,8 +68,9 @@ def llama_cpp_tree(cache: Path) -> Path:
 
 
 def training_chat_template() -> str:
-    """Qwen2.5's chat template as TRL ships it: the official one plus `{% generation %}` markers, which
-    assistant-only loss needs. Both profiles train (and export renders) with this very template."""
+    """Qwen2.5's chat template as TRL ships it (the official one). For assistant-only loss SFTTrainer swaps in its
+    `_training` twin (`trl.chat_template_utils.get_training_chat_template`), which adds `{% generation %}` markers
+    and renders the same text; both profiles train, and export renders, with this template."""
     import trl
 
     return (Path(trl.__file__).parent / "chat_templates" / "qwen2_5.jinja").read_text()

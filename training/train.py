@@ -99,7 +99,7 @@ def gpu_model_and_tokenizer(p: TrainParams):  # pragma: no cover - needs CUDA an
     from unsloth import FastLanguageModel
 
     model, tok = FastLanguageModel.from_pretrained(p.gpu_base_model, max_seq_length=p.gpu_max_length, load_in_4bit=True)
-    tok.chat_template = training_chat_template()  # generation markers for assistant-only loss, as on CPU
+    tok.chat_template = training_chat_template()  # the template the CPU profile trains with (TRL adds the loss markers)
     model = FastLanguageModel.get_peft_model(
         model,
         r=p.lora_r,
