@@ -7,10 +7,7 @@ import torch
 
 from eval.promotion import has_model
 from retrieval.feedback import split_of
-from retrieval.learned_fusion import fuse_scores
-from retrieval.lexical import lexical_scores
-from retrieval.metrics import recall_at_k
-from training.ce_data import build_pairs, fit_fusion, fused_recall, mean_recall, rankings, split_of3
+from training.ce_data import build_pairs, rankings, split_of3
 from training.ce_model import fit_head
 from training.train_ce import CrossEncoderParams, main, train
 
@@ -128,110 +125,6 @@ def test_calibration_band_is_held_out_of_training_and_leaves_val_alone():
         q for q in queries if q in by_split["calibration"]
     ]
     assert build_pairs(records, 0.2, 4)[0]["calibration"] == []  # no band asked for: none held out
-
-
-def groups_with(used_at: list[int], n: int = 6) -> list[dict]:
-    return [{"query": f"q{i}", "texts": [f"t{j}" for j in range(n)], "used": [u]} for i, u in enumerate(used_at)]
-
-
-def test_fusion_trusts_an_informative_model_and_ignores_a_useless_one():
-    rng = torch.Generator().manual_seed(0)
-    # the consumer uses position 0 half the time, else a late one that the model scores highest
-    used_at = [0 if i % 2 else 3 + i % 3 for i in range(60)]
-    groups = groups_with(used_at)
-    informative = [
-        [2.0 if j == g["used"][0] else float(torch.randn(1, generator=rng)) * 0.3 for j in range(6)] for g in groups
-    ]
-    fusion = fit_fusion(groups, informative, positions=4, lexical=False)
-    assert fusion["ce_weight"] > 0 and len(fusion["rank_bias"]) == 4
-    assert fused_recall(groups, informative, fusion, 1) > mean_recall(groups, None, 1) == 0.5
-    # a model whose scores are noise: the fitted fusion keeps (about) the retrieval order's top pick
-    always_first = groups_with([0] * 40)
-    noise = [[float(x) for x in torch.randn(6, generator=rng)] for _ in always_first]
-    useless = fit_fusion(always_first, noise, positions=4, lexical=False)
-    assert fused_recall(always_first, noise, useless, 1) == mean_recall(always_first, None, 1) == 1.0
-    assert useless["rank_bias"][0] > useless["rank_bias"][1]
-
-
-def test_fuse_scores_applies_the_prior_by_position_and_bm25():
-    fusion = {"ce_weight": 2.0, "rank_bias": [1.0, 0.5]}
-    assert fuse_scores([0.1, 0.2, 0.3], fusion) == pytest.approx(
-        [1.2, 0.9, 1.1]
-    )  # positions past the last share its bias
-    assert fuse_scores([0.1, 0.2], None) == [0.1, 0.2]
-    with_bm25 = {**fusion, "bm25_weight": 0.5}
-    assert fuse_scores([0.1, 0.2, 0.3], with_bm25, [1.0, 0.0, -1.0]) == pytest.approx([1.7, 0.9, 0.6])
-    with pytest.raises(ValueError, match="lexical"):
-        fuse_scores([0.1], with_bm25)
-
-
-def test_lexical_scores_are_bm25_standardised_within_the_candidates():
-    lex = lexical_scores(
-        "amylase starch", ["Amylase digests starch.", "Cars have wheels.", "Starch is a sugar chain.", "Snow."]
-    )
-    assert lex[0] > lex[2] > lex[1] == lex[3] and sum(lex) == pytest.approx(0.0, abs=1e-9)
-    assert lexical_scores("zebra", ["a b", "c d"]) == [0.0, 0.0] and lexical_scores("q", []) == []
-
-
-def test_lexical_scores_equal_bm25s_on_real_candidates(benchmark_dir):
-    """The direct BM25 gives bm25s's scores (standardised the same way) on real 20-candidate sets and edge cases."""
-    import bm25s
-    import numpy as np
-
-    from eval.bench.ce import hotpotqa_sets, scifact_sets
-    from retrieval.ce_input import ce_passage
-
-    def reference(query: str, texts: list[str]) -> list[float]:
-        retriever = bm25s.BM25()
-        words = bm25s.tokenize(query, show_progress=False, return_ids=False)[0]
-        try:
-            with np.errstate(invalid="ignore", divide="ignore"):
-                retriever.index(bm25s.tokenize(texts, show_progress=False), show_progress=False)
-                raw = (
-                    np.nan_to_num(np.asarray(retriever.get_scores(words), dtype=np.float64))
-                    if words
-                    else np.zeros(len(texts))
-                )
-        except ValueError:  # bm25s refuses an empty vocabulary
-            raw = np.zeros(len(texts))
-        return [0.0] * len(texts) if raw.std() < 1e-9 else list((raw - raw.mean()) / raw.std())
-
-    sets = [
-        (q, [ce_passage(c.heading, c.text) for c in cs])
-        for q, cs in scifact_sets(benchmark_dir / "scifact", 25)
-        + hotpotqa_sets(benchmark_dir / "hotpotqa" / "test.jsonl", 25)
-    ]
-    sets += [
-        ("the of and", ["the of", "a b"]),
-        ("cell cell cells", ["cell", "cells cell", "x"]),
-        ("x", ["", ""]),
-        ("", ["ab cd", "ef gh"]),
-        ("ab", ["ab ab", "ab"]),
-        ("Émile's DNA-repair", ["émile dna repair", "DNA", "repair repair"]),
-    ]
-    for query, texts in sets:
-        assert lexical_scores(query, texts) == pytest.approx(reference(query, texts), abs=1e-5), query
-
-
-def test_fusion_weighs_bm25_when_the_used_passage_shares_the_query_words():
-    words = ["amylase", "glacier", "violin", "copper", "tundra", "saffron", "pylon", "quartz"]
-    groups = [
-        {"query": f"tell me about {w}", "texts": [f"filler text number {j}" for j in range(5)], "used": [i % 5]}
-        for i, w in enumerate(words * 4)
-    ]
-    for g, w in zip(groups, words * 4):
-        g["texts"][g["used"][0]] = f"all about {w} here"
-    noise = [[0.0] * 5 for _ in groups]  # a model that knows nothing
-    fusion = fit_fusion(groups, noise, positions=5)
-    assert fusion["bm25_weight"] > 0 and fused_recall(groups, noise, fusion, 1) == 1.0
-    assert fit_fusion(groups, noise, positions=5, lexical=False)["bm25_weight"] == 0.0
-
-
-def test_recall_at_k():
-    assert recall_at_k({0, 3}, [3, 1, 2], 2) == 0.5 and recall_at_k(set(), [0], 5) == 0.0
-    groups = [{"query": "q", "texts": ["a", "b", "c"], "used": [2]}, {"query": "r", "texts": ["a", "b"], "used": [0]}]
-    assert mean_recall(groups, None, 1) == 0.5  # retrieval order: the second query's first candidate is right
-    assert mean_recall(groups, [[0.0, 0.1, 0.9], [0.5, 0.2]], 1) == 1.0
 
 
 def test_probe_head_separates_what_it_can():
