@@ -22,13 +22,13 @@ from pathlib import Path
 import numpy as np
 from rich.table import Table
 
-from retrieval import capture, noise
-from retrieval.capture import CaptureParams, Exchange
-from retrieval.capture_rules import is_procedural, strip_code
+from retrieval.conversation import capture, noise
+from retrieval.conversation.capture import CaptureParams, Exchange
+from retrieval.conversation.capture_rules import is_procedural, strip_code
 from retrieval.db import connect, scratch_database
 from retrieval.embed import get_embedder
 from retrieval.params import EmbedParams, IngestParams, SearchParams, load_section
-from retrieval.search import search
+from retrieval.query.search import search
 from serving.extractor import build_extractor
 
 from . import capture_data

@@ -25,9 +25,9 @@ import psycopg
 from rich.table import Table
 
 from eval.retrieval_eval import load_scifact
+from retrieval.corpus.ingest import ingest_paths
 from retrieval.db import connect, database_url, scratch_database
 from retrieval.embed import get_embedder
-from retrieval.ingest import ingest_paths
 from retrieval.params import EmbedParams, IngestParams, SearchParams, load_section
 from serving.server import free_port
 

@@ -12,8 +12,8 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from retrieval import capture, noise
-from retrieval.capture import CaptureInputError, CaptureParams, parse_exchange
+from retrieval.conversation import capture, noise
+from retrieval.conversation.capture import CaptureInputError, CaptureParams, parse_exchange
 from retrieval.db import DatabaseError, connect
 from retrieval.embed import get_embedder
 from retrieval.params import BENCHMARK_DIR, EmbedParams, IngestParams, ParamsError, SearchParams, load_section

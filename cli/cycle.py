@@ -23,9 +23,9 @@ from rich.table import Table
 
 from eval.evaluate import print_table
 from eval.retrieval_eval import evaluate, load_scifact
+from retrieval.corpus.ingest import ingest_paths
 from retrieval.db import connect
 from retrieval.embed import get_embedder
-from retrieval.ingest import ingest_paths
 from retrieval.params import EmbedParams, IngestParams, SearchParams, load_section
 from serving.server import BackgroundServer, build_service
 

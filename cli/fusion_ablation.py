@@ -20,10 +20,10 @@ from rich.table import Table
 from eval.evaluate import EvaluateParams
 from eval.items import bench_name, feedback_items, load_items
 from eval.systems import similarity_ranking
-from retrieval.ce_input import ce_passage
+from retrieval.contracts.ce_input import ce_passage
+from retrieval.contracts.learned_fusion import fuse_for
+from retrieval.contracts.metrics import recall_at_k
 from retrieval.embed import get_embedder
-from retrieval.learned_fusion import fuse_for
-from retrieval.metrics import recall_at_k
 from retrieval.params import load_section
 from serving.cross_encoder import CrossEncoderSelector
 from training.build import BuildParams

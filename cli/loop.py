@@ -24,9 +24,9 @@ from rich.table import Table
 from eval.evaluate import EvaluateParams
 from eval.items import bench_name, feedback_items, load_items
 from eval.systems import BASELINES, run_systems
+from retrieval.contracts.metrics import mean_ci, paired_bootstrap, per_query
 from retrieval.embed import get_embedder
 from retrieval.files import write_atomic
-from retrieval.metrics import mean_ci, paired_bootstrap, per_query
 from retrieval.params import load_section
 from retrieval.tracking import use_mlflow
 from serving.ranker import RankerSelector

@@ -17,10 +17,9 @@ import typer
 import uvicorn
 from rich.table import Table
 
-from retrieval import staging
+from retrieval.corpus.ingest import ingest_paths
 from retrieval.db import DatabaseError, connect, pai_home
 from retrieval.embed import get_embedder
-from retrieval.ingest import ingest_paths
 from retrieval.params import (
     EmbedParams,
     IngestParams,
@@ -30,7 +29,8 @@ from retrieval.params import (
     StagingParams,
     load_section,
 )
-from retrieval.search import search
+from retrieval.query import staging
+from retrieval.query.search import search
 from serving.app import create_app
 from serving.interface import SelectorLoadError
 from serving.live import install_hook, process_inbox_file

@@ -13,7 +13,7 @@ import typer
 from rich.table import Table
 
 from eval.bench import usage_prior
-from retrieval import maintain, store
+from retrieval.corpus import store
 from retrieval.db import (
     DatabaseError,
     connect,
@@ -25,6 +25,7 @@ from retrieval.db import (
     schema_version,
 )
 from retrieval.embed import get_embedder
+from retrieval.ops import maintain
 from retrieval.params import (
     BENCHMARK_DIR,
     EmbedParams,

@@ -31,10 +31,10 @@ from rich.table import Table
 from eval.evaluate import EvaluateParams
 from eval.items import bench_name, load_items
 from eval.systems import run_systems
+from retrieval.contracts.metrics import mean_ci, paired_bootstrap, per_query
 from retrieval.db import connect
 from retrieval.embed import get_embedder
 from retrieval.files import write_atomic
-from retrieval.metrics import mean_ci, paired_bootstrap, per_query
 from retrieval.params import SearchParams, load_section
 from serving.ranker import RankerSelector
 from serving.selectors import SimilaritySelector

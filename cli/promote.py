@@ -1,5 +1,5 @@
 """`pai promote`, `pai rollback`, `pai status`: moves of the `champion` alias (eval/promotion.py)
-announced to running services (the deployment log, retrieval/deployments.py). Each says what changed, or one line why not."""
+announced to running services (the deployment log, retrieval/logs/deployments.py). Each says what changed, or one line why not."""
 
 from __future__ import annotations
 
@@ -12,8 +12,9 @@ from rich.table import Table
 from eval.promotion import RegistryError, champion, client, history, record_of
 from eval.promotion import promote as do_promote
 from eval.promotion import rollback as do_rollback
-from retrieval import capture, deployments
+from retrieval.conversation import capture
 from retrieval.db import DatabaseError, connect
+from retrieval.logs import deployments
 
 from .terminal import _fail, console
 

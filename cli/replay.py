@@ -22,10 +22,10 @@ from pathlib import Path
 import httpx
 
 from eval.retrieval_eval import doc_ids, load_scifact
+from retrieval.corpus.ingest import ingest_documents
+from retrieval.corpus.sources import Document, read_documents
 from retrieval.db import connect
-from retrieval.ingest import ingest_documents
 from retrieval.params import load_section
-from retrieval.sources import Document, read_documents
 from serving.server import BackgroundServer, build_service
 
 

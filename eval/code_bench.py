@@ -23,11 +23,11 @@ from pathlib import Path
 import numpy as np
 from rich.console import Console
 
+from retrieval.contracts.lexical import lexical_scores
 from retrieval.embed import Embedder, get_embedder
 from retrieval.files import write_atomic
-from retrieval.lexical import lexical_scores
 from retrieval.params import load_section
-from retrieval.search import rrf
+from retrieval.query.search import rrf
 
 
 @dataclass(frozen=True)

@@ -18,9 +18,9 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
+from retrieval.contracts.metrics import METRICS
 from retrieval.embed import Embedder, get_embedder
 from retrieval.files import write_atomic
-from retrieval.metrics import METRICS
 from retrieval.params import BENCHMARK_DIR, SearchParams, load_key, load_section
 from retrieval.progress import make_progress
 from retrieval.tracking import use_mlflow

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from retrieval.feedback import ipw, shown_candidates, split_of
+from retrieval.logs.feedback import ipw, shown_candidates, split_of
 
 
 def bench_name(path: str) -> str:
@@ -42,7 +42,7 @@ def checked_items(path: Path, max_queries: int = 0) -> list[dict]:
 
 def feedback_items(feedback_dir: Path, val_fraction: float, limit: int, ipw_clip: float = 1.0) -> list[dict]:
     """Held-out feedback queries as contract-5 items: the candidates the selector was shown, relevant = used,
-    each used one with its inverse-propensity weight in `relevant_weights` (`retrieval.feedback.ipw`)."""
+    each used one with its inverse-propensity weight in `relevant_weights` (`retrieval.logs.feedback.ipw`)."""
     items = []
     path = feedback_dir / "feedback.jsonl"
     if not path.exists():

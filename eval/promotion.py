@@ -15,9 +15,9 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from retrieval import deployments
 from retrieval.db import connect, pai_home
 from retrieval.files import dir_sha256, files_sha256
+from retrieval.logs import deployments
 from retrieval.tracking import use_mlflow
 from serving.selectors import FOLDER_KINDS, SIMILARITY
 

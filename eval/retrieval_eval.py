@@ -13,10 +13,10 @@ from pathlib import Path
 import numpy as np
 import psycopg
 
+from retrieval.contracts.metrics import mrr, ndcg_at_k, recall_at_k
 from retrieval.embed import Embedder
-from retrieval.metrics import mrr, ndcg_at_k, recall_at_k
 from retrieval.params import SearchParams
-from retrieval.search import search_vector
+from retrieval.query.search import search_vector
 
 
 def load_scifact(benchmark_dir: Path, split: str) -> list[tuple[str, str, set[str]]]:

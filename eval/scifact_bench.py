@@ -19,7 +19,7 @@ from retrieval.db import connect
 from retrieval.embed import get_embedder
 from retrieval.files import write_atomic
 from retrieval.params import BENCHMARK_DIR, EmbedParams, SearchParams, load_section
-from retrieval.search import search_vector
+from retrieval.query.search import search_vector
 
 from .retrieval_eval import load_scifact
 

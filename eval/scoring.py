@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 
 from retrieval.chunking import approx_tokens
-from retrieval.metrics import contains_answer, paired_bootstrap, per_query, recall_at_k, weighted_recall_at_k
-from retrieval.selection import Pick
+from retrieval.contracts.metrics import contains_answer, paired_bootstrap, per_query, recall_at_k, weighted_recall_at_k
+from retrieval.contracts.selection import Pick
 
 from .systems import BASELINES
 

@@ -10,11 +10,11 @@ from collections.abc import Callable
 
 import numpy as np
 
-from retrieval.ce_input import passage_text
+from retrieval.contracts.ce_input import passage_text
+from retrieval.contracts.lexical import lexical_scores
+from retrieval.contracts.selection import Pick, PromptCandidate, choose, top_up
 from retrieval.embed import Embedder
-from retrieval.lexical import lexical_scores
-from retrieval.search import rrf
-from retrieval.selection import Pick, PromptCandidate, choose, top_up
+from retrieval.query.search import rrf
 from serving.selectors import ChatSelector
 
 BASELINES = ("similarity", "bm25", "hybrid")
@@ -49,7 +49,7 @@ def prefill_vectors(embedder: Embedder, texts: list[str], advance=None, step: in
 
 
 def bm25_ranking(item: dict) -> list[str]:
-    """The candidates by BM25 of the query (`retrieval.lexical.lexical_scores`: bm25s's scores)."""
+    """The candidates by BM25 of the query (`retrieval.contracts.lexical.lexical_scores`: bm25s's scores)."""
     cands = item["candidates"]
     scores = lexical_scores(item["query"], [f"{c.get('title') or ''} {c['text']}" for c in cands])
     return [cands[i]["id"] for i in np.argsort(-np.asarray(scores), kind="stable")]
@@ -57,7 +57,7 @@ def bm25_ranking(item: dict) -> list[str]:
 
 def selector_pick(selector, item: dict, sim_order: list[str], k: int, floor: int = 0) -> Pick:
     """The selector sees the candidates in similarity order (as retrieval hands them over); its pick is
-    topped up to `floor` from that order, as the service does (`retrieval.selection.top_up`)."""
+    topped up to `floor` from that order, as the service does (`retrieval.contracts.selection.top_up`)."""
     by_id = {c["id"]: c for c in item["candidates"]}
     shown = [by_id[i] for i in sim_order]
     cands = [

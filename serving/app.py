@@ -20,12 +20,13 @@ from pgvector.psycopg import register_vector
 from psycopg_pool import ConnectionPool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from retrieval import capture, deployments, feedback
-from retrieval.capture import CaptureInputError, parse_exchange
+from retrieval.contracts.selection import PROMPT_VERSION
+from retrieval.conversation import capture
+from retrieval.conversation.capture import CaptureInputError, parse_exchange
+from retrieval.corpus.ingest import ingest_documents, scrub_names
+from retrieval.corpus.sources import Document
 from retrieval.db import DatabaseError, connect
-from retrieval.ingest import ingest_documents, scrub_names
-from retrieval.selection import PROMPT_VERSION
-from retrieval.sources import Document
+from retrieval.logs import deployments, feedback
 
 from .auth import TokenGate, admin_only, is_loopback, writers_only
 from .capture import CaptureWorker

@@ -1,5 +1,5 @@
 """The service's capture worker: one background thread takes posted exchanges through the gates
-(retrieval/capture.py), in the order they came. Exchanges left pending by a stop or a crash are
+(retrieval/conversation/capture.py), in the order they came. Exchanges left pending by a stop or a crash are
 taken up again at start; one that raises is marked failed with a one-line reason, never retried in a loop."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 from psycopg_pool import ConnectionPool
 
-from retrieval import capture
-from retrieval.capture import CaptureParams, Extractor
+from retrieval.conversation import capture
+from retrieval.conversation.capture import CaptureParams, Extractor
 from retrieval.embed import Embedder
 from retrieval.params import IngestParams, SearchParams
 

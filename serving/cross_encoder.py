@@ -13,10 +13,10 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 
-from retrieval.ce_input import CE_INPUT_FORMAT, ce_clip, ce_passage
-from retrieval.cpu_dtype import ce_dtype
-from retrieval.learned_fusion import fuse_for
-from retrieval.selection import PromptCandidate, render_answer
+from retrieval.contracts.ce_input import CE_INPUT_FORMAT, ce_clip, ce_passage
+from retrieval.contracts.cpu_dtype import ce_dtype
+from retrieval.contracts.learned_fusion import fuse_for
+from retrieval.contracts.selection import PromptCandidate, render_answer
 
 from .interface import SelectorLoadError
 
@@ -37,7 +37,7 @@ class CrossEncoderSelector:
     ):
         """`max_length` None = the length the model was trained with; `threads` sets torch's (process-wide)
         intra-op threads, None leaves torch's default (one per core); `dtype` None = the folder's
-        `serve_dtype` (`retrieval.cpu_dtype.ce_dtype`; float32 for folders that predate it)."""
+        `serve_dtype` (`retrieval.contracts.cpu_dtype.ce_dtype`; float32 for folders that predate it)."""
         import torch
         from sentence_transformers import CrossEncoder
 

@@ -1,13 +1,13 @@
 """The LLM fact extractor of capture, on the selector's backends: Ollama when OLLAMA_HOST is reachable
 and `capture.extractor_ollama` names a model, else llama.cpp in-process on `capture.extractor_gguf`;
-neither configured: None, and the rule splitter decides (retrieval/capture_rules.py). The prompt and
+neither configured: None, and the rule splitter decides (retrieval/conversation/capture_rules.py). The prompt and
 the parser are the contract's (`extract_messages`, `parse_facts`), never a backend's."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from retrieval.capture import CaptureParams, Extractor
+from retrieval.conversation.capture import CaptureParams, Extractor
 
 from .selectors import LlamaCppSelector, OllamaSelector, ollama_reachable
 

@@ -3,7 +3,7 @@ Postgres; a change is announced with NOTIFY; the service loads and warms the new
 old one, runs a canary, then swaps one reference. In-flight requests finish on the selector they
 started with; a failed canary keeps the old one and records why.
 
-The deployment log it follows (what should run, what each service did) is `retrieval/deployments.py`.
+The deployment log it follows (what should run, what each service did) is `retrieval/logs/deployments.py`.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from concurrent.futures import TimeoutError as FutureTimeout
 
 import psycopg
 
-from retrieval.deployments import APP_NAME, CHANNEL, Deployment, last_good, latest, record_apply
-from retrieval.selection import PromptCandidate, parse_selection
+from retrieval.contracts.selection import PromptCandidate, parse_selection
+from retrieval.logs.deployments import APP_NAME, CHANNEL, Deployment, last_good, latest, record_apply
 
 from .interface import Selector, SelectorLoadError
 from .picker import Picker

@@ -8,7 +8,7 @@ from typing import Protocol
 
 import numpy as np
 
-from retrieval.selection import PromptCandidate
+from retrieval.contracts.selection import PromptCandidate
 
 
 class Selector(Protocol):

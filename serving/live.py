@@ -16,8 +16,8 @@ from pathlib import Path
 
 import psycopg
 
+from retrieval.corpus.ingest import IngestReport, ingest_paths
 from retrieval.embed import Embedder
-from retrieval.ingest import IngestReport, ingest_paths
 from retrieval.params import IngestParams, SearchParams
 
 

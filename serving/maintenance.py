@@ -1,4 +1,4 @@
-"""Maintenance in the service: `retrieval.maintain.run` every maintain.interval_minutes, in a thread
+"""Maintenance in the service: `retrieval.ops.maintain.run` every maintain.interval_minutes, in a thread
 with its own connection, so queries never wait for it. The first run comes one interval after
 start-up. Several services on one database take turns: the run's advisory lock makes the others
 skip that round."""
@@ -9,8 +9,8 @@ import logging
 import threading
 from pathlib import Path
 
-from retrieval import maintain
 from retrieval.db import connect
+from retrieval.ops import maintain
 from retrieval.params import MaintainParams, SearchParams
 
 log = logging.getLogger("uvicorn.error")  # the service's own log (`pai serve` prints it at INFO)

@@ -5,7 +5,7 @@ The serving policy lives here (`Picker.serve`), not in the HTTP handler: a fast 
 the ranker, a cross-encoder, a cascade's fast side) answers on the query path; a slow one (an LLM) answers
 in the background and its pick serves the next same query, the first-stage order meanwhile. Whatever
 chose it, the context never holds fewer than `min_chunks` candidates when there are that many: a short
-pick is topped up from the first-stage order (`retrieval.selection.top_up`), counted `topped_up`.
+pick is topped up from the first-stage order (`retrieval.contracts.selection.top_up`), counted `topped_up`.
 
 Then the token budget cuts the served order into the context, and, for `explore_rate` of the queries,
 the context's last slot is given to a candidate drawn uniformly from those below the cut (counted
@@ -25,9 +25,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from retrieval.feedback import normalize_query
-from retrieval.search import Candidate, take_budget
-from retrieval.selection import Pick, PromptCandidate, choose, similarity_order, top_up
+from retrieval.contracts.selection import Pick, PromptCandidate, choose, similarity_order, top_up
+from retrieval.logs.feedback import normalize_query
+from retrieval.query.search import Candidate, take_budget
 
 from .interface import Selector
 from .ranker import RankerSelector

@@ -1,12 +1,12 @@
 """The learned ranker selector (stage `train_ranker`'s model): embeds the query and the candidates with
 the base model (the store's), passes the query through the learned adapter, and answers the contract's
-`{"selected": [...]}` with the k best candidates by the fitted weights of `retrieval.ranking_features`,
+`{"selected": [...]}` with the k best candidates by the fitted weights of `retrieval.contracts.ranking_features`,
 gated by the query's affinity to the feedback's train queries (a query unlike them gets the general weights).
 
 No generation, so no parse can fail; ties keep retrieval order. It answers inline (a few ms): in the
 service every candidate carries the vector stored beside its chunk and the query comes with the vector the
 search already computed, so nothing is embedded on the query path. A candidate without a vector (a
-benchmark's, an evaluation's) is embedded from its passage text (`retrieval.ce_input.passage_text`, what
+benchmark's, an evaluation's) is embedded from its passage text (`retrieval.contracts.ce_input.passage_text`, what
 ingest embeds) through the machine's vector cache, and counted in `embedded`.
 """
 
@@ -21,9 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
-from retrieval.ce_input import passage_text
-from retrieval.embed import DIM, get_embedder
-from retrieval.ranking_features import (
+from retrieval.contracts.ce_input import passage_text
+from retrieval.contracts.ranking_features import (
     FEATURES,
     SERVED_FORMATS,
     domain_affinity,
@@ -32,7 +31,8 @@ from retrieval.ranking_features import (
     gated_scores,
     general_floor,
 )
-from retrieval.selection import PromptCandidate, render_answer
+from retrieval.contracts.selection import PromptCandidate, render_answer
+from retrieval.embed import DIM, get_embedder
 
 from .interface import SelectorLoadError
 

@@ -10,7 +10,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from retrieval.sources import text_problem
+from retrieval.corpus.sources import text_problem
 
 MAX_BODY_BYTES = 2_000_000
 MAX_ID = 2**63 - 1  # ids are bigint

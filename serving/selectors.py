@@ -1,13 +1,13 @@
 # Over 300 lines on purpose: the one backends module training and eval may import and three DVC stages list as deps; a split must widen both.
 """Selector backends behind one interface: given a query and its candidates, return raw text.
 
-Parsing, repair and fallback are the contract's (`retrieval.selection.parse_selection`), never a
+Parsing, repair and fallback are the contract's (`retrieval.contracts.selection.parse_selection`), never a
 backend's, so every backend is judged by the same rules. LLM backends render the contract's prompt
 with the per-chunk budget the model was trained with, and decode constrained to the output schema
 where the backend allows it:
 - `ollama`: chat with `format` = the JSON schema, `temperature 0`, `keep_alive` so the model stays loaded;
 - `llamacpp`: the same GGUF in-process (llama-cpp-python), greedy, each token constrained to keep
-  the output a prefix of a canonical answer (`retrieval.selection.answer_state`);
+  the output a prefix of a canonical answer (`retrieval.contracts.selection.answer_state`);
 - `transformers`: base + LoRA adapter merged, greedy (evaluation and the export parity check);
 - `similarity`: retrieval order.
 A *version record* (written by export, registered by deploy, announced to the service) names the
@@ -26,7 +26,7 @@ from pathlib import Path
 import httpx
 import numpy as np
 
-from retrieval.selection import (
+from retrieval.contracts.selection import (
     PromptCandidate,
     answer_state,
     output_schema,

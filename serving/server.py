@@ -10,7 +10,7 @@ from pathlib import Path
 
 import uvicorn
 
-from retrieval.capture import CaptureParams
+from retrieval.conversation.capture import CaptureParams
 from retrieval.db import database_url
 from retrieval.embed import get_embedder
 from retrieval.params import EmbedParams, IngestParams, MaintainParams, SearchParams, StagingParams, load_section

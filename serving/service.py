@@ -17,12 +17,13 @@ from dataclasses import dataclass, field
 
 from psycopg_pool import ConnectionPool
 
-from retrieval import feedback, staging
-from retrieval.capture import CaptureParams, Extractor
+from retrieval.contracts.selection import PROMPT_VERSION, Pick
+from retrieval.conversation.capture import CaptureParams, Extractor
 from retrieval.embed import Embedder
+from retrieval.logs import feedback
 from retrieval.params import IngestParams, MaintainParams, SearchParams, StagingParams
-from retrieval.search import Candidate, keyword_rankings, search_vector
-from retrieval.selection import PROMPT_VERSION, Pick
+from retrieval.query import staging
+from retrieval.query.search import Candidate, keyword_rankings, search_vector
 
 from .capture import CaptureWorker
 from .hotswap import HotSwapper

@@ -1,6 +1,7 @@
 """The import graph is the one DESIGN.md draws, read from every module's imports (ast, no import runs):
-the layers hold, our own imports sit at module top, no module cycles, and each DVC stage's `deps` cover
-every project module its `python -m` imports (so a code change re-runs the stage)."""
+the layers hold, our own imports sit at module top, no module cycles, each DVC stage's `deps` cover
+every project module its `python -m` imports (so a code change re-runs the stage), and inside `retrieval` the
+rooms keep their arrows."""
 
 import ast
 from pathlib import Path
@@ -15,6 +16,16 @@ ALLOWED = {
     "training": {"retrieval", "serving"},
     "eval": {"retrieval", "serving"},
     "cli": {"retrieval", "serving", "training", "eval"},
+}
+# retrieval's rooms and the rooms each may import; every room may import the shared modules at the top of
+# retrieval (db, params, embed, embedding_cache, chunking, files, progress, tracking, scrub/), which import no room
+ROOMS = {
+    "contracts": set(),
+    "query": set(),
+    "corpus": {"contracts"},
+    "logs": {"query"},
+    "conversation": {"corpus"},
+    "ops": {"contracts", "corpus", "query", "logs"},
 }
 
 
@@ -98,3 +109,31 @@ def test_dvc_stage_deps_cover_every_module_the_stage_imports():
             if not rel.endswith("__init__.py") and not any(rel == d or rel.startswith(d + "/") for d in deps):
                 missing.append(f"{stage}: {rel}")
     assert not missing, "dvc.yaml deps miss modules their stage imports:\n" + "\n".join(missing)
+
+
+def room(name: str) -> str | None:
+    """The room a retrieval module lives in, or None for the shared modules at the top."""
+    parts = name.split(".")
+    return parts[1] if len(parts) > 2 and parts[1] in ROOMS else None
+
+
+def test_retrieval_rooms_keep_their_arrows():
+    bad = []
+    for name, path in modules().items():
+        if name.split(".")[0] != "retrieval":
+            continue
+        for target, node, _ in imports(name, path):
+            mine, theirs = room(name), room(target)
+            if theirs is not None and theirs != mine and (mine is None or theirs not in ROOMS[mine]):
+                where = "retrieval's shared modules" if mine is None else f"room {mine}"
+                bad.append(f"{path.relative_to(REPO)}:{node.lineno} imports {target}: {where} may not import {theirs}")
+    assert not bad, "\n".join(bad)
+
+
+def test_every_room_is_drawn_and_its_init_only_says_what_it_owns():
+    packages = {p.parent.name for p in (REPO / "retrieval").glob("*/__init__.py")} - {"scrub"}
+    assert packages == set(ROOMS), "a retrieval subpackage missing from ROOMS (or a room without a folder)"
+    for name in ROOMS:
+        tree = ast.parse((REPO / "retrieval" / name / "__init__.py").read_text(encoding="utf-8"))
+        assert ast.get_docstring(tree), f"retrieval/{name}/__init__.py: say what the room owns"
+        assert len(tree.body) == 1, f"retrieval/{name}/__init__.py: a docstring only (callers import the modules)"

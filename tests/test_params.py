@@ -14,7 +14,7 @@ from eval.code_bench import CodeBenchParams
 from eval.deploy import DeployParams
 from eval.evaluate import EvaluateParams
 from eval.scifact_bench import BenchmarkParams
-from retrieval.capture import CaptureParams
+from retrieval.conversation.capture import CaptureParams
 from retrieval.params import (
     EmbedParams,
     IngestParams,

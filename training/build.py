@@ -20,10 +20,10 @@ import numpy as np
 from rich.console import Console
 
 from retrieval.chunking import approx_tokens
-from retrieval.feedback import FEEDBACK_FILE, shown_candidates, split_of
+from retrieval.contracts.selection import PROMPT_VERSION, PromptCandidate, render_answer, render_messages
 from retrieval.files import write_atomic
+from retrieval.logs.feedback import FEEDBACK_FILE, shown_candidates, split_of
 from retrieval.params import load_section
-from retrieval.selection import PROMPT_VERSION, PromptCandidate, render_answer, render_messages
 
 
 @dataclass(frozen=True)

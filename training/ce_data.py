@@ -12,11 +12,11 @@ import random
 from collections import Counter
 from collections.abc import Callable
 
-from retrieval.ce_input import ce_passage
-from retrieval.feedback import ipw, normalize_query, query_position, shown_candidates, split_of
-from retrieval.learned_fusion import fuse_for
-from retrieval.lexical import lexical_scores
-from retrieval.metrics import recall_at_k
+from retrieval.contracts.ce_input import ce_passage
+from retrieval.contracts.learned_fusion import fuse_for
+from retrieval.contracts.lexical import lexical_scores
+from retrieval.contracts.metrics import recall_at_k
+from retrieval.logs.feedback import ipw, normalize_query, query_position, shown_candidates, split_of
 
 
 def split_of3(query: str, val_fraction: float, calibration_fraction: float) -> str:
@@ -167,7 +167,7 @@ def mean_recall(groups: list[dict], scores: list[list[float]] | None, k: int) ->
 def fit_fusion(
     groups: list[dict], scores: list[list[float]], positions: int = 20, l2: float = 1e-2, lexical: bool = True
 ) -> dict:
-    """The weights of `retrieval.learned_fusion.fuse_scores`: score = ce_weight * model score + rank_bias[position]
+    """The weights of `retrieval.contracts.learned_fusion.fuse_scores`: score = ce_weight * model score + rank_bias[position]
     (+ bm25_weight * the candidates' standardised BM25), fitted by a listwise softmax likelihood of the
     used candidates of each query (a ranking objective, like Recall@k).
 

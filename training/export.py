@@ -28,10 +28,10 @@ from pathlib import Path
 
 from rich.console import Console
 
+from retrieval.contracts.selection import parse_selection
 from retrieval.db import pai_home
 from retrieval.files import files_sha256, write_atomic
 from retrieval.params import load_section
-from retrieval.selection import parse_selection
 from serving.selectors import OLLAMA_TEMPLATE, LlamaCppSelector
 
 from .base_model import EOS, PAD, llama_cpp_tree

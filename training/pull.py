@@ -16,8 +16,8 @@ from pathlib import Path
 from rich.console import Console
 
 from retrieval.db import connect
-from retrieval.feedback import CANDIDATE_KEYS, FEEDBACK_FILE, WATERMARK_FILE, FeedbackRecord
 from retrieval.files import write_atomic
+from retrieval.logs.feedback import CANDIDATE_KEYS, FEEDBACK_FILE, WATERMARK_FILE, FeedbackRecord
 from retrieval.params import load_section
 from retrieval.scrub import scrub
 

@@ -1,12 +1,12 @@
 """The learned ranker's fits (stage `train_ranker`), each a listwise softmax over a query's candidates with
 the used ones up, weighed by their inverse propensities: the query adapter, the fusion weights of
-`retrieval.ranking_features`, and the domain gate's ramp. torch loads inside the functions."""
+`retrieval.contracts.ranking_features`, and the domain gate's ramp. torch loads inside the functions."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from retrieval.ranking_features import FEATURES, domain_affinity
+from retrieval.contracts.ranking_features import FEATURES, domain_affinity
 
 
 def _padded(groups: list[dict]):

@@ -19,10 +19,10 @@ from pathlib import Path
 
 from rich.console import Console
 
+from retrieval.contracts.selection import PROMPT_VERSION
 from retrieval.db import pai_home
 from retrieval.files import files_sha256, write_atomic
 from retrieval.params import load_section
-from retrieval.selection import PROMPT_VERSION
 from retrieval.tracking import git_commit, use_mlflow
 
 from .base_model import qwen2_tokenizer, tiny_qwen2, training_chat_template

@@ -35,10 +35,10 @@ from pathlib import Path
 
 from rich.console import Console
 
-from retrieval.ce_input import CE_INPUT_FORMAT
-from retrieval.cpu_dtype import CE_DTYPES
-from retrieval.feedback import FEEDBACK_FILE
+from retrieval.contracts.ce_input import CE_INPUT_FORMAT
+from retrieval.contracts.cpu_dtype import CE_DTYPES
 from retrieval.files import write_atomic
+from retrieval.logs.feedback import FEEDBACK_FILE
 from retrieval.params import load_section
 from retrieval.tracking import git_commit, use_mlflow
 

@@ -7,7 +7,7 @@ adds what the feedback teaches, so its first ranking is the baseline's and train
 2. adapter: a 384x384 query-side map (q' = q + q W, W = 0 at the start) fitted on the *train* queries
    by a listwise softmax over each query's candidates (the used ones up), with an L2 pull of W toward 0
    (the base model): the domain's way of asking, without re-embedding a passage.
-3. fusion: the weights of `retrieval.ranking_features` (similarity, adapted, BM25; the retrieval prior
+3. fusion: the weights of `retrieval.contracts.ranking_features` (similarity, adapted, BM25; the retrieval prior
    when `prior` is on), fitted the same listwise way on *calibration* queries that the adapter never saw.
    Without the prior the ranking depends on the candidates, not on the order a first stage gave them.
 4. domain gate: the fitted weights hold for queries like the feedback's, so the ranker keeps the train
@@ -35,12 +35,7 @@ import numpy as np
 from rich.console import Console
 from rich.progress import Progress
 
-from retrieval.embed import get_embedder
-from retrieval.feedback import FEEDBACK_FILE
-from retrieval.files import write_atomic
-from retrieval.params import load_section
-from retrieval.progress import make_progress
-from retrieval.ranking_features import (
+from retrieval.contracts.ranking_features import (
     FEATURES,
     RANKER_FORMAT,
     domain_affinity,
@@ -50,6 +45,11 @@ from retrieval.ranking_features import (
     general_floor,
     ranker_scores,
 )
+from retrieval.embed import get_embedder
+from retrieval.files import write_atomic
+from retrieval.logs.feedback import FEEDBACK_FILE
+from retrieval.params import load_section
+from retrieval.progress import make_progress
 from retrieval.tracking import git_commit, use_mlflow
 
 from .build import BuildParams

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 from rich.table import Table
 
-from retrieval.selection import PromptCandidate
+from retrieval.contracts.selection import PromptCandidate
 from serving.cross_encoder import CrossEncoderSelector
 
 

@@ -15,9 +15,9 @@ import time
 import numpy as np
 
 from eval.systems import passage_texts
-from retrieval.ce_input import passage_text
+from retrieval.contracts.ce_input import passage_text
+from retrieval.contracts.metrics import paired_bootstrap, recall_at_k
 from retrieval.embed import Embedder
-from retrieval.metrics import paired_bootstrap, recall_at_k
 
 
 def parse_backends(spec: str) -> list[tuple[str, str]]:

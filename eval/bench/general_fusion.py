@@ -23,12 +23,12 @@ from functools import partial
 import numpy as np
 
 from eval.systems import bm25_ranking, similarity_ranking
-from retrieval.ce_input import ce_passage
+from retrieval.contracts.ce_input import ce_passage
+from retrieval.contracts.lexical import bm25_raw, floored
+from retrieval.contracts.metrics import paired_bootstrap, recall_at_k
+from retrieval.contracts.ranking_features import general_floor, standardise
 from retrieval.embed import Embedder
-from retrieval.lexical import bm25_raw, floored
-from retrieval.metrics import paired_bootstrap, recall_at_k
-from retrieval.ranking_features import general_floor, standardise
-from retrieval.search import rrf
+from retrieval.query.search import rrf
 
 BASELINES = ("similarity", "bm25", "hybrid")
 
@@ -64,7 +64,7 @@ def system_recalls(
 ) -> dict:
     """Per system, Recall@k per query (arrays aligned with `items`); the baselines are evaluate's own. Each
     plain floor in `plains` adds, per w and floor, the per-query floor the ranker's general weights use
-    (`retrieval.ranking_features.general_floor`: `floor` for a query naming things, the plain one for the rest)."""
+    (`retrieval.contracts.ranking_features.general_floor`: `floor` for a query naming things, the plain one for the rest)."""
     fusions = [(w, f, None) for f in floors for w in weights] + [
         (w, f, p) for p in plains for f in floors for w in weights
     ]

@@ -17,12 +17,12 @@ import psycopg
 from psycopg.conninfo import make_conninfo
 
 from eval.retrieval_eval import doc_ids, load_scifact
+from retrieval.contracts.metrics import recall_at_k
+from retrieval.corpus.ingest import ingest_paths
 from retrieval.db import connect, database_url
 from retrieval.embed import get_embedder
-from retrieval.ingest import ingest_paths
-from retrieval.metrics import recall_at_k
 from retrieval.params import IngestParams, SearchParams, load_section
-from retrieval.search import search_vector
+from retrieval.query.search import search_vector
 
 
 def main() -> None:

@@ -21,12 +21,12 @@ import numpy as np
 from pgvector import HalfVector
 from rich.table import Table
 
-from retrieval import staging
+from retrieval.contracts.metrics import recall_vs_exact
 from retrieval.db import connect, pai_home
 from retrieval.embed import get_embedder
-from retrieval.metrics import recall_vs_exact
 from retrieval.params import EmbedParams, SearchParams
-from retrieval.search import Candidate, SearchResult
+from retrieval.query import staging
+from retrieval.query.search import Candidate, SearchResult
 
 SCHEMA = "pai_bench"
 REAL_TEXT_CHARS = 300

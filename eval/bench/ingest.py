@@ -18,12 +18,12 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from retrieval.chunking import chunk_document
+from retrieval.corpus.ingest import embedding_text, ingest_documents, scrub_names
+from retrieval.corpus.sources import Document, InputError, read_documents
 from retrieval.db import connect, pai_home, scratch_database
 from retrieval.embed import Embedder
-from retrieval.ingest import embedding_text, ingest_documents, scrub_names
 from retrieval.params import IngestParams, SearchParams
 from retrieval.scrub import scrub
-from retrieval.sources import Document, InputError, read_documents
 
 
 def corpus_documents(path: Path, max_docs: int, max_bytes: int) -> list[Document]:

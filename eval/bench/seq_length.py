@@ -15,9 +15,9 @@ import time
 import numpy as np
 
 from eval.systems import passage_texts
-from retrieval.ce_input import ce_passage
+from retrieval.contracts.ce_input import ce_passage
+from retrieval.contracts.metrics import paired_bootstrap, recall_at_k
 from retrieval.embed import Embedder
-from retrieval.metrics import paired_bootstrap, recall_at_k
 
 
 def run(items: list[dict], embedder: Embedder, lengths: list[int], k: int = 5, progress=None) -> dict:

@@ -20,13 +20,13 @@ import psycopg
 from rich.table import Table
 
 from eval.retrieval_eval import doc_ids, load_scifact
-from retrieval import usage
+from retrieval.contracts.metrics import ndcg_at_k, paired_bootstrap, recall_at_k
+from retrieval.corpus.sources import resolved
 from retrieval.embed import Embedder
-from retrieval.feedback import normalize_query
-from retrieval.metrics import ndcg_at_k, paired_bootstrap, recall_at_k
+from retrieval.logs.feedback import normalize_query
+from retrieval.ops import usage
 from retrieval.params import MaintainParams, SearchParams
-from retrieval.search import search_vector
-from retrieval.sources import resolved
+from retrieval.query.search import search_vector
 
 
 def run(

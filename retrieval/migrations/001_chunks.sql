@@ -36,6 +36,6 @@ CREATE TABLE chunks (
 CREATE INDEX chunks_document ON chunks (document_id);
 CREATE INDEX chunks_tsv ON chunks USING gin (tsv);
 CREATE INDEX chunks_trgm ON chunks USING gin (text gin_trgm_ops);
--- The HNSW index is (re)built by retrieval.store.ensure_hnsw from params.yaml (m, ef_construction).
+-- The HNSW index is (re)built by retrieval.corpus.store.ensure_hnsw from params.yaml (m, ef_construction).
 CREATE INDEX chunks_embedding_hnsw ON chunks USING hnsw (embedding vector_cosine_ops)
     WITH (m = 16, ef_construction = 64);

@@ -2,9 +2,9 @@
 heading`), and how many chunks sit under a nested heading, on a real Postgres."""
 
 from cli.bench_policy import heading_queries, nested_share
-from retrieval.ingest import ingest_documents
+from retrieval.corpus.ingest import ingest_documents
+from retrieval.corpus.sources import Document
 from retrieval.params import IngestParams, SearchParams
-from retrieval.sources import Document
 
 NESTED = """# Deployment
 

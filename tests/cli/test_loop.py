@@ -5,7 +5,7 @@ import json
 import numpy as np
 
 from cli.loop import scifact_records
-from retrieval.metrics import mean_ci
+from retrieval.contracts.metrics import mean_ci
 
 
 def test_scifact_records_are_the_scifact_queries_oldest_first(tmp_path):

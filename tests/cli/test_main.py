@@ -6,7 +6,7 @@ import json
 from typer.testing import CliRunner
 
 from cli.main import app
-from retrieval import staging
+from retrieval.query import staging
 
 runner = CliRunner()
 

@@ -8,8 +8,8 @@ import yaml
 from typer.testing import CliRunner
 
 from cli.main import app
-from retrieval import maintain
 from retrieval.db import connect
+from retrieval.ops import maintain
 
 runner = CliRunner()
 

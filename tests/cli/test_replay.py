@@ -129,7 +129,7 @@ def test_a_hot_swap_mid_replay_keeps_each_querys_version_in_the_log(db_url, embe
     version that served it (what its labels were earned under), the swap loses no query and no label."""
     import httpx
 
-    from retrieval import deployments
+    from retrieval.logs import deployments
     from retrieval.params import IngestParams, SearchParams, StagingParams
     from serving.hotswap import HotSwapper
     from serving.picker import Picker

@@ -96,7 +96,7 @@ def test_held_out_feedback_is_scored_naively_and_by_inverse_propensity(tmp_path)
     cited it and rank 1. The naive figure counts the explored chunk as one label of two; the unbiased one as
     the 20 (1 / clip) chunks like it the policy hid, so an order that leaves it below the cut scores ~0.05."""
     from eval.items import feedback_items
-    from retrieval.selection import Pick
+    from retrieval.contracts.selection import Pick
 
     def cand(rank, used, shown, p):
         return {

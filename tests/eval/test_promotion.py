@@ -11,8 +11,8 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
+from retrieval.contracts.selection import PromptCandidate, render_answer, render_messages
 from retrieval.params import IngestParams, SearchParams, StagingParams
-from retrieval.selection import PromptCandidate, render_answer, render_messages
 from serving.hotswap import HotSwapper
 from serving.picker import Picker
 from serving.selectors import SimilaritySelector

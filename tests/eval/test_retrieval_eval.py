@@ -4,7 +4,7 @@ order one per document, and vector-only beside hybrid on a small corpus ingested
 import json
 
 from eval.retrieval_eval import doc_ids, evaluate, load_scifact
-from retrieval.ingest import ingest_paths
+from retrieval.corpus.ingest import ingest_paths
 from retrieval.params import IngestParams, SearchParams
 
 CORPUS = {

@@ -4,7 +4,7 @@
 def test_scifact_benchmark_items_mark_chunks_of_relevant_abstracts():
     from eval.items import bench_name
     from eval.scifact_bench import items_from_search
-    from retrieval.search import Candidate
+    from retrieval.query.search import Candidate
 
     def search(claim):
         return [

@@ -17,11 +17,11 @@ from psycopg.conninfo import make_conninfo
 from typer.testing import CliRunner
 
 from cli.main import app as cli
-from retrieval import maintain
+from retrieval.corpus.ingest import ingest_paths
 from retrieval.db import DatabaseError, connect
-from retrieval.ingest import ingest_paths
+from retrieval.ops import maintain
 from retrieval.params import IngestParams, MaintainParams, SearchParams, StagingParams
-from retrieval.search import search
+from retrieval.query.search import search
 from serving.picker import Picker
 from serving.selectors import SimilaritySelector
 from serving.server import BackgroundServer
@@ -124,7 +124,7 @@ def test_migrate_as_owner_then_everything_as_a_dml_only_role(shared, embedder, t
     assert "permission denied" in line and "pai migrate --grant" in line
     # a params change the runtime cannot apply (the HNSW index's build options) is one line too
     with connect(shared["runtime"]) as conn:
-        from retrieval import store
+        from retrieval.corpus import store
 
         with pytest.raises(DatabaseError, match=r"may not rebuild it.*pai migrate"):
             store.ensure_hnsw(conn, 24, 64)

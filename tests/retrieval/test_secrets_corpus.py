@@ -15,12 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from retrieval import feedback, staging
+from retrieval.corpus.ingest import ingest_paths
 from retrieval.db import connect
-from retrieval.ingest import ingest_paths
+from retrieval.logs import feedback
 from retrieval.params import IngestParams, SearchParams
+from retrieval.query import staging
+from retrieval.query.search import search
 from retrieval.scrub import scrub
-from retrieval.search import search
 from serving.live import process_inbox_file
 from training.pull import to_record
 

@@ -5,8 +5,8 @@ import json
 import numpy as np
 import pytest
 
+from retrieval.contracts.ranking_features import RANKER_FORMAT
 from retrieval.embed import DIM
-from retrieval.ranking_features import RANKER_FORMAT
 
 
 @pytest.fixture

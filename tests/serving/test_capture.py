@@ -8,8 +8,8 @@ import time
 import httpx
 import pytest
 
-from retrieval import capture
-from retrieval.capture import CaptureParams, Exchange
+from retrieval.conversation import capture
+from retrieval.conversation.capture import CaptureParams, Exchange
 from retrieval.db import connect
 from retrieval.params import IngestParams, SearchParams, StagingParams
 from serving.picker import Picker

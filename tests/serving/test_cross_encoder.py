@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from retrieval.ce_input import CE_INPUT_FORMAT, ce_passage
-from retrieval.cpu_dtype import ce_dtype
-from retrieval.learned_fusion import fuse_scores
-from retrieval.lexical import lexical_scores
-from retrieval.selection import PromptCandidate, parse_selection
+from retrieval.contracts.ce_input import CE_INPUT_FORMAT, ce_passage
+from retrieval.contracts.cpu_dtype import ce_dtype
+from retrieval.contracts.learned_fusion import fuse_scores
+from retrieval.contracts.lexical import lexical_scores
+from retrieval.contracts.selection import PromptCandidate, parse_selection
 from serving.cross_encoder import CrossEncoderSelector
 from serving.interface import SelectorLoadError
 

@@ -3,7 +3,7 @@ GGUF that does not load refuses to start rather than silently judging by rules."
 
 import pytest
 
-from retrieval.capture import CaptureParams
+from retrieval.conversation.capture import CaptureParams
 from serving.extractor import build_extractor
 from serving.interface import SelectorLoadError
 

@@ -8,8 +8,8 @@ import time
 import httpx
 import pytest
 
-from retrieval import deployments
 from retrieval.db import connect
+from retrieval.logs import deployments
 from retrieval.params import IngestParams, SearchParams, StagingParams
 from serving.hotswap import HotSwapper
 from serving.interface import SelectorLoadError

@@ -5,8 +5,8 @@ import time
 
 import httpx
 
-from retrieval import maintain
 from retrieval.db import connect
+from retrieval.ops import maintain
 from retrieval.params import IngestParams, MaintainParams, SearchParams, StagingParams
 from serving.picker import Picker
 from serving.selectors import SimilaritySelector

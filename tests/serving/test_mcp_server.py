@@ -14,8 +14,8 @@ import pytest
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
+from retrieval.corpus.ingest import ingest_paths
 from retrieval.db import connect
-from retrieval.ingest import ingest_paths
 from retrieval.params import IngestParams, SearchParams
 from serving.server import BackgroundServer
 

@@ -5,8 +5,8 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from retrieval.feedback import normalize_query
-from retrieval.search import Candidate
+from retrieval.logs.feedback import normalize_query
+from retrieval.query.search import Candidate
 from serving.picker import Picker
 
 

@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from retrieval.search import Candidate
-from retrieval.selection import top_up
+from retrieval.contracts.selection import top_up
+from retrieval.query.search import Candidate
 from serving.picker import Picker
 from serving.selectors import CascadeSelector
 

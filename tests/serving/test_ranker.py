@@ -5,7 +5,7 @@ vectors it embeds nothing, and its similarity is the store's cosine, nested head
 import numpy as np
 import pytest
 
-from retrieval.search import Candidate
+from retrieval.query.search import Candidate
 from serving.picker import Picker
 from serving.ranker import RankerSelector
 
@@ -47,12 +47,12 @@ Every new selector answers three known prompts before it serves.
 def test_the_rankers_similarity_is_the_stores_cosine_for_a_nested_heading_chunk(conn, embedder, tmp_path, make_ranker):
     """One passage text (`passage_text`): ingest embeds `parent / heading` + text and stores it; the service
     hands that vector to the ranker, and the eval path (no stored vector) embeds the very same text."""
-    from retrieval.ce_input import passage_text
-    from retrieval.ingest import ingest_documents
+    from retrieval.contracts.ce_input import passage_text
+    from retrieval.contracts.selection import PromptCandidate
+    from retrieval.corpus.ingest import ingest_documents
+    from retrieval.corpus.sources import Document
     from retrieval.params import IngestParams, SearchParams
-    from retrieval.search import search_vector
-    from retrieval.selection import PromptCandidate
-    from retrieval.sources import Document
+    from retrieval.query.search import search_vector
 
     ingest_documents(
         conn, [Document("notes/deploy.md", "notes", NESTED, "markdown")], IngestParams(), SearchParams(), embedder

@@ -4,8 +4,8 @@ on a real Postgres with the real MiniLM, called directly (no HTTP)."""
 from pgvector.psycopg import register_vector
 from psycopg_pool import ConnectionPool
 
+from retrieval.corpus.ingest import ingest_paths
 from retrieval.db import connect
-from retrieval.ingest import ingest_paths
 from retrieval.params import IngestParams, SearchParams
 from serving.service import run_query
 

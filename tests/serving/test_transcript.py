@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from retrieval.corpus.ingest import ingest_paths
 from retrieval.db import connect
-from retrieval.ingest import ingest_paths
 from retrieval.params import IngestParams, SearchParams
 from serving.client import Client
 from serving.server import BackgroundServer

@@ -2,8 +2,8 @@
 
 import json
 
-from retrieval.feedback import split_of
-from retrieval.selection import parse_selection
+from retrieval.contracts.selection import parse_selection
+from retrieval.logs.feedback import split_of
 from training.build import BuildParams, build_examples, stats
 
 P = BuildParams(val_fraction=0.5, shuffles=1, seed=1, max_tokens=400, chunk_tokens=200)

@@ -3,7 +3,7 @@
 
 import torch
 
-from retrieval.metrics import recall_at_k
+from retrieval.contracts.metrics import recall_at_k
 from training.ce_data import fit_fusion, fused_recall, mean_recall
 
 

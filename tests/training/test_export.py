@@ -4,7 +4,7 @@ whose tiny GGUFs it registers."""
 
 from pathlib import Path
 
-from retrieval.selection import PromptCandidate, render_messages
+from retrieval.contracts.selection import PromptCandidate, render_messages
 from training.export import ExportParams, modelfile
 
 REPO = Path(__file__).resolve().parents[2]

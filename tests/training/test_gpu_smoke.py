@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from retrieval.contracts.selection import PromptCandidate, render_answer, render_messages
 from retrieval.db import pai_home
-from retrieval.selection import PromptCandidate, render_answer, render_messages
 from training.base_model import qwen2_tokenizer
 
 REPO = Path(__file__).resolve().parents[2]

@@ -4,8 +4,8 @@ import json
 from collections import Counter
 from datetime import UTC, datetime
 
-from retrieval.feedback import log_query, record_feedback
-from retrieval.search import Candidate
+from retrieval.logs.feedback import log_query, record_feedback
+from retrieval.query.search import Candidate
 from training.pull import PullParams, check_record, pull, to_record
 
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from retrieval.feedback import log_query, record_feedback
-from retrieval.search import Candidate
+from retrieval.logs.feedback import log_query, record_feedback
+from retrieval.query.search import Candidate
 from training import build, pull
 
 REPO = Path(__file__).resolve().parents[2]

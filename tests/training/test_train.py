@@ -2,7 +2,7 @@
 
 import json
 
-from retrieval.selection import PromptCandidate, render_answer, render_messages
+from retrieval.contracts.selection import PromptCandidate, render_answer, render_messages
 from training.train import TrainParams, train
 
 

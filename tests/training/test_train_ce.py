@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from eval.promotion import has_model
-from retrieval.feedback import split_of
+from retrieval.logs.feedback import split_of
 from training.ce_data import build_pairs, rankings, split_of3
 from training.ce_model import fit_head
 from training.train_ce import CrossEncoderParams, main, train

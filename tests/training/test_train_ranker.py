@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from eval.promotion import folder_record
+from retrieval.contracts.ranking_features import features, gated_scores, general_floor, ranker_scores
+from retrieval.contracts.selection import PromptCandidate, parse_selection
 from retrieval.embed import get_embedder
-from retrieval.ranking_features import features, gated_scores, general_floor, ranker_scores
-from retrieval.selection import PromptCandidate, parse_selection
 from serving.ranker import RankerSelector
 from serving.selectors import resolve
 from training import train_ranker

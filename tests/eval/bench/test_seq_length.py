@@ -5,7 +5,7 @@ import pytest
 from eval.bench.seq_length import run
 from eval.items import load_items
 from eval.systems import similarity_ranking
-from retrieval.metrics import recall_at_k
+from retrieval.contracts.metrics import recall_at_k
 
 
 def test_the_reference_length_ties_itself_and_the_model_is_restored(benchmark_dir, embedder):

@@ -7,10 +7,10 @@ import json
 import pytest
 
 from eval.bench import usage_prior
-from retrieval.feedback import log_query, record_feedback
-from retrieval.ingest import ingest_paths
+from retrieval.corpus.ingest import ingest_paths
+from retrieval.logs.feedback import log_query, record_feedback
 from retrieval.params import IngestParams, MaintainParams, SearchParams
-from retrieval.search import search
+from retrieval.query.search import search
 
 CORPUS = {
     "1": ("Honey bees", "Honey bees collect nectar from flowers and store it as honey in wax combs."),

@@ -1,0 +1,299 @@
+"""The feedback log (DESIGN.md contract 3). Every write is one transaction; bad feedback is refused
+with a one-line FeedbackError and writes nothing. Its export (stage `pull`) is one `FeedbackRecord`
+per line of `feedback.jsonl`; training and evaluation split it by query text (`split_of`)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from datetime import datetime
+from pathlib import Path
+from typing import TypedDict
+
+import psycopg
+
+from ..query.search import Candidate
+from ..scrub import scrub_text
+
+LEARNED_QA_MIN_SIMILARITY = 0.15  # pg_trgm similarity for a learned answer to count as related
+_CITATION = re.compile(r"\[(\d{1,3})\]")
+
+
+FEEDBACK_FILE = "feedback.jsonl"  # the pull stage's export: the latest state of every query, one record a line
+WATERMARK_FILE = "watermark.json"  # beside it: (updated_at, query_id) of the last row pulled
+
+
+class FeedbackCandidate(TypedDict):
+    """One candidate a query was shown, with what became of it."""
+
+    rank: int  # 1-based retrieval rank
+    chunk_id: int
+    content_hash: str
+    score: float
+    source: str | None  # None (with heading and text) when the chunk changed or was deleted since
+    heading: str | None
+    parent_heading: str | None  # the heading path's upper part: the passage text is `parent / heading` + text
+    text: str | None
+    pick_rank: int | None  # its place in the selector's pick, None if not picked
+    served_rank: int | None  # its place in the served order the context was cut from, None if not in it
+    shown: bool | None  # in the context given to the consumer; None: logged before exposure was recorded
+    propensity: float | None  # P(shown) under the serving policy, exploration included
+    used: bool | None  # used (cited) / ignored (shown, not cited); None = no label (not shown, or no feedback)
+
+
+class FeedbackRecord(TypedDict):
+    """One exported query (contract 3, as a file): plain JSON, read by key."""
+
+    query_id: int
+    query: str
+    created_at: str  # ISO 8601
+    updated_at: str
+    selector_version: str | None
+    picked_by: str | None
+    prompt_version: str | None
+    selection_status: str | None
+    threshold: float | None  # candidates scored below it were not shown to the selector
+    rating: int | None  # +1 / -1
+    correction: str | None
+    answer: str | None
+    candidates: list[FeedbackCandidate]
+
+
+CANDIDATE_KEYS = tuple(FeedbackCandidate.__annotations__)
+
+
+def normalize_query(query: str) -> str:
+    """Same query, same topic: case and spacing do not matter (cache keys, splits, duplicates)."""
+    return re.sub(r"\s+", " ", query.strip().lower())
+
+
+def query_position(query: str) -> float:
+    """Where a query falls in [0, 1], by a hash of its normalised text: splits are bands of this."""
+    return int(hashlib.sha256(normalize_query(query).encode()).hexdigest()[:8], 16) / 0xFFFFFFFF
+
+
+def split_of(query: str, val_fraction: float) -> str:
+    """Deterministic split by normalised query text: the same query always lands in the same split."""
+    return "val" if query_position(query) < val_fraction else "train"
+
+
+def shown_candidates(rec: FeedbackRecord) -> list[FeedbackCandidate]:
+    """The candidates the selector was shown (scored at or above the query's threshold)."""
+    threshold = rec.get("threshold")
+    return [c for c in rec["candidates"] if threshold is None or c["score"] >= threshold]
+
+
+def pulled_through(folder: Path) -> tuple[datetime, int] | None:
+    """The pull stage's watermark in `folder`: every query at or below (updated_at, id) is exported.
+    None when nothing was pulled, or the file cannot be read (then nothing counts as pulled)."""
+    try:
+        w = json.loads((folder / WATERMARK_FILE).read_text(encoding="utf-8"))
+        return datetime.fromisoformat(w["updated_at"]), int(w["query_id"])
+    except (OSError, ValueError, KeyError, TypeError):  # missing, "-infinity", malformed: not pulled
+        return None
+
+
+def ipw(c: FeedbackCandidate, clip: float) -> float:
+    """A label's inverse-propensity weight: 1 / max(P(shown), clip) for what the consumer was shown under the
+    serving policy (a chunk exploration put in the context counts for the many like it the policy hid);
+    1 for a judge's label or a row logged before exposure was recorded."""
+    p = c.get("propensity")
+    return 1.0 / max(float(p), clip) if c.get("shown") and p is not None else 1.0
+
+
+class FeedbackError(ValueError):
+    """Feedback that cannot be recorded (unknown query, chunk that was not a candidate, ...)."""
+
+
+def cited_ranks(answer: str, n: int) -> list[int]:
+    """Candidate numbers cited as `[3]` in an answer, in order of first citation, within 1..n."""
+    return list(dict.fromkeys(i for i in map(int, _CITATION.findall(answer)) if 1 <= i <= n))
+
+
+def log_query(
+    conn: psycopg.Connection,
+    text: str,
+    candidates: list[Candidate],
+    selector_version: str,
+    picked: list[int] | None = None,
+    *,
+    shown: list[int] | None = None,
+    propensity: dict[int, float] | None = None,
+    prompt_version: str | None = None,
+    selection_status: str = "pending",
+    staging_path: str | None = None,
+    threshold: float | None = None,
+) -> int:
+    """Record a served query with its candidates: `picked`, the served order (candidate ranks, best
+    first); `shown`, the ranks in the context given to the consumer (None: `picked`, all of them; neither
+    given: exposure unknown, stored NULL, and feedback labels every candidate as before);
+    `propensity`, rank -> P(shown) under the serving policy (absent: 1 if shown, else 0). The text is
+    scrubbed of secrets first, as everything stored is."""
+    text = scrub_text(text)
+    pick = {r: i for i, r in enumerate(picked or [], start=1)}
+    # exposure unknown (no served order, no context given: a caller other than the service): NULL, the old rule
+    exposed = None if picked is None and shown is None else set(picked or []) if shown is None else set(shown)
+    p = {
+        r: None if exposed is None else (propensity or {}).get(r, 1.0 if r in exposed else 0.0)
+        for r in (c.rank for c in candidates)
+    }
+    with conn.transaction():
+        (qid,) = conn.execute(
+            "INSERT INTO queries (text, selector_version, prompt_version, selection_status, staging_path, threshold)"
+            " VALUES (%s, %s, %s, %s, %s, %s) RETURNING id",
+            (text, selector_version, prompt_version, selection_status, staging_path, threshold),
+        ).fetchone()
+        conn.execute(  # one statement for all N candidates (this is on the query path)
+            "INSERT INTO query_candidates"
+            " (query_id, rank, chunk_id, content_hash, score, pick_rank, served_rank, shown, propensity)"
+            " SELECT %s, r, c, h, s, p, p, e, q FROM unnest("
+            "%s::int[], %s::bigint[], %s::text[], %s::real[], %s::int[], %s::bool[], %s::real[]) AS u(r, c, h, s, p, e, q)",
+            (
+                qid,
+                [c.rank for c in candidates],
+                [c.chunk_id for c in candidates],
+                [c.content_hash for c in candidates],
+                [c.score for c in candidates],
+                [pick.get(c.rank) for c in candidates],
+                [None if exposed is None else c.rank in exposed for c in candidates],
+                [p[c.rank] for c in candidates],
+            ),
+        )
+    return qid
+
+
+def record_pick(
+    conn: psycopg.Connection, query_id: int, picked: list[int], status: str, version: str | None = None
+) -> None:
+    """The selector's pick (candidate ranks, best first), when it arrives after the answer;
+    `version` names the selector that made it."""
+    with conn.transaction():
+        # lock the query row first, as record_feedback does: the same lock order, no deadlock
+        if conn.execute("SELECT 1 FROM queries WHERE id = %s FOR UPDATE", (query_id,)).fetchone() is None:
+            raise FeedbackError(f"unknown query id {query_id}")
+        (n,) = conn.execute("SELECT count(*) FROM query_candidates WHERE query_id = %s", (query_id,)).fetchone()
+        bad = [r for r in picked if not 1 <= r <= n]
+        if bad:
+            raise FeedbackError(f"query {query_id}: picked ranks {bad} are not among its {n} candidates")
+        conn.execute(  # position in the pick, NULL for the candidates not picked
+            "UPDATE query_candidates SET pick_rank = array_position(%s::int[], rank) WHERE query_id = %s",
+            (picked, query_id),
+        )
+        conn.execute(
+            "UPDATE queries SET selection_status = %s, picked_by = %s, updated_at = now() WHERE id = %s",
+            (status, version, query_id),
+        )
+
+
+def record_feedback(
+    conn: psycopg.Connection,
+    query_id: int,
+    *,
+    used_chunk_ids: list[int] | None = None,
+    ignored_chunk_ids: list[int] | None = None,
+    answer: str | None = None,
+    rating: int | None = None,
+    correction: str | None = None,
+) -> list[int]:
+    """Mark which candidates were used (explicit chunk ids, else the `[n]` cited in `answer`); the other
+    shown ones become ignored, and those never shown stay unlabelled (the consumer did not see them; rows
+    logged before exposure was recorded, `shown` NULL, keep the old rule: ignored). `ignored_chunk_ids`: a
+    judge who saw every candidate (a benchmark's qrels, a human grader) names negatives outside the context. A +1 rating promotes (query, answer) to learned Q&A; a correction
+    replaces the learned answer. Feedback is the query's state, not an event log: posting the same
+    again changes nothing, a new rating replaces the old one (a thumbs-up counts once per query).
+    Answers and corrections are scrubbed of secrets: learned answers are shown to other users.
+    Returns the used candidate ranks."""
+    if rating not in (None, -1, 1) or isinstance(rating, bool):
+        raise FeedbackError(f"rating must be +1 or -1, not {rating!r}")
+    # a blank answer or correction says nothing (it must not replace a learned answer)
+    answer, correction = (scrub_text(x) if x is not None and x.strip() else None for x in (answer, correction))
+    with conn.transaction():
+        row = conn.execute(
+            "SELECT text, rating, answer, correction FROM queries WHERE id = %s FOR UPDATE", (query_id,)
+        ).fetchone()
+        if row is None:
+            raise FeedbackError(f"unknown query id {query_id}")
+        question, old_rating, old_answer, old_correction = row
+        by_chunk = dict(
+            conn.execute("SELECT chunk_id, rank FROM query_candidates WHERE query_id = %s", (query_id,)).fetchall()
+        )
+        unknown = [c for c in (used_chunk_ids or []) + (ignored_chunk_ids or []) if c not in by_chunk]
+        if unknown:
+            raise FeedbackError(f"query {query_id}: chunks {unknown} were not among its candidates")
+        if set(used_chunk_ids or []) & set(ignored_chunk_ids or []):
+            raise FeedbackError(f"query {query_id}: a chunk cannot be both used and ignored")
+        if used_chunk_ids is not None:
+            used = [by_chunk[c] for c in used_chunk_ids]
+        else:  # the answer's citations, when it gave one
+            used = cited_ranks(answer, len(by_chunk)) if answer is not None else None
+        if used is not None:  # ignored = shown and not used; a candidate never shown gets no label (NULL)
+            conn.execute(
+                "UPDATE query_candidates SET used = CASE WHEN rank = ANY(%s) THEN true"
+                " WHEN shown IS false THEN NULL ELSE false END WHERE query_id = %s",
+                (used, query_id),
+            )
+        if ignored_chunk_ids:
+            conn.execute(
+                "UPDATE query_candidates SET used = false WHERE query_id = %s AND rank = ANY(%s)",
+                (query_id, [by_chunk[c] for c in ignored_chunk_ids]),
+            )
+        # a query's thumbs-up counts in the learned answer's quality_score while it has an answer to give;
+        # compared before and after this post: +1 it starts counting, -1 it stops
+        counted = old_rating == 1 and bool(old_correction or old_answer)
+        learned = (correction if correction is not None else old_correction) or (
+            answer if answer is not None else old_answer
+        )
+        up = int((rating if rating is not None else old_rating) == 1 and bool(learned)) - int(counted)
+        conn.execute(
+            "UPDATE queries SET answer = coalesce(%s, answer), rating = coalesce(%s, rating),"
+            " correction = coalesce(%s, correction), updated_at = now() WHERE id = %s",
+            (answer, rating, correction, query_id),
+        )
+        if correction is not None or up > 0:
+            conn.execute(
+                """INSERT INTO learned_qa (question, answer, source_query_id) VALUES (%s, %s, %s)
+                   ON CONFLICT ((md5(question))) DO UPDATE SET
+                     answer = CASE WHEN %s THEN EXCLUDED.answer ELSE learned_qa.answer END,
+                     quality_score = learned_qa.quality_score + %s,
+                     updated_at = now()""",
+                (question, learned, query_id, correction is not None, max(up, 0)),
+            )
+        if up < 0:  # a thumbs-up taken back; the answer it alone planted goes (a correction stays)
+            conn.execute(
+                "UPDATE learned_qa SET quality_score = quality_score - 1, updated_at = now()"
+                " WHERE md5(question) = md5(%s)",
+                (question,),
+            )
+            conn.execute(
+                "DELETE FROM learned_qa l WHERE md5(question) = md5(%s) AND quality_score <= 0 AND NOT EXISTS"
+                " (SELECT 1 FROM queries q WHERE q.id = l.source_query_id AND q.correction IS NOT NULL)",
+                (question,),
+            )
+    return used or []
+
+
+def learned_answers(conn: psycopg.Connection, query: str, limit: int = 3) -> list[tuple[str, str, float]]:
+    """(question, answer, similarity) of learned Q&A related to `query`, best first."""
+    with conn.transaction():  # `%` uses the trigram index with this threshold
+        conn.execute(f"SET LOCAL pg_trgm.similarity_threshold = {LEARNED_QA_MIN_SIMILARITY}")
+        return conn.execute(
+            "SELECT question, answer, similarity(question, %s) AS s FROM learned_qa"
+            " WHERE question %% %s ORDER BY s DESC, quality_score DESC LIMIT %s",
+            (query, query, limit),
+        ).fetchall()
+
+
+def counters(conn: psycopg.Connection) -> dict[str, float]:
+    learned, queries, used, corrections, fallbacks = conn.execute(
+        """SELECT (SELECT count(*) FROM learned_qa), (SELECT count(*) FROM queries),
+                  (SELECT count(*) FROM query_candidates WHERE used), (SELECT count(*) FROM queries WHERE correction IS NOT NULL),
+                  (SELECT count(*) FROM queries WHERE selection_status = 'fallback')"""
+    ).fetchone()
+    return {
+        "learned_qa_count": learned,
+        "queries": queries,
+        "use_count": used,
+        "corrections": corrections,
+        "fallback_rate": round(fallbacks / queries, 4) if queries else 0.0,
+    }

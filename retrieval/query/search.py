@@ -1,0 +1,175 @@
+"""Search: HNSW cosine top-k, an optional keyword side fused by reciprocal rank, threshold, budget."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import psycopg
+
+from ..embed import Embedder
+from ..params import SearchParams
+
+
+@dataclass(frozen=True)
+class Candidate:
+    rank: int  # 1-based position after fusion
+    chunk_id: int
+    source: str
+    heading: str | None
+    parent_heading: str | None
+    start_line: int
+    end_line: int
+    text: str
+    content_hash: str
+    score: float  # cosine similarity to the query
+    tokens: int
+    vector_rank: int | None = None  # 1-based rank on the vector side, None if only keyword found it
+    keyword_rank: int | None = None
+    vector: np.ndarray | None = field(default=None, compare=False, repr=False)  # the stored embedding
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    query: str
+    candidates: list[Candidate]  # top_k, fused order
+    threshold: float
+    context: list[Candidate] = field(default_factory=list)  # what enters the prompt without a selector
+
+    @property
+    def above(self) -> list[Candidate]:
+        return [c for c in self.candidates if c.score >= self.threshold]
+
+    @property
+    def below_threshold(self) -> int:
+        return len(self.candidates) - len(self.above)
+
+
+def rrf_scores(rankings: list[list[int]], k: int) -> dict[int, float]:
+    """Reciprocal rank fusion scores: sum of 1/(k + rank) per id, in first-seen order."""
+    scores: dict[int, float] = {}
+    for ranking in rankings:
+        for r, item in enumerate(ranking, start=1):
+            scores[item] = scores.get(item, 0.0) + 1.0 / (k + r)
+    return scores
+
+
+def rrf(rankings: list[list[int]], k: int) -> list[int]:
+    """Reciprocal rank fusion: ids ordered by sum of 1/(k + rank); ties keep first-seen order."""
+    scores = rrf_scores(rankings, k)
+    return sorted(scores, key=lambda i: -scores[i])
+
+
+def with_usage_prior(ids: list[int], scores: dict[int, float], weights: dict[int, float]) -> list[int]:
+    """`ids` (the fused top-k) re-ordered by score * exp(usage weight): the prior moves a chunk within
+    the candidates, never out of them; a chunk without a weight keeps its score."""
+    return sorted(ids, key=lambda i: -scores[i] * math.exp(weights.get(i, 0.0)))
+
+
+def take_budget(candidates: list[Candidate], token_budget: int, min_chunks: int) -> list[Candidate]:
+    """Candidates top-down while they fit the budget; never fewer than `min_chunks` (if there are)."""
+    out, used = [], 0
+    for c in candidates:
+        if used + c.tokens > token_budget and len(out) >= min_chunks:
+            break
+        out.append(c)
+        used += c.tokens
+    return out
+
+
+_KEYWORD_SQL = {
+    # OR of the query's stemmed terms (natural-language queries rarely match them all), ranked by
+    # ts_rank with log-length normalisation (flag 1). On SciFact test this fused nDCG@10 0.700 vs
+    # 0.608 for ts_rank_cd and 0.663 for vector alone (`pai cycle`).
+    "fts": """
+        SELECT chunk_id FROM chunk_terms,
+             to_tsquery('english', replace(plainto_tsquery('english', %(q)s)::text, '&', '|')) AS q
+        WHERE tsv @@ q ORDER BY ts_rank(tsv, q, 1) DESC, chunk_id LIMIT %(k)s
+    """,
+    "trgm": """
+        SELECT id FROM chunks WHERE %(q)s <%% text
+        ORDER BY word_similarity(%(q)s, text) DESC, id LIMIT %(k)s
+    """,
+}
+
+
+_WEIGHT = {False: "0::real", True: "coalesce(u.weight, 0)"}
+_USAGE_JOIN = {False: "", True: "LEFT JOIN chunk_usage u ON u.chunk_id = c.id"}
+
+
+def search(
+    conn: psycopg.Connection, embedder: Embedder, query: str, params: SearchParams, usage: bool = False
+) -> SearchResult:
+    """Top-k candidates for `query` and the budgeted context drawn from those above threshold."""
+    qvec = embedder.encode([query])[0]
+    return search_vector(conn, query, qvec, params, usage=usage)
+
+
+def keyword_rankings(conn: psycopg.Connection, query: str, params: SearchParams) -> list[list[int]]:
+    """The keyword side's chunk-id rankings (none when hybrid is off). It needs no embedding, so the
+    service runs it on another connection while the query is being embedded."""
+    if not params.hybrid or not query.strip():
+        return []
+    sides = ["fts", "trgm"] if params.keyword == "both" else [params.keyword]
+    return [[i for (i,) in conn.execute(_KEYWORD_SQL[side], {"q": query, "k": params.top_k})] for side in sides]
+
+
+def search_vector(
+    conn: psycopg.Connection,
+    query: str,
+    qvec: np.ndarray,
+    params: SearchParams,
+    keyword: list[list[int]] | None = None,
+    usage: bool = False,
+) -> SearchResult:
+    """Search with an embedded query; `keyword` = rankings already fetched by `keyword_rankings`;
+    `usage` re-orders the top-k by the chunks' usage weights (maintain.usage_prior)."""
+    with conn.transaction():
+        conn.execute(f"SET LOCAL hnsw.ef_search = {int(params.ef_search)}")
+        vector_ids = [
+            i
+            for (i,) in conn.execute(
+                "SELECT id FROM chunks ORDER BY embedding <=> %s::halfvec LIMIT %s", (qvec, params.top_k)
+            )
+        ]
+        rankings = [vector_ids] + (keyword_rankings(conn, query, params) if keyword is None else keyword)
+        scores = rrf_scores(rankings, params.rrf_k)
+        fused = sorted(scores, key=lambda i: -scores[i])[: params.top_k]
+        rows = conn.execute(
+            f"""
+            SELECT c.id, c.source, c.heading, c.parent_heading, c.start_line, c.end_line, c.text,
+                   c.content_hash, c.tokens, 1 - (c.embedding::vector <=> %s) AS score, {_WEIGHT[usage]}, c.embedding
+            FROM chunks c {_USAGE_JOIN[usage]} WHERE c.id = ANY(%s)
+            """,
+            (qvec, fused),
+        ).fetchall()
+    by_id = {r[0]: r for r in rows}
+    if usage:
+        fused = with_usage_prior(fused, scores, {r[0]: r[10] for r in rows})
+    vrank = {i: r for r, i in enumerate(vector_ids, start=1)}
+    krank: dict[int, int] = {}
+    for ranking in rankings[1:]:
+        for r, i in enumerate(ranking, start=1):
+            krank[i] = min(r, krank.get(i, r))
+    candidates = [
+        Candidate(
+            rank=n,
+            chunk_id=i,
+            source=by_id[i][1],
+            heading=by_id[i][2],
+            parent_heading=by_id[i][3],
+            start_line=by_id[i][4],
+            end_line=by_id[i][5],
+            text=by_id[i][6],
+            content_hash=by_id[i][7],
+            tokens=by_id[i][8],
+            score=float(by_id[i][9]),
+            vector_rank=vrank.get(i),
+            keyword_rank=krank.get(i),
+            vector=by_id[i][11].to_numpy().astype(np.float32),  # selectors score by it: no re-embedding
+        )
+        for n, i in enumerate((i for i in fused if i in by_id), start=1)
+    ]
+    above = [c for c in candidates if c.score >= params.threshold]
+    return SearchResult(query, candidates, params.threshold, take_budget(above, params.token_budget, params.min_chunks))

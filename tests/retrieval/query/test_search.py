@@ -1,0 +1,62 @@
+"""Search against real Postgres + pgvector with real embeddings, and its pure parts with literals."""
+
+from pathlib import Path
+
+from retrieval.corpus.ingest import ingest_paths
+from retrieval.params import IngestParams, SearchParams
+from retrieval.query.search import Candidate, rrf, search, take_budget
+
+DOCS = {
+    "rivers.txt": "Rivers carry fresh water from mountains down to the sea, shaping valleys over millennia.",
+    "compilers.txt": "A compiler parses source code into a syntax tree and emits machine instructions.",
+    "bees.txt": "Honey bees collect nectar from flowers and store it as honey in wax combs.",
+    "postgres.txt": "PostgreSQL stores rows in heap pages; indexes such as B-trees speed up lookups.",
+    "part.txt": "Order replacement part XJ-9000 when the gasket wears out.",
+}
+
+
+def corpus(conn, embedder, tmp_path):
+    for name, text in DOCS.items():
+        (tmp_path / name).write_text(text + "\n")
+    ingest_paths(conn, [tmp_path], IngestParams(), SearchParams(), embedder)
+
+
+def test_vector_search_ranks_the_matching_document_first(conn, embedder, tmp_path):
+    corpus(conn, embedder, tmp_path)
+    r = search(conn, embedder, "how do bees make honey?", SearchParams(hybrid=False))
+    assert Path(r.candidates[0].source).name == "bees.txt"
+    assert [c.rank for c in r.candidates] == list(range(1, 6))
+    assert r.candidates[0].vector_rank == 1 and r.candidates[0].keyword_rank is None
+    scores = [c.score for c in r.candidates]
+    assert scores == sorted(scores, reverse=True)  # vector-only: fused order is cosine order
+
+
+def test_hybrid_brings_keyword_matches_and_marks_them(conn, embedder, tmp_path):
+    corpus(conn, embedder, tmp_path)
+    r = search(conn, embedder, "XJ-9000", SearchParams(top_k=2))
+    top = r.candidates[0]
+    assert Path(top.source).name == "part.txt" and top.keyword_rank == 1
+    for kw in ("trgm", "both"):
+        r = search(conn, embedder, "gasket XJ-9000", SearchParams(top_k=2, keyword=kw))
+        assert Path(r.candidates[0].source).name == "part.txt"
+
+
+def test_threshold_splits_candidates_and_context_comes_only_from_above(conn, embedder, tmp_path):
+    corpus(conn, embedder, tmp_path)
+    r = search(conn, embedder, "how do bees make honey?", SearchParams(threshold=0.3, min_chunks=3))
+    assert len(r.above) >= 1 and r.below_threshold == 5 - len(r.above)
+    assert all(c.score >= 0.3 for c in r.above)
+    assert r.context == r.above[: len(r.context)] and len(r.context) >= 1
+
+
+def test_take_budget_floor_and_cut():
+    cs = [Candidate(i, i, "s", None, None, 1, 1, "t", "h", 1.0, 8) for i in range(1, 5)]
+    assert [c.rank for c in take_budget(cs, 10, 3)] == [1, 2, 3]  # floor beats the budget
+    assert [c.rank for c in take_budget(cs, 20, 0)] == [1, 2]  # budget cuts without a floor
+    assert [c.rank for c in take_budget(cs, 100, 3)] == [1, 2, 3, 4]
+    assert take_budget(cs[:2], 1, 3) == cs[:2]  # fewer than the floor: all of them
+
+
+def test_rrf_fuses_by_reciprocal_rank():
+    assert rrf([[1, 2, 3], [3, 4]], k=60) == [3, 1, 2, 4]
+    assert rrf([[5, 6]], k=1) == [5, 6]
