@@ -2,8 +2,9 @@
 
 1. ingest the SciFact corpus (unchanged documents write nothing)
 2. replay SciFact train through the service into the feedback log, when the log is empty
-3. `dvc repro`: pull -> build -> train -> export -> evaluate -> deploy (dvc.yaml), with the service
-   running beside it: a challenger that passes the gate is hot-swapped into it, no restart
+3. `dvc repro` (dvc.yaml): pull -> train_ranker -> evaluate -> deploy, and build -> train -> export ->
+   evaluate_llm -> deploy_llm after it, with the service running beside it: a challenger that passes
+   the gate is hot-swapped into it, no restart
 4. first-stage retrieval on SciFact test, vector vs hybrid
 """
 
@@ -61,8 +62,10 @@ def run_cycle(params: Path, benchmark_dir: Path, split: str, bar, replay: bool |
         "dataset": _read_json("data/datasets/stats.json"),
         "train": _read_json("models/selector/metrics.json"),
         "export": _read_json("models/export/metrics.json"),
-        "eval": _read_json("metrics/eval.json"),
+        "eval": _read_json("metrics/eval.json"),  # the ranker's chain
         "deploy": _read_json("metrics/deploy.json"),
+        "eval_llm": _read_json("metrics/eval-llm.json"),  # the LLM's chain
+        "deploy_llm": _read_json("metrics/deploy-llm.json"),
     }
     with connect() as conn:
         task = bar.add_task(f"4. search {len(queries)} {split} queries x 2 systems", total=2 * len(queries))
@@ -136,14 +139,18 @@ def print_cycle(result: dict, console) -> None:
             f"   export: {x['quant']} GGUF {x['gguf_mb']} MB; parity on {x['prompts']} prompts: picks {x['pick_agreement']:.0%}, "
             f"teacher-forced tokens {x['forced_top1_agreement']:.0%}, served output parses {x['served_parse_rate']:.0%}"
         )
-    if result["pipeline"]["eval"]:
-        print_table(result["pipeline"]["eval"], console)
-    if dp := result["pipeline"].get("deploy"):
-        console.print(
-            f"   deploy: {dp['version']} registered; alias {dp['alias']}"
-            + ("" if dp["passed_gate"] else f" (gate: {'; '.join(dp['reasons'])})"),
-            soft_wrap=True,
-        )
+    for chain in ("", "_llm"):
+        if ev := result["pipeline"].get(f"eval{chain}"):
+            print_table(ev, console)
+        if dp := result["pipeline"].get(f"deploy{chain}"):
+            for system, why in dp.get("not_registered", {}).items():
+                console.print(f"   deploy{chain}: {system} not registered: {why}", soft_wrap=True)
+            if dp["version"]:
+                console.print(
+                    f"   deploy{chain}: {dp['version']} registered; alias {dp['alias']}"
+                    + ("" if dp["passed_gate"] else f" (gate: {'; '.join(dp['reasons'])})"),
+                    soft_wrap=True,
+                )
     if sv := result.get("service"):
         console.print(
             f"   service: served {sv['before']} before the cycle, {sv['after']} after"

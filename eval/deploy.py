@@ -1,7 +1,10 @@
-"""Stage `deploy`: register the evaluated challengers (the exported LLM selector, the cross-encoder,
-the learned ranker) in MLflow, gate them, and promote the best one that earns it.
+"""Stages `deploy` and `deploy_llm`: register one chain's evaluated challengers in MLflow, gate them, and
+promote the best one that earns it. The ranker's chain (`python -m eval.deploy`: the learned ranker, a
+cross-encoder when trained; `metrics/eval.json` -> `metrics/deploy.json`) never waits for the GGUF; the
+LLM's (`python -m eval.deploy llm`: the exported selector; `eval-llm.json` -> `deploy-llm.json`) runs after
+it, so a promoted ranker is the champion the LLM must not trail.
 
-The gate (`gate`, a pure function of `metrics/eval.json`): on every in-domain benchmark (a judged split
+The gate (`gate`, a pure function of a chain's evaluate result): on every in-domain benchmark (a judged split
 whose domain feeds the feedback log) a challenger must beat the best baseline by `deploy.margin` Recall@5
 with the paired-bootstrap 95 % CI above 0, and not trail the champion; on the held-out feedback, scored
 by its unbiased inverse-propensity estimate (`in_domain_guard`), it may trail the best baseline and the
@@ -17,6 +20,7 @@ Failing: alias `challenger`, and the stage says why. Either way `metrics/deploy.
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,7 +32,7 @@ from serving.selectors import OLLAMA_TEMPLATE, ollama_reachable
 
 from . import promotion
 from .promotion import RegistryError, ce_record, folder_record, has_model
-from .systems import BASELINES
+from .systems import BASELINES, chain_file
 
 GATED = ("recall@5", "answer_in_context", "json_valid")
 
@@ -40,8 +44,9 @@ class DeployParams:
     )
     cross_encoder: str = "models/cross_encoder"  # the cross-encoder challenger (train_ce's folder), when evaluated
     ranker: str = "models/ranker"  # the learned ranker challenger (train_ranker's folder), when evaluated
-    eval: str = "metrics/eval.json"  # the evaluate stage's result (challenger = system "selector")
-    out: str = "metrics/deploy.json"  # the decision, as DVC metrics
+    metrics: str = (
+        "metrics"  # the evaluate stages' folder (eval.json, eval-llm.json); decisions beside them (deploy.json, -llm)
+    )
     in_domain: str = "scifact-test"  # judged eval.json benchmarks whose domain feeds the feedback log (comma-separated)
     in_domain_guard: str = (
         "feedback/val-ips"  # the held-out feedback, unbiased estimate: no regression beyond the tolerance
@@ -159,15 +164,18 @@ def challengers(p: DeployParams, result: dict, skipped: dict | None = None) -> d
     return out
 
 
-def deploy(p: DeployParams, log=print) -> dict:
-    """Register every evaluated challenger; the best one that passes the gate (by mean Recall@5
-    over the gated benchmarks) becomes champion, the best of the rest challenger."""
-    result = json.loads(Path(p.eval).read_text())
+def deploy(p: DeployParams, log=print, chain: str = "ranker") -> dict:
+    """Register every challenger `chain`'s evaluate stage evaluated; the best one that passes the gate (by
+    mean Recall@5 over the gated benchmarks) becomes champion, the best of the rest challenger."""
+    evaluated = chain_file(Path(p.metrics) / "eval.json", chain)
+    result = json.loads(evaluated.read_text())
     skipped: dict[str, str] = {}
     records = challengers(p, result, skipped)
-    if not records:
-        raise promotion.RegistryError(f"no challenger in {p.eval} (run export/train_ce and evaluate)")
     out: dict = {"challengers": {}, "not_registered": skipped}
+    if not records and skipped:  # evaluated, kept out of the registry on purpose (the CPU profile's tiny LLM)
+        return out | {"version": None, "system": None, "passed_gate": False, "alias": None, "reasons": []}
+    if not records:
+        raise promotion.RegistryError(f"no challenger in {evaluated} (run train_ranker or export, then evaluate)")
     ranked = []
     for system, record in records.items():
         decision = gate(result, p, system)
@@ -221,15 +229,23 @@ def create_in_ollama(record: dict, export_dir: Path, log) -> str:
     return f"created {record['ollama_tag']}"
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    """`python -m eval.deploy [ranker|llm]`: gate one chain's challengers (`eval.systems.CHAINS`)."""
+    args = sys.argv[1:] if argv is None else argv
     console = Console(stderr=True)
     p = load_section("params.yaml", "deploy", DeployParams)
+    chain = args[0] if args else "ranker"
     try:
-        out = deploy(p, lambda s: console.print(s, soft_wrap=True))
+        decision = chain_file(Path(p.metrics) / "deploy.json", chain)
+    except ValueError as e:
+        console.print(f"[red]deploy:[/red] {e}", soft_wrap=True)
+        raise SystemExit(2) from None
+    try:
+        out = deploy(p, lambda s: console.print(s, soft_wrap=True), chain)
     except RegistryError as e:
         console.print(f"[red]deploy failed:[/red] {e}", soft_wrap=True)
         raise SystemExit(1) from None
-    write_atomic(Path(p.out), json.dumps(out, indent=2, default=str) + "\n")
+    write_atomic(decision, json.dumps(out, indent=2, default=str) + "\n")
     for system, why in out["not_registered"].items():
         console.print(f"deploy: {system} not registered: {why}", soft_wrap=True)
     for system, c in out["challengers"].items():
@@ -240,7 +256,9 @@ def main() -> None:
         )
         for reason in c["reasons"]:
             console.print(f"  - {reason}", soft_wrap=True)
-    if out["alias"] == "champion":
+    if out["alias"] is None:
+        console.print(f"deploy: {chain} chain: nothing registered")
+    elif out["alias"] == "champion":
         console.print(
             f"deploy: {out['version']} is champion; {out['services']} running service(s) swapped "
             f"(ms: {', '.join(f'{x:.0f}' for x in out['swap_ms']) or '-'})",

@@ -1,17 +1,21 @@
-"""Stage `evaluate` (and `pai eval`): every system on every benchmark, side by side, in one run.
+"""Stages `evaluate`, `evaluate_llm` (and `pai eval`): every system on every benchmark, side by side, in one run.
 
-The systems (`eval.systems`): the baselines `similarity`, `bm25` and `hybrid`; `selector` (the challenger:
-the exported GGUF run exactly as served, Ollama or llama.cpp), the other challengers (cross-encoder, learned
-ranker) and `champion` (the registry's current champion, as served, when there is one and it is a different
-model). Benchmarks are contract-5 items (`eval.items`): HotpotQA test (fixed candidates) and the held-out
-feedback split. Scores and paired comparisons come from `eval.scoring`; this module runs the stage and
-writes eval.json, the Recall@k curve, MLflow metrics and the table.
+The systems (`eval.systems`): the baselines `similarity`, `bm25` and `hybrid`; one chain's challengers and
+`champion` (the registry's current champion, as served, when there is one and it is a different model).
+The ranker's chain (`python -m eval.evaluate`: the learned ranker, a cross-encoder when trained) writes
+`eval.json` and never waits for the GGUF; the LLM's (`python -m eval.evaluate llm`: `selector`, the exported
+GGUF run exactly as served, Ollama or llama.cpp) writes `eval-llm.json`, on the first `llm_max_queries`
+queries for every system, after the ranker's chain has deployed. Benchmarks are contract-5 items
+(`eval.items`): HotpotQA test (fixed candidates), SciFact test, code-docstrings and the held-out feedback
+split. Scores and paired comparisons come from `eval.scoring`; this module runs the stage and writes the
+chain's result, its Recall@k curve, MLflow metrics and the table.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+import sys
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from rich.console import Console
@@ -31,7 +35,7 @@ from . import promotion
 from .items import bench_name, feedback_items, load_items
 from .promotion import RegistryError, ce_record, folder_record, has_model
 from .scoring import recall_curve, score
-from .systems import passage_texts, prefill_vectors, run_systems
+from .systems import chain_file, passage_texts, prefill_vectors, run_systems
 
 FEEDBACK_VAL, FEEDBACK_VAL_IPS = "feedback/val", "feedback/val-ips"  # the held-out feedback: naive, unbiased
 
@@ -93,22 +97,38 @@ def evaluate(
     return result, curve
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    """`python -m eval.evaluate [ranker|llm]`: one chain's challengers (`eval.systems.CHAINS`)."""
+    args = sys.argv[1:] if argv is None else argv
+    chain = args[0] if args else "ranker"
     p = load_section("params.yaml", "evaluate", EvaluateParams)
     val_fraction = load_key("params.yaml", "build", "val_fraction", float)  # build's split (BuildParams is training's)
     console = Console(stderr=True)
+    try:
+        out_json = chain_file(Path(p.out) / "eval.json", chain)
+    except ValueError as e:
+        console.print(f"[red]evaluate:[/red] {e}", soft_wrap=True)
+        raise SystemExit(2) from None
     record_path = Path(p.model) / "selector.json"
-    selector = resolve(p.model) if record_path.exists() else None
-    others, challengers = {}, {"selector": json.loads(record_path.read_text())} if selector else {}
-    if has_model("cross_encoder", Path(p.cross_encoder)):
-        challengers["cross_encoder"] = ce_record(Path(p.cross_encoder))  # hashes the model folder: once
-        others["cross_encoder"] = resolve(challengers["cross_encoder"])
-    if has_model("ranker", Path(p.ranker)):
-        challengers["ranker"] = folder_record("ranker", Path(p.ranker))
-        others["ranker"] = resolve(challengers["ranker"])
+    selector, others, challengers = None, {}, {}
+    if chain == "llm":
+        if not record_path.exists():
+            console.print(f"[red]evaluate llm:[/red] {record_path}: no exported LLM (run the export stage)")
+            raise SystemExit(1)
+        selector, challengers["selector"] = resolve(p.model), json.loads(record_path.read_text())
+        if p.llm_max_queries:  # the LLM answers these only: the others run on the same queries, nothing more
+            p = replace(p, max_queries=min(p.max_queries or p.llm_max_queries, p.llm_max_queries))
+    if chain == "ranker":
+        if has_model("cross_encoder", Path(p.cross_encoder)):
+            challengers["cross_encoder"] = ce_record(Path(p.cross_encoder))  # hashes the model folder: once
+            others["cross_encoder"] = resolve(challengers["cross_encoder"])
+        if has_model("ranker", Path(p.ranker)):
+            challengers["ranker"] = folder_record("ranker", Path(p.ranker))
+            others["ranker"] = resolve(challengers["ranker"])
     champion = load_champion(challengers, console)
+    names = ", ".join(s.version for s in [selector, *others.values()] if s) or "none"
     console.print(
-        f"evaluate: challengers {', '.join(s.version for s in [selector, *others.values()] if s) or 'none'}; "
+        f"evaluate: {chain} chain; challengers {names}; "
         f"champion {champion if isinstance(champion, str) else getattr(champion, 'version', 'none')}"
     )
     with make_progress(*Progress.get_default_columns(), console=console) as bar:
@@ -122,16 +142,15 @@ def main() -> None:
             load_section("params.yaml", "search", SearchParams).min_chunks,
             val_fraction=val_fraction,
         )
-    out = Path(p.out)
-    out.mkdir(parents=True, exist_ok=True)
-    write_atomic(out / "eval.json", json.dumps(result, indent=2) + "\n")
+    out_json.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(out_json, json.dumps(result, indent=2) + "\n")
     write_atomic(
-        out / "recall_at_k.csv",
+        chain_file(out_json.parent / "recall_at_k.csv", chain),
         "benchmark,system,k,recall\n"
         + "".join(f"{r['benchmark']},{r['system']},{r['k']},{r['recall']}\n" for r in curve),
     )
     if selector is not None:
-        log_to_mlflow(json.loads(record_path.read_text()).get("train_run_id"), result)
+        log_to_mlflow(challengers["selector"].get("train_run_id"), result)
     print_table(result, console)
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 
@@ -18,6 +19,17 @@ from retrieval.query.search import rrf
 from serving.selectors import ChatSelector
 
 BASELINES = ("similarity", "bm25", "hybrid")
+# Two chains gate apart (dvc.yaml): the ranker's (evaluate -> deploy) never waits for the GGUF; the LLM's
+# (evaluate_llm -> deploy_llm) runs after it, against the champion the ranker's chain left.
+CHAINS = ("ranker", "llm")
+
+
+def chain_file(path: str | Path, chain: str) -> Path:
+    """A chain's result file: `metrics/eval.json` is the ranker's chain, `metrics/eval-llm.json` the LLM's."""
+    if chain not in CHAINS:
+        raise ValueError(f"chain {chain!r}: one of {', '.join(CHAINS)}")
+    p = Path(path)
+    return p if chain == "ranker" else p.with_name(f"{p.stem}-{chain}{p.suffix}")
 
 
 def similarity_ranking(embedder: Embedder, item: dict) -> list[str]:

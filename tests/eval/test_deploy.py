@@ -3,9 +3,18 @@ the CI above 0, and never trail the champion; out of domain: trail the best base
 tolerance; answer quality and JSON validity kept everywhere."""
 
 import json
+import re
+import subprocess
+import sys
 from dataclasses import replace
+from pathlib import Path
 
-from eval.deploy import DeployParams, challengers, gate
+import pytest
+
+from eval.deploy import DeployParams, challengers, deploy, gate
+from eval.systems import chain_file
+
+REPO = Path(__file__).resolve().parents[2]
 
 P = DeployParams(in_domain="a", in_domain_guard="", out_of_domain="", margin=0.03)
 
@@ -106,3 +115,41 @@ def test_the_cpu_profiles_tiny_llm_is_evaluated_but_not_registered(tmp_path):
     assert challengers(replace(p, register_cpu_llm=True), result)["selector"]["profile"] == "cpu"
     (tmp_path / "selector.json").write_text(json.dumps({"kind": "llm", "version": "v", "profile": "gpu"}))
     assert "selector" in challengers(p, result)  # the GPU profile's 14B is a real challenger
+
+
+def test_a_chain_names_its_own_result_files():
+    assert chain_file("metrics/eval.json", "ranker") == Path("metrics/eval.json")
+    assert chain_file("metrics/deploy.json", "llm") == Path("metrics/deploy-llm.json")
+    with pytest.raises(ValueError, match="one of ranker, llm"):
+        chain_file("metrics/eval.json", "ce")
+
+
+def test_the_llm_chain_on_cpu_writes_a_decision_and_registers_nothing(tmp_path):
+    """deploy_llm after an evaluate_llm of the CPU tiny LLM: a decision that says why, no registry call."""
+    export = tmp_path / "export"
+    export.mkdir()
+    (export / "selector.json").write_text(json.dumps({"kind": "llm", "version": "v", "profile": "cpu"}))
+    (tmp_path / "eval-llm.json").write_text(json.dumps({"scifact-test": {"systems": {"selector": {}}}}))
+    p = DeployParams(export=str(export), metrics=str(tmp_path), ranker=str(tmp_path / "none"))
+    out = deploy(p, chain="llm")
+    assert out["alias"] is None and out["challengers"] == {} and "CPU profile" in out["not_registered"]["selector"]
+    with pytest.raises(FileNotFoundError):  # the ranker's chain reads its own file, eval.json
+        deploy(p)
+
+
+def test_the_rankers_gate_never_waits_for_the_gguf():
+    """`dvc repro deploy` runs the ranker's chain alone; the LLM's chain comes after the ranker's deploy."""
+
+    def ancestors(stage: str) -> set[str]:
+        dot = subprocess.run(
+            [str(Path(sys.executable).with_name("dvc")), "dag", "--dot", stage],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        return set(re.findall(r'^"([^"]+)";$', dot, re.M)) - {stage}
+
+    assert {"train_ranker", "evaluate"} <= ancestors("deploy")
+    assert not {"train", "export", "build"} & ancestors("deploy")
+    assert {"export", "deploy", "evaluate_llm"} <= ancestors("deploy_llm")
