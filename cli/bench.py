@@ -215,6 +215,9 @@ def bench_ingest_command(
         BENCHMARK_DIR / "scifact" / "corpus.jsonl"
     ),
     max_docs: Annotated[int, typer.Option(help="the first N documents; 0 = all")] = 0,
+    kept: Annotated[
+        bool, typer.Option(help="also ingest with the HNSW index kept throughout (bulk_max_chunks 0)")
+    ] = True,
     params: ParamsOpt = Path("params.yaml"),
     as_json: JsonOpt = False,
     out: OutOpt = None,
@@ -224,7 +227,7 @@ def bench_ingest_command(
         ip, sp = load_section(params, "ingest", IngestParams), load_section(params, "search", SearchParams)
         embedder = get_embedder(load_section(params, "embed", EmbedParams))
         docs = ingest.corpus_documents(corpus, max_docs, ip.max_file_bytes)
-        result = ingest.run(docs, embedder, ip, sp, log=lambda m: console.print(m, style="dim"))
+        result = ingest.run(docs, embedder, ip, sp, log=lambda m: console.print(m, style="dim"), kept=kept)
     except (OSError, ValueError, DatabaseError) as e:
         _fail(str(e))
     result["machine"] = machine()

@@ -44,6 +44,9 @@ class IngestParams:
     dup_threshold: float = 0.92  # cosine at/above which a new chunk is a duplicate (skipped)
     near_threshold: float = 0.75  # cosine at/above which a chunk of another source is linked as "near"
     batch_docs: int = 64  # documents embedded together
+    bulk_max_chunks: int = (
+        50_000  # a first load into an empty store builds the HNSW index after this many chunks (0 = never defer)
+    )
 
     def problems(self) -> list[str]:
         out = []
@@ -55,6 +58,8 @@ class IngestParams:
             out.append("ingest: need 0 < near_threshold <= dup_threshold <= 1")
         if self.batch_docs < 1:
             out.append("ingest.batch_docs must be >= 1")
+        if self.bulk_max_chunks < 0:
+            out.append("ingest.bulk_max_chunks must be >= 0")
         return out
 
 

@@ -25,7 +25,7 @@ from ..embed import Embedder
 from ..params import IngestParams, SearchParams
 from ..scrub import scrub, scrub_text
 from ..scrub import version as scrub_version
-from . import store
+from . import bulk, store
 from .dedup import dedup
 from .sources import CORPUS_SUFFIXES, Document, InputError, discover, read_documents, resolved
 
@@ -46,6 +46,7 @@ class IngestReport:
     redactions: Counter = field(default_factory=Counter)
     errors: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    index_deferred: bool = False  # a first load: the HNSW index was built after the vectors were in (`bulk`)
 
     @property
     def documents(self) -> int:
@@ -58,7 +59,7 @@ class IngestReport:
     def add(self, other: IngestReport) -> None:
         """Count `other`'s documents, chunks, redactions and errors here too."""
         for name, value in vars(other).items():
-            if name not in ("files", "skipped_files", "seconds"):
+            if name not in ("files", "skipped_files", "seconds", "index_deferred"):
                 setattr(self, name, getattr(self, name) + value)
 
     def as_dict(self) -> dict:
@@ -145,14 +146,20 @@ def ingest_documents(
 
 def _ingest_batches(conn, docs, params, search, embedder, report, progress) -> None:
     """Batches of `ingest.batch_docs` documents, pipelined: while one batch is written (mostly the database's
-    work, on its own core), the next is embedded in a worker thread (the embedder releases the GIL)."""
+    work, on its own core), the next is embedded in a worker thread (the embedder releases the GIL). A first
+    load into an empty store builds the HNSW index at the end (`bulk`)."""
 
     def write(todo: list[tuple], ready: Future, done: int) -> None:
-        _write(conn, todo, ready.result(), params, search, embedder, report)
+        _write(conn, todo, ready.result(), params, search, embedder, report, load.run)
+        load.written()
         if progress:
             progress(done, len(docs))
 
-    with ThreadPoolExecutor(1, thread_name_prefix="embed") as pool:
+    with (
+        bulk.FirstLoad(conn, len(docs), params, search) as load,
+        ThreadPoolExecutor(1, thread_name_prefix="embed") as pool,
+    ):
+        report.index_deferred = load.run is not None
         pending = None
         for start in range(0, len(docs), params.batch_docs):
             todo = _plan(conn, docs[start : start + params.batch_docs], params, report)
@@ -201,20 +208,20 @@ def _embed(todo: list[tuple], embedder: Embedder) -> dict:
     return dict(zip(fresh, embedder.encode_passages([embedding_text(c) for c in fresh.values()])))
 
 
-def _write(conn, todo: list[tuple], vectors: dict, params, search, embedder, report: IngestReport) -> None:
+def _write(conn, todo: list[tuple], vectors: dict, params, search, embedder, report: IngestReport, run=None) -> None:
     """The batch in one transaction; where it fails (a document the database refuses, a source twice in the
     batch, a lock cycle with another writer), one transaction per document, so the rest goes on."""
     if not todo:
         return
     if len({d.source for d, *_ in todo}) == len(todo):
         try:
-            report.add(_write_batch(conn, todo, vectors, params, search, embedder))
+            report.add(_write_batch(conn, todo, vectors, params, search, embedder, run))
             return
         except (psycopg.DataError, psycopg.errors.ProgramLimitExceeded, psycopg.errors.DeadlockDetected):
             pass
     for item in todo:
         try:
-            report.add(_write_batch(conn, [item], vectors, params, search, embedder))
+            report.add(_write_batch(conn, [item], vectors, params, search, embedder, run))
         except (psycopg.DataError, psycopg.errors.ProgramLimitExceeded) as e:  # this document only
             source = item[0].source
             report.errors.append(
@@ -222,7 +229,9 @@ def _write(conn, todo: list[tuple], vectors: dict, params, search, embedder, rep
             )
 
 
-def _write_batch(conn, todo, vectors: dict, params: IngestParams, search: SearchParams, embedder) -> IngestReport:
+def _write_batch(
+    conn, todo, vectors: dict, params: IngestParams, search: SearchParams, embedder, run: bulk.RunIndex | None = None
+) -> IngestReport:
     """Write documents in one transaction that holds each one's lock. Concurrent writers of one source (two
     `pai ingest`, the watcher, the hook, the webhook) take turns: state is read again under the locks, and dedup
     compares only with committed chunks of other documents (HNSW, after this batch's stale chunks are gone) and
@@ -260,7 +269,11 @@ def _write_batch(conn, todo, vectors: dict, params: IngestParams, search: Search
         matrix = np.array([vectors[c.content_hash] for _, c in new], dtype=np.float32).reshape(
             len(new), -1 if new else 0
         )
-        in_store = store.nearest(conn, matrix, [plans[k][2] for k, _ in new], search.ef_search)
+        others = [plans[k][2] for k, _ in new]
+        if run is None:
+            in_store = store.nearest(conn, matrix, others, search.ef_search)
+        else:  # a first load, the index deferred: this run's committed chunks, exactly
+            in_store = bulk.nearest(conn, run, matrix, others)
         skipped, near = dedup(new, matrix, in_store, plans, params)
         writes = [
             store.DocumentWrite(
@@ -274,6 +287,9 @@ def _write_batch(conn, todo, vectors: dict, params: IngestParams, search: Search
             for k, (d, h, _, unique) in enumerate(plans)
         ]
         written = store.write_documents(conn, writes, vectors)
+    if run is not None:  # committed: later batches compare with these chunks
+        added = [(cid, w.document_id, h) for w in written for h, cid in w.inserted_ids.items()]
+        run.add([a for a, _, _ in added], [b for _, b, _ in added], np.array([vectors[h] for *_, h in added]))
     r.duplicates_skipped += len(skipped)
     r.near_linked += sum(len(n) for n in near.values())
     for (*_, doc_id, _), counts in zip(plans, written):

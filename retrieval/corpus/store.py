@@ -23,6 +23,8 @@ class WriteCounts:
     inserted: int
     kept: int
     deleted: int
+    document_id: int = 0
+    inserted_ids: dict[str, int] = field(default_factory=dict)  # content hash -> id of each chunk inserted
 
 
 _SOURCE_LOCKS = 0x7A1B  # first key of the per-source advisory locks (migrations use a one-key lock)
@@ -239,7 +241,10 @@ def write_documents(
     counts = []
     for i, d in zip(doc_ids, docs):
         n_kept = sum(1 for c in d.chunks if c.content_hash in stored[i])
-        counts.append(WriteCounts(inserted=len(d.chunks) - n_kept, kept=n_kept, deleted=deleted[i]))
+        new = {
+            c.content_hash: chunk_id[(d.source, c.content_hash)] for c in d.chunks if c.content_hash not in stored[i]
+        }
+        counts.append(WriteCounts(len(d.chunks) - n_kept, n_kept, deleted[i], i, new))
     return counts
 
 

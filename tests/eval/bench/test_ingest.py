@@ -35,7 +35,11 @@ def test_a_run_ingests_into_a_scratch_database_beside_the_embedder_alone(db_url,
     corpus = tmp_path / "corpus.jsonl"
     corpus.write_text("".join(json.dumps({"_id": str(i), "text": t}) + "\n" for i, t in enumerate(TEXTS)))
     log = []
-    r = run(corpus_documents(corpus, 0, 10_000), embedder, IngestParams(), SearchParams(), log=log.append)
+    docs = corpus_documents(corpus, 0, 10_000)
+    r = run(docs, embedder, IngestParams(batch_docs=2), SearchParams(), log=log.append)
     assert (r["documents"], r["chunks"], r["chunks_stored"], r["duplicates_skipped"], r["errors"]) == (3, 3, 3, 0, [])
     assert r["embed_chunks_per_s"] > 0 and r["ingest_chunks_per_s"] > 0 and r["ratio"] > 0
-    assert len(log) == 2 and os.environ["PAI_HOME"] == str(tmp_path / "home")  # the empty cache's home undone
+    # a fresh database of two batches is a first load (index after); side by side, the index kept throughout
+    assert r["index_deferred"] and not r["index_kept"]["index_deferred"]
+    assert (r["index_kept"]["chunks_stored"], r["index_kept"]["ratio"] > 0) == (3, True)
+    assert len(log) == 3 and os.environ["PAI_HOME"] == str(tmp_path / "home")  # the empty cache's home undone
