@@ -1,5 +1,5 @@
-"""Stage `deploy`: register the evaluated challengers (the exported LLM selector, the cross-encoder,
-the learned ranker) in MLflow, gate them, and promote the best one that earns it.
+"""Stage `deploy`: register the evaluated challengers (the exported LLM selector, the learned ranker)
+in MLflow, gate them, and promote the best one that earns it.
 
 The gate (`gate`, a pure function of `metrics/eval.json`): on every in-domain benchmark (a judged split
 whose domain feeds the feedback log) a challenger must beat the best baseline by `deploy.margin` Recall@5
@@ -27,7 +27,7 @@ from retrieval.params import load_section
 from serving.selectors import OLLAMA_TEMPLATE, ollama_reachable
 
 from . import promotion
-from .promotion import RegistryError, ce_record, folder_record, has_model
+from .promotion import RegistryError, folder_record, has_model
 from .systems import BASELINES
 
 GATED = ("recall@5", "answer_in_context", "json_valid")
@@ -38,7 +38,6 @@ class DeployParams:
     export: str = (
         "models/export"  # the LLM challenger: the export stage's folder (selector.json, selector.gguf, Modelfile)
     )
-    cross_encoder: str = "models/cross_encoder"  # the cross-encoder challenger (train_ce's folder), when evaluated
     ranker: str = "models/ranker"  # the learned ranker challenger (train_ranker's folder), when evaluated
     eval: str = "metrics/eval.json"  # the evaluate stage's result (challenger = system "selector")
     out: str = "metrics/deploy.json"  # the decision, as DVC metrics
@@ -152,8 +151,6 @@ def challengers(p: DeployParams, result: dict, skipped: dict | None = None) -> d
             )
         else:
             out["selector"] = record
-    if "cross_encoder" in evaluated and has_model("cross_encoder", Path(p.cross_encoder)):
-        out["cross_encoder"] = ce_record(Path(p.cross_encoder))
     if "ranker" in evaluated and has_model("ranker", Path(p.ranker)):
         out["ranker"] = folder_record("ranker", Path(p.ranker))
     return out
@@ -166,7 +163,7 @@ def deploy(p: DeployParams, log=print) -> dict:
     skipped: dict[str, str] = {}
     records = challengers(p, result, skipped)
     if not records:
-        raise promotion.RegistryError(f"no challenger in {p.eval} (run export/train_ce and evaluate)")
+        raise promotion.RegistryError(f"no challenger in {p.eval} (run export/train_ranker and evaluate)")
     out: dict = {"challengers": {}, "not_registered": skipped}
     ranked = []
     for system, record in records.items():

@@ -1,7 +1,7 @@
 """Stage `evaluate` (and `pai eval`): every system on every benchmark, side by side, in one run.
 
 The systems (`eval.systems`): the baselines `similarity`, `bm25` and `hybrid`; `selector` (the challenger:
-the exported GGUF run exactly as served, Ollama or llama.cpp), the other challengers (cross-encoder, learned
+the exported GGUF run exactly as served, Ollama or llama.cpp), the other challenger (the learned
 ranker) and `champion` (the registry's current champion, as served, when there is one and it is a different
 model). Benchmarks are contract-5 items (`eval.items`): HotpotQA test (fixed candidates) and the held-out
 feedback split. Scores and paired comparisons come from `eval.scoring`; this module runs the stage and
@@ -29,7 +29,7 @@ from serving.selectors import resolve
 
 from . import promotion
 from .items import bench_name, feedback_items, load_items
-from .promotion import RegistryError, ce_record, folder_record, has_model
+from .promotion import RegistryError, folder_record, has_model
 from .scoring import recall_curve, score
 from .systems import passage_texts, prefill_vectors, run_systems
 
@@ -41,11 +41,10 @@ class EvaluateParams:
     benchmarks: str = f"{BENCHMARK_DIR}/hotpotqa/test.jsonl,data/benchmarks/scifact-test.jsonl,data/benchmarks/code-docstrings.jsonl"  # comma-separated contract-5 files
     feedback: str = "data/feedback"  # held-out feedback split (build.val_fraction's val split), when present
     model: str = "models/export"  # the LLM challenger: the export stage's folder (selector.json + GGUF), run as served
-    cross_encoder: str = "models/cross_encoder"  # the cross-encoder challenger (train_ce's folder), when present
     ranker: str = "models/ranker"  # the learned ranker challenger (train_ranker's folder), when present
     out: str = "metrics"  # eval.json (DVC metrics), recall_at_k.csv (DVC plot)
     k: int = 5
-    max_queries: int = 0  # per benchmark, for the baselines and the fast selectors (ranker, cross-encoder); 0 = all
+    max_queries: int = 0  # per benchmark, for the baselines and the fast selector (ranker); 0 = all
     llm_max_queries: int = 20  # the first this many of them for the LLM selector (~1 s per query on CPU); 0 = all
     seed: int = 0
     ipw_clip: float = 0.05  # feedback/val-ips: a used label weighs 1 / max(propensity, this); 1 = the naive figure
@@ -100,9 +99,6 @@ def main() -> None:
     record_path = Path(p.model) / "selector.json"
     selector = resolve(p.model) if record_path.exists() else None
     others, challengers = {}, {"selector": json.loads(record_path.read_text())} if selector else {}
-    if has_model("cross_encoder", Path(p.cross_encoder)):
-        challengers["cross_encoder"] = ce_record(Path(p.cross_encoder))  # hashes the model folder: once
-        others["cross_encoder"] = resolve(challengers["cross_encoder"])
     if has_model("ranker", Path(p.ranker)):
         challengers["ranker"] = folder_record("ranker", Path(p.ranker))
         others["ranker"] = resolve(challengers["ranker"])
@@ -183,7 +179,7 @@ def print_table(result: dict, console) -> None:
         if r.get("skipped_no_relevant"):
             console.print(f"  skipped {r['skipped_no_relevant']} queries with no relevant candidate")
         for name, v in r["paired_bootstrap"].items():
-            if name.startswith(("selector", "champion", "cross_encoder", "ranker")):
+            if name.startswith(("selector", "champion", "ranker")):
                 console.print(
                     f"  {name}: recall@5 {v['recall@5_diff']:+.4f} [{v['ci95_low']:+.4f}, {v['ci95_high']:+.4f}]"
                 )
