@@ -1,4 +1,4 @@
-"""BM25 over a query's candidates, standardised within them: the lexical side the fusions read."""
+"""BM25 over a query's candidates, standardised within them: the lexical side the ranker and the bm25 baseline read."""
 
 import json
 from pathlib import Path
@@ -48,7 +48,7 @@ def test_lexical_scores_equal_bm25s_on_real_candidates(benchmark_dir):
     import bm25s
     import numpy as np
 
-    from retrieval.contracts.ce_input import ce_passage
+    from retrieval.contracts.passage import passage_text
 
     def reference(query: str, texts: list[str]) -> list[float]:
         retriever = bm25s.BM25()
@@ -66,7 +66,7 @@ def test_lexical_scores_equal_bm25s_on_real_candidates(benchmark_dir):
         return [0.0] * len(texts) if raw.std() < 1e-9 else list((raw - raw.mean()) / raw.std())
 
     sets = [
-        (q, [ce_passage(heading, text) for heading, text in cs])
+        (q, [passage_text(heading, text) for heading, text in cs])
         for q, cs in scifact_sets(benchmark_dir / "scifact", 25)
         + hotpotqa_sets(benchmark_dir / "hotpotqa" / "test.jsonl", 25)
     ]
