@@ -16,7 +16,7 @@ from typing import Annotated, Optional
 import typer
 
 from eval import code_bench, man_bench
-from eval.bench import ce, embed, general_fusion, ingest, scrub, seq_length
+from eval.bench import embed, general_fusion, ingest, scrub, seq_length
 from eval.items import bench_name, checked_items
 from retrieval.db import DatabaseError
 from retrieval.embed import get_embedder
@@ -32,30 +32,6 @@ app = typer.Typer(
     "--out FILE writes it.",
 )
 INGEST, RANKING, SERVICE, SETS = "Ingest, capture and the store", "Ranking", "The service", "Benchmark sets"
-
-
-def bench_ce_command(
-    model: Annotated[
-        Optional[list[Path]], typer.Option("--model", help="a train_ce output folder; repeat to compare")
-    ] = None,
-    dtypes: Annotated[
-        str, typer.Option(help="comma-separated precisions to time each model in (float32, bfloat16, auto)")
-    ] = "float32,auto",
-    benchmark_dir: BenchDirOpt = BENCHMARK_DIR,
-    max_queries: Annotated[int, typer.Option(help="candidate sets (queries) per dataset")] = 30,
-    repeats: Annotated[int, typer.Option(help="timed passes over the sets")] = 3,
-    threads: Annotated[Optional[int], typer.Option(help="torch threads (default: torch's, one per core)")] = None,
-    as_json: JsonOpt = False,
-    out: OutOpt = None,
-) -> None:
-    """Latency of the cross-encoder selector: one answer over 20 real candidates (HotpotQA, SciFact)."""
-    try:
-        rows = ce.run(
-            model or [Path("models/cross_encoder")], dtypes.split(","), benchmark_dir, max_queries, repeats, threads
-        )
-    except (OSError, ValueError) as e:
-        _fail(str(e))
-    emit(rows, as_json, out, ce.table(rows))
 
 
 def bench_scrub_command(
@@ -258,9 +234,6 @@ app.command("general", rich_help_panel=RANKING, short_help="The ranker's general
 )
 app.command("usage", rich_help_panel=RANKING, short_help="Does the usage prior help? Recall with and without it.")(
     maintain.bench_usage_command
-)
-app.command("ce", rich_help_panel=RANKING, short_help="Cross-encoder latency: one answer over 20 real candidates.")(
-    bench_ce_command
 )
 app.command("serve", rich_help_panel=SERVICE, short_help="/query latency and throughput under concurrent clients.")(
     pipeline.bench_serve_command

@@ -1,8 +1,7 @@
 """`pai lab`: the tools of experiments beside the main job, registered here, one line each. `simulate`
 fills the feedback log from a benchmark (a stand-in for real consumers); `loop report` retrains over
-slices of it (cli/loop.py, cli/onpolicy.py); `sweep ce` and `ablation` choose the cross-encoder's size
-and fusion (cli/ce_sweep.py, cli/fusion_ablation.py); `gpu-smoke` runs the train stage's GPU path on
-random weights (training/gpu_smoke.py). The benchmarks proper are `pai bench` (cli/bench.py).
+slices of it (cli/loop.py, cli/onpolicy.py); `gpu-smoke` runs the train stage's GPU path on random
+weights (training/gpu_smoke.py). The benchmarks proper are `pai bench` (cli/bench.py).
 
 Flags mean the same in every command: `--json` prints JSON to stdout, `--out FILE` writes it to a
 file, `--benchmark-dir` is the shared benchmark folder, `--max-queries` caps the queries."""
@@ -15,70 +14,17 @@ from typing import Annotated, Optional
 
 import typer
 
-from retrieval.params import BENCHMARK_DIR
 from training import gpu_smoke
 
-from . import ce_sweep, fusion_ablation, pipeline
-from .terminal import BenchDirOpt, JsonOpt, OutOpt, ParamsOpt, _fail, console, emit
+from . import pipeline
+from .terminal import JsonOpt, ParamsOpt, _fail, console
 
 app = typer.Typer(
     no_args_is_help=True,
-    help="Lab tools: simulated feedback, the loop report, the cross-encoder's size and fusion, the GPU path.\n\n"
+    help="Lab tools: simulated feedback, the loop report, the GPU path.\n\n"
     "Experiments beside the main job; their figures are in docs/measurements.md, each with its command.",
 )
 loop_app = typer.Typer(no_args_is_help=True, help="Does the loop learn? Retrain over slices of the feedback log.")
-sweep_app = typer.Typer(no_args_is_help=True, help="Train and measure several model sizes side by side.")
-
-
-def sweep_ce_command(
-    config: Annotated[list[str], typer.Option("--config", help="LAYERSxMAX_LENGTH, e.g. 3x64; repeat")],
-    dtypes: Annotated[str, typer.Option(help="comma-separated precisions (float32, bfloat16, auto)")] = "auto",
-    models_dir: Annotated[Path, typer.Option(help="one train_ce folder per config under here")] = Path(
-        "models/ce_sweep"
-    ),
-    benchmark_dir: BenchDirOpt = BENCHMARK_DIR,
-    latency_queries: Annotated[int, typer.Option(help="candidate sets per dataset for the latency")] = 30,
-    max_queries: Annotated[int, typer.Option(help="queries per benchmark for the recall")] = 100,
-    retrain: Annotated[bool, typer.Option("--retrain", help="train even where a matching folder exists")] = False,
-    params: ParamsOpt = Path("params.yaml"),
-    as_json: JsonOpt = False,
-    out: OutOpt = None,
-) -> None:
-    """Train the cross-encoder once per size; each timed in every precision and scored with its fusion variants."""
-    try:
-        configs = [ce_sweep.parse_config(c) for c in config]
-        rows = ce_sweep.sweep(
-            configs,
-            models_dir,
-            dtypes.split(","),
-            benchmark_dir,
-            latency_queries,
-            max_queries,
-            str(params),
-            retrain=retrain,
-            log=console.print,
-        )
-    except (OSError, ValueError) as e:
-        _fail(str(e))
-    emit(rows, as_json, out, ce_sweep.table(rows))
-
-
-def ablation_command(
-    model_dir: Annotated[Path, typer.Option(help="a train_ce output folder")] = Path("models/cross_encoder"),
-    max_queries: Annotated[int, typer.Option(help="queries per benchmark")] = 100,
-    dtype: Annotated[
-        Optional[str], typer.Option(help="float32 | bfloat16 | auto (default: the model's serve_dtype)")
-    ] = None,
-    params: ParamsOpt = Path("params.yaml"),
-    as_json: JsonOpt = False,
-    out: OutOpt = None,
-) -> None:
-    """Which parts of the cross-encoder's fusion help: Recall@5 of its variants side by side."""
-    try:
-        result = fusion_ablation.run(model_dir, max_queries, str(params), dtype=dtype)
-    except (OSError, ValueError) as e:
-        _fail(str(e))
-    emit(result, as_json, out, fusion_ablation.table(result))
 
 
 def gpu_smoke_command(
@@ -125,17 +71,12 @@ def gpu_smoke_command(
 
 
 # The map `pai lab --help` shows: one panel per subject, one line per command.
-FEEDBACK, CE, GPU = "The feedback loop", "The cross-encoder", "The GPU path"
+FEEDBACK, GPU = "The feedback loop", "The GPU path"
 app.command("simulate", rich_help_panel=FEEDBACK, short_help="Replay benchmark queries and a consumer's feedback.")(
     pipeline.simulate
 )
 app.add_typer(loop_app, name="loop", rich_help_panel=FEEDBACK)
 loop_app.command("report", short_help="Held-out Recall@5 after each retrain, with 95 % CIs.")(pipeline.loop_report)
-app.add_typer(sweep_app, name="sweep", rich_help_panel=CE)
-sweep_app.command("ce", short_help="Train the cross-encoder once per size; time and score each.")(sweep_ce_command)
-app.command("ablation", rich_help_panel=CE, short_help="Which parts of its fusion help: Recall@5 side by side.")(
-    ablation_command
-)
 app.command("gpu-smoke", rich_help_panel=GPU, short_help="The train stage on random weights: VRAM, step time.")(
     gpu_smoke_command
 )

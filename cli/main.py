@@ -287,7 +287,7 @@ app.add_typer(
     lab.app,
     name="lab",
     rich_help_panel=MEASURE,
-    short_help="Lab tools: simulate, loop report, sweep ce, ablation, gpu-smoke.",
+    short_help="Lab tools: simulate, loop report, gpu-smoke.",
 )
 
 

@@ -1,8 +1,8 @@
 """Stages `deploy` and `deploy_llm`: register one chain's evaluated challengers in MLflow, gate them, and
-promote the best one that earns it. The ranker's chain (`python -m eval.deploy`: the learned ranker, a
-cross-encoder when trained; `metrics/eval.json` -> `metrics/deploy.json`) never waits for the GGUF; the
-LLM's (`python -m eval.deploy llm`: the exported selector; `eval-llm.json` -> `deploy-llm.json`) runs after
-it, so a promoted ranker is the champion the LLM must not trail.
+promote the best one that earns it. The ranker's chain (`python -m eval.deploy`: the learned ranker;
+`metrics/eval.json` -> `metrics/deploy.json`) never waits for the GGUF; the LLM's (`python -m eval.deploy
+llm`: the exported selector; `eval-llm.json` -> `deploy-llm.json`) runs after it, so a promoted ranker is
+the champion the LLM must not trail.
 
 The gate (`gate`, a pure function of a chain's evaluate result): on every in-domain benchmark (a judged split
 whose domain feeds the feedback log) a challenger must beat the best baseline by `deploy.margin` Recall@5
@@ -31,7 +31,7 @@ from retrieval.params import load_section
 from serving.selectors import OLLAMA_TEMPLATE, ollama_reachable
 
 from . import promotion
-from .promotion import RegistryError, ce_record, folder_record, has_model
+from .promotion import RegistryError, folder_record, has_model
 from .systems import BASELINES, chain_file
 
 GATED = ("recall@5", "answer_in_context", "json_valid")
@@ -42,7 +42,6 @@ class DeployParams:
     export: str = (
         "models/export"  # the LLM challenger: the export stage's folder (selector.json, selector.gguf, Modelfile)
     )
-    cross_encoder: str = "models/cross_encoder"  # the cross-encoder challenger (train_ce's folder), when evaluated
     ranker: str = "models/ranker"  # the learned ranker challenger (train_ranker's folder), when evaluated
     metrics: str = (
         "metrics"  # the evaluate stages' folder (eval.json, eval-llm.json); decisions beside them (deploy.json, -llm)
@@ -157,8 +156,6 @@ def challengers(p: DeployParams, result: dict, skipped: dict | None = None) -> d
             )
         else:
             out["selector"] = record
-    if "cross_encoder" in evaluated and has_model("cross_encoder", Path(p.cross_encoder)):
-        out["cross_encoder"] = ce_record(Path(p.cross_encoder))
     if "ranker" in evaluated and has_model("ranker", Path(p.ranker)):
         out["ranker"] = folder_record("ranker", Path(p.ranker))
     return out

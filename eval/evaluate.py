@@ -2,7 +2,7 @@
 
 The systems (`eval.systems`): the baselines `similarity`, `bm25` and `hybrid`; one chain's challengers and
 `champion` (the registry's current champion, as served, when there is one and it is a different model).
-The ranker's chain (`python -m eval.evaluate`: the learned ranker, a cross-encoder when trained) writes
+The ranker's chain (`python -m eval.evaluate`: the learned ranker) writes
 `eval.json` and never waits for the GGUF; the LLM's (`python -m eval.evaluate llm`: `selector`, the exported
 GGUF run exactly as served, Ollama or llama.cpp) writes `eval-llm.json`, on the first `llm_max_queries`
 queries for every system, after the ranker's chain has deployed. Benchmarks are contract-5 items
@@ -33,7 +33,7 @@ from serving.selectors import resolve
 
 from . import promotion
 from .items import bench_name, feedback_items, load_items
-from .promotion import RegistryError, ce_record, folder_record, has_model
+from .promotion import RegistryError, folder_record, has_model
 from .scoring import recall_curve, score
 from .systems import chain_file, passage_texts, prefill_vectors, run_systems
 
@@ -45,11 +45,10 @@ class EvaluateParams:
     benchmarks: str = f"{BENCHMARK_DIR}/hotpotqa/test.jsonl,data/benchmarks/scifact-test.jsonl,data/benchmarks/code-docstrings.jsonl"  # comma-separated contract-5 files
     feedback: str = "data/feedback"  # held-out feedback split (build.val_fraction's val split), when present
     model: str = "models/export"  # the LLM challenger: the export stage's folder (selector.json + GGUF), run as served
-    cross_encoder: str = "models/cross_encoder"  # the cross-encoder challenger (train_ce's folder), when present
     ranker: str = "models/ranker"  # the learned ranker challenger (train_ranker's folder), when present
     out: str = "metrics"  # eval.json (DVC metrics), recall_at_k.csv (DVC plot)
     k: int = 5
-    max_queries: int = 0  # per benchmark, for the baselines and the fast selectors (ranker, cross-encoder); 0 = all
+    max_queries: int = 0  # per benchmark, for the baselines and the fast selector (ranker); 0 = all
     llm_max_queries: int = 20  # the first this many of them for the LLM selector (~1 s per query on CPU); 0 = all
     seed: int = 0
     ipw_clip: float = 0.05  # feedback/val-ips: a used label weighs 1 / max(propensity, this); 1 = the naive figure
@@ -118,13 +117,9 @@ def main(argv: list[str] | None = None) -> None:
         selector, challengers["selector"] = resolve(p.model), json.loads(record_path.read_text())
         if p.llm_max_queries:  # the LLM answers these only: the others run on the same queries, nothing more
             p = replace(p, max_queries=min(p.max_queries or p.llm_max_queries, p.llm_max_queries))
-    if chain == "ranker":
-        if has_model("cross_encoder", Path(p.cross_encoder)):
-            challengers["cross_encoder"] = ce_record(Path(p.cross_encoder))  # hashes the model folder: once
-            others["cross_encoder"] = resolve(challengers["cross_encoder"])
-        if has_model("ranker", Path(p.ranker)):
-            challengers["ranker"] = folder_record("ranker", Path(p.ranker))
-            others["ranker"] = resolve(challengers["ranker"])
+    if chain == "ranker" and has_model("ranker", Path(p.ranker)):
+        challengers["ranker"] = folder_record("ranker", Path(p.ranker))
+        others["ranker"] = resolve(challengers["ranker"])
     champion = load_champion(challengers, console)
     names = ", ".join(s.version for s in [selector, *others.values()] if s) or "none"
     console.print(
@@ -202,7 +197,7 @@ def print_table(result: dict, console) -> None:
         if r.get("skipped_no_relevant"):
             console.print(f"  skipped {r['skipped_no_relevant']} queries with no relevant candidate")
         for name, v in r["paired_bootstrap"].items():
-            if name.startswith(("selector", "champion", "cross_encoder", "ranker")):
+            if name.startswith(("selector", "champion", "ranker")):
                 console.print(
                     f"  {name}: recall@5 {v['recall@5_diff']:+.4f} [{v['ci95_low']:+.4f}, {v['ci95_high']:+.4f}]"
                 )

@@ -19,7 +19,7 @@ from retrieval.db import connect, pai_home
 from retrieval.files import dir_sha256, files_sha256
 from retrieval.logs import deployments
 from retrieval.tracking import use_mlflow
-from serving.selectors import FOLDER_KINDS, SIMILARITY
+from serving.selectors import CE_RETIRED, FOLDER_KINDS, SIMILARITY
 
 MODEL = "pai-selector"
 
@@ -70,7 +70,7 @@ def store_gguf(gguf: Path, sha256: str) -> Path:
 
 
 def store_dir(folder: Path, sha256: str) -> Path:
-    """An immutable copy of a model folder (the cross-encoder), by content."""
+    """An immutable copy of a model folder (the ranker), by content."""
     dest = pai_home().resolve() / "selectors" / sha256[:16]
     if not dest.exists():
         tmp = dest.with_name(dest.name + ".tmp")
@@ -81,14 +81,12 @@ def store_dir(folder: Path, sha256: str) -> Path:
 
 
 def has_model(kind: str, model_dir: Path) -> bool:
-    """Whether a stage's folder holds a trained model of `kind`: its config exists and is not the record of a
-    disabled stage (`train_ce.enabled: false` writes `{"enabled": false}`)."""
-    cfg = model_dir / FOLDER_KINDS[kind][0]
-    return cfg.exists() and json.loads(cfg.read_text(encoding="utf-8")).get("enabled", True) is not False
+    """Whether a stage's folder holds a trained model of `kind`: its config exists."""
+    return (model_dir / FOLDER_KINDS[kind][0]).exists()
 
 
 def folder_record(kind: str, model_dir: Path) -> dict:
-    """The version record of a trained model folder: a cross-encoder (train_ce) or a ranker (train_ranker)."""
+    """The version record of a trained model folder: a ranker (train_ranker)."""
     config, prefix = FOLDER_KINDS[kind]
     cfg = json.loads((model_dir / config).read_text())
     sha = dir_sha256(model_dir)
@@ -104,13 +102,8 @@ def folder_record(kind: str, model_dir: Path) -> dict:
     }
 
 
-def ce_record(model_dir: Path) -> dict:
-    """The version record of a trained cross-encoder folder (train_ce's output)."""
-    return folder_record("cross_encoder", model_dir)
-
-
 def register(record: dict, metrics: dict[str, float]) -> dict:
-    """A new model version for an exported selector (a GGUF LLM or a cross-encoder folder); returns
+    """A new model version for an exported selector (a GGUF LLM or a ranker folder); returns
     its record with the registry version (and, for an LLM, the Ollama tag)."""
     c = client()
     if record["kind"] in FOLDER_KINDS:
@@ -202,6 +195,8 @@ def verify(record: dict) -> None:
         verify(record["fast"])
         verify(record["slow"])
         return
+    if record.get("kind") == "cross_encoder":
+        raise RegistryError(f"{record['version']}: {CE_RETIRED}")
     if record.get("kind") in FOLDER_KINDS:
         folder = Path(record["model_dir"])
         if not folder.is_dir():

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
-from retrieval.contracts.ce_input import passage_text
 from retrieval.contracts.lexical import lexical_scores
+from retrieval.contracts.passage import passage_text
 from retrieval.contracts.selection import Pick, PromptCandidate, choose, top_up
 from retrieval.embed import Embedder
 from retrieval.query.search import rrf

@@ -2,7 +2,7 @@
 similarity order, counted; picks are cached by query so the next same query is served the pick.
 
 The serving policy lives here (`Picker.serve`), not in the HTTP handler: a fast selector (`answers_inline`:
-the ranker, a cross-encoder, a cascade's fast side) answers on the query path; a slow one (an LLM) answers
+the ranker, a cascade's fast side) answers on the query path; a slow one (an LLM) answers
 in the background and its pick serves the next same query, the first-stage order meanwhile. Whatever
 chose it, the context never holds fewer than `min_chunks` candidates when there are that many: a short
 pick is topped up from the first-stage order (`retrieval.contracts.selection.top_up`), counted `topped_up`.

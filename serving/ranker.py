@@ -6,7 +6,7 @@ gated by the query's affinity to the feedback's train queries (a query unlike th
 No generation, so no parse can fail; ties keep retrieval order. It answers inline (a few ms): in the
 service every candidate carries the vector stored beside its chunk and the query comes with the vector the
 search already computed, so nothing is embedded on the query path. A candidate without a vector (a
-benchmark's, an evaluation's) is embedded from its passage text (`retrieval.contracts.ce_input.passage_text`, what
+benchmark's, an evaluation's) is embedded from its passage text (`retrieval.contracts.passage.passage_text`, what
 ingest embeds) through the machine's vector cache, and counted in `embedded`.
 """
 
@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from retrieval.contracts.ce_input import passage_text
+from retrieval.contracts.passage import passage_text
 from retrieval.contracts.ranking_features import (
     FEATURES,
     SERVED_FORMATS,

@@ -35,7 +35,6 @@ from retrieval.contracts.selection import (
     similarity_order,
 )
 
-from .cross_encoder import CrossEncoderSelector
 from .interface import Selector, SelectorLoadError
 from .ranker import RankerSelector
 
@@ -265,7 +264,7 @@ class OllamaSelector(ChatSelector):
 
 
 class CascadeSelector:
-    """A fast selector answers inline (the ranker, a cross-encoder); a slow one (the LLM) refines in the
+    """A fast selector answers inline (the ranker); a slow one (the LLM) refines in the
     background, and its pick is cached for the next same query (the picker's policy,
     `serving.picker.Picker.serve`); called directly, `answer` is the fast one's."""
 
@@ -295,10 +294,13 @@ def ollama_reachable(host: str | None = None) -> bool:
 
 
 FOLDER_KINDS = {
-    "cross_encoder": ("ce_config.json", "ce"),
     "ranker": ("ranker_config.json", "ranker"),
 }  # kind: (config file, version prefix) of the selectors that are a trained folder, not a GGUF
 SIMILARITY = {"kind": "similarity", "version": "similarity"}
+# a record (registry, announcement) or folder (ce_config.json) of the retired cross-encoder: refused in one line
+CE_RETIRED = (
+    "the cross-encoder selector was retired (the learned ranker beat it everywhere): serve a ranker, e.g. models/ranker"
+)
 
 
 def resolve(spec: dict | str | Path, backend: str = "auto") -> Selector:
@@ -311,17 +313,18 @@ def resolve(spec: dict | str | Path, backend: str = "auto") -> Selector:
 
 def path_record(name: str | Path) -> dict:
     """The record a name or path stands for: `similarity`; a trained LLM folder (train stage output, run by
-    transformers); a ranker or cross-encoder folder; an export folder or its `selector.json` (run as served);
-    a bare `.gguf`."""
+    transformers); a ranker folder; an export folder or its `selector.json` (run as served); a bare `.gguf`.
+    A retired cross-encoder's folder stands for its record, which `resolve` refuses (`CE_RETIRED`)."""
     path = Path(name)
     if str(name) == "similarity":
         return dict(SIMILARITY)
     if path.is_dir() and (path / "train_config.json").exists():
         return {"kind": "transformers", "model_dir": str(path), "version": f"transformers:{path.name}"}
     for kind, (config, prefix) in FOLDER_KINDS.items():
-        cfg = path / config
-        if path.is_dir() and cfg.exists() and json.loads(cfg.read_text()).get("enabled", True) is not False:
+        if path.is_dir() and (path / config).exists():
             return {"kind": kind, "model_dir": str(path), "version": f"{prefix}:{path.name}"}
+    if path.is_dir() and (path / "ce_config.json").exists():
+        return {"kind": "cross_encoder", "model_dir": str(path), "version": f"ce:{path.name}"}
     if path.is_dir() and (path / "selector.json").exists():
         path = path / "selector.json"
     if path.suffix == ".json" and path.is_file():
@@ -342,9 +345,7 @@ def _from_record(record: dict, backend: str) -> Selector:
     if record.get("kind") == "transformers":
         return TransformersSelector(Path(record["model_dir"]))
     if record.get("kind") == "cross_encoder":
-        if not Path(record.get("model_dir", "")).is_dir():
-            raise SelectorLoadError(f"cross-encoder model not found: {record.get('model_dir')}")
-        return CrossEncoderSelector(Path(record["model_dir"]), record["version"])
+        raise SelectorLoadError(f"{record.get('version', 'cross-encoder')}: {CE_RETIRED}")
     if record.get("kind") == "ranker":
         if not Path(record.get("model_dir", "")).is_dir():
             raise SelectorLoadError(f"ranker model not found: {record.get('model_dir')}")

@@ -1,6 +1,5 @@
 """Shared fixtures: a real PostgreSQL (DATABASE_URL, or an embedded pgserver one; Debian's packaged 15 where a
-test asks), a fresh migrated database per test cloned from a template, the real MiniLM embedder, and a tiny
-cross-encoder trained once per session by the real `train_ce` stage."""
+test asks), a fresh migrated database per test cloned from a template, and the real MiniLM embedder."""
 
 from __future__ import annotations
 
@@ -142,63 +141,3 @@ def invariant_breaks():
 def all_text():
     """f(conn) -> every stored row as text, for leak checks."""
     return _all_text
-
-
-@pytest.fixture(scope="session")
-def ce_model_dir(tmp_path_factory) -> Path:
-    """A tiny cross-encoder (2 layers, 32 word pieces) trained by the real `train_ce` stage on literal feedback:
-    each topic of tests/data/tiny_ce.json asked as its query, its passage cited among the four fillers. The
-    feedback log it was trained on is `../fb`."""
-    import json
-
-    from training.train_ce import CrossEncoderParams, train
-
-    data = json.loads((REPO / "tests" / "data" / "tiny_ce.json").read_text())
-    fillers = data["fillers"]
-    tmp = tmp_path_factory.mktemp("ce")
-    rows = []
-    for n, (word, text) in enumerate(data["topics"]):
-        cands = [(f, False) for f in fillers[:2]] + [(text, True)] + [(f, False) for f in fillers[2:]]
-        rows.append(
-            {
-                "query_id": n,
-                "query": data["query"].format(word),
-                "threshold": None,
-                "selector_version": "similarity",
-                "candidates": [
-                    {
-                        "rank": r,
-                        "chunk_id": r,
-                        "content_hash": "h",
-                        "score": 0.5,
-                        "source": "/d.md",
-                        "heading": None,
-                        "text": t,
-                        "pick_rank": None,
-                        "used": u,
-                    }
-                    for r, (t, u) in enumerate(cands, start=1)
-                ],
-            }
-        )
-    (tmp / "fb").mkdir()
-    (tmp / "fb" / "feedback.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp}/mlflow.db")
-        # the probe head is fitted on exactly these pairs; the fine-tune steps only exercise the loop
-        train(
-            CrossEncoderParams(
-                feedback=str(tmp / "fb"),
-                out=str(tmp / "out"),
-                layers=2,
-                max_length=32,
-                probe_pairs=64,
-                epochs=1.0,
-                batch_size=8,
-                learning_rate=1e-7,
-                evals=2,
-                patience=1,
-            ),
-            val_fraction=0.3,
-        )
-    return tmp / "out"

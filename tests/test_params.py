@@ -27,7 +27,6 @@ from training.build import BuildParams
 from training.export import ExportParams
 from training.pull import PullParams
 from training.train import TrainParams
-from training.train_ce import CrossEncoderParams
 from training.train_ranker import RankerParams
 
 REPO = Path(__file__).resolve().parents[1]
@@ -41,7 +40,6 @@ SECTIONS = {
     "pull": PullParams,
     "build": BuildParams,
     "train": TrainParams,
-    "train_ce": CrossEncoderParams,
     "train_ranker": RankerParams,
     "export": ExportParams,
     "benchmark": BenchmarkParams,

@@ -53,7 +53,7 @@ from retrieval.progress import make_progress
 from retrieval.tracking import git_commit, use_mlflow
 
 from .build import BuildParams
-from .ce_data import ips_recall, mean_recall, rankings
+from .feedback_rankings import ips_recall, mean_recall, rankings
 from .ranker_fit import fit_adapter, fit_gate, fit_weights
 
 ADAPTER_FILE, QUERIES_FILE = "adapter.npy", "queries.npy"

@@ -15,8 +15,8 @@ import time
 import numpy as np
 
 from eval.systems import passage_texts
-from retrieval.contracts.ce_input import passage_text
 from retrieval.contracts.metrics import paired_bootstrap, recall_at_k
+from retrieval.contracts.passage import passage_text
 from retrieval.embed import Embedder
 
 

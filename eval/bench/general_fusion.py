@@ -23,9 +23,9 @@ from functools import partial
 import numpy as np
 
 from eval.systems import bm25_ranking, similarity_ranking
-from retrieval.contracts.ce_input import ce_passage
 from retrieval.contracts.lexical import bm25_raw, floored
 from retrieval.contracts.metrics import paired_bootstrap, recall_at_k
+from retrieval.contracts.passage import passage_text
 from retrieval.contracts.ranking_features import general_floor, standardise
 from retrieval.embed import Embedder
 from retrieval.query.search import rrf
@@ -77,7 +77,7 @@ def system_recalls(
         out["similarity"].append(recall_at_k(relevant, sim_ids, k))
         out["bm25"].append(recall_at_k(relevant, bm_ids, k))
         out["hybrid"].append(recall_at_k(relevant, rrf([sim_ids, bm_ids], 60), k))
-        texts = [ce_passage(c.get("title"), c["text"]) for c in cands]  # as the ranker reads them
+        texts = [passage_text(c.get("title"), c["text"]) for c in cands]  # as the ranker reads them
         cos = standardise(embedder.encode_passages(texts) @ embedder.encode([item["query"]])[0])
         raw = bm25_raw(item["query"], texts)
         for w, f, p in fusions:

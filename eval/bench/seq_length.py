@@ -15,8 +15,8 @@ import time
 import numpy as np
 
 from eval.systems import passage_texts
-from retrieval.contracts.ce_input import ce_passage
 from retrieval.contracts.metrics import paired_bootstrap, recall_at_k
+from retrieval.contracts.passage import passage_text
 from retrieval.embed import Embedder
 
 
@@ -40,7 +40,7 @@ def run(items: list[dict], embedder: Embedder, lengths: list[int], k: int = 5, p
     recalls: dict[int, list[float]] = {length: [] for length in lengths}
     for it in items:
         q = embedder.encode([it["query"]])[0]
-        passages = [ce_passage(c.get("title"), c["text"]) for c in it["candidates"]]
+        passages = [passage_text(c.get("title"), c["text"]) for c in it["candidates"]]
         for length in lengths:
             order = np.argsort(-(np.stack([vecs[length][p] for p in passages]) @ q), kind="stable")
             ranked = [it["candidates"][i]["id"] for i in order]

@@ -1,4 +1,4 @@
-"""Lexical scoring: BM25 of a query against a handful of candidates (the learned fusion's keyword feature
+"""Lexical scoring: BM25 of a query against a handful of candidates (the learned ranker's keyword feature
 and evaluate's `bm25` baseline), as bm25s scores it."""
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ import numpy as np
 import psycopg
 
 from ..chunking import Chunk, chunk_document
-from ..contracts.ce_input import passage_text
+from ..contracts.passage import passage_text
 from ..db import first_line
 from ..embed import Embedder
 from ..params import IngestParams, SearchParams
@@ -85,7 +85,7 @@ def scrub_names(doc: Document) -> Document:
 
 
 def embedding_text(chunk: Chunk) -> str:
-    """What is embedded: the passage text (`retrieval.contracts.ce_input.passage_text`), its heading path for context."""
+    """What is embedded: the passage text (`retrieval.contracts.passage.passage_text`), its heading path for context."""
     return passage_text(chunk.heading, chunk.text, chunk.parent_heading)
 
 

@@ -21,8 +21,8 @@ def test_piped_output_keeps_every_line_whole_and_tables_readable(capsys):
         "latency_p50_ms",
     ):
         t.add_column(col)
-    t.add_row("cross_encoder", "0.8652", "0.2731", "0.7751", "0.8013", "1.0", "None", "37.02")
+    t.add_row("ranker", "0.8652", "0.2731", "0.7751", "0.8013", "1.0", "None", "37.02")
     console.print(t)
     err = capsys.readouterr().err
     assert line in err.splitlines() and "…" not in err
-    assert any("cross_encoder" in row and "0.8652" in row and "37.02" in row for row in err.splitlines())
+    assert any("ranker" in row and "0.8652" in row and "37.02" in row for row in err.splitlines())

@@ -109,7 +109,7 @@ def test_the_cpu_profiles_tiny_llm_is_evaluated_but_not_registered(tmp_path):
     """On a CPU box the LLM is a code-path proof (loss ~12): no registry version a user must explain away."""
     (tmp_path / "selector.json").write_text(json.dumps({"kind": "llm", "version": "v", "profile": "cpu"}))
     result = {"scifact-test": {"systems": {"selector": {}, "similarity": {}}}}
-    p = DeployParams(export=str(tmp_path), ranker=str(tmp_path / "none"), cross_encoder=str(tmp_path / "none"))
+    p = DeployParams(export=str(tmp_path), ranker=str(tmp_path / "none"))
     skipped: dict = {}
     assert challengers(p, result, skipped) == {} and "CPU profile" in skipped["selector"]
     assert challengers(replace(p, register_cpu_llm=True), result)["selector"]["profile"] == "cpu"

@@ -160,7 +160,7 @@ class First(Fixed):
 def test_cascade_answers_with_the_fast_selector_and_caches_the_slow_ones_pick(db_url, embedder, tmp_path):
     from serving.selectors import CascadeSelector
 
-    cascade = CascadeSelector(First("ce:1"), Fixed("llm:1"))
+    cascade = CascadeSelector(First("ranker:1"), Fixed("llm:1"))
     # background mode: only the cascade's fast side runs inline
     svc = Service(
         db_url,
@@ -176,9 +176,11 @@ def test_cascade_answers_with_the_fast_selector_and_caches_the_slow_ones_pick(db
                 "/ingest", json={"source": name, "text": f"# {name}\n\nA note about {name} and how they work."}
             ).raise_for_status()
         first = client.post("/query", json={"query": "how do bees work?"}).json()
-        assert (first["selector_version"], first["selection_status"]) == ("ce:1", "ok")
+        assert (first["selector_version"], first["selection_status"]) == ("ranker:1", "ok")
         # the fast side picked one: the floor (min_chunks 3) tops it up from the first-stage order
-        assert [c["rank"] for c in first["context"]] == [1, 2, 3] and first["active_selector"] == "cascade(ce:1>llm:1)"
+        assert [c["rank"] for c in first["context"]] == [1, 2, 3] and first[
+            "active_selector"
+        ] == "cascade(ranker:1>llm:1)"
         with connect(db_url) as conn:  # the slow pick is logged against the query, by name
             wait_for(
                 lambda: (

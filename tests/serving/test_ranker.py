@@ -47,7 +47,7 @@ Every new selector answers three known prompts before it serves.
 def test_the_rankers_similarity_is_the_stores_cosine_for_a_nested_heading_chunk(conn, embedder, tmp_path, make_ranker):
     """One passage text (`passage_text`): ingest embeds `parent / heading` + text and stores it; the service
     hands that vector to the ranker, and the eval path (no stored vector) embeds the very same text."""
-    from retrieval.contracts.ce_input import passage_text
+    from retrieval.contracts.passage import passage_text
     from retrieval.contracts.selection import PromptCandidate
     from retrieval.corpus.ingest import ingest_documents
     from retrieval.corpus.sources import Document

@@ -8,6 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from cli.main import app as cli
+from eval.promotion import RegistryError, verify
 from serving.interface import SelectorLoadError
 from serving.ranker import RankerSelector
 from serving.selectors import SimilaritySelector, path_record, resolve
@@ -37,12 +38,18 @@ def test_names_exports_and_ggufs_become_records(tmp_path):
     }
 
 
-def test_a_disabled_stage_folder_is_no_selector(tmp_path):
-    """train_ce with `enabled: false` writes `{"enabled": false}` where its config would be: not a model."""
+def test_a_retired_cross_encoder_is_refused_in_one_line(tmp_path):
+    """The cross-encoder was retired: its registry record, or a folder it left behind, is a load error that
+    says so and names what to serve instead, never a traceback (the service keeps its selector)."""
     (tmp_path / "ce").mkdir()
-    (tmp_path / "ce" / "ce_config.json").write_text('{"enabled": false}')
-    with pytest.raises(ValueError, match="unknown selector"):
-        path_record(tmp_path / "ce")
+    (tmp_path / "ce" / "ce_config.json").write_text('{"input_format": "ce-input/2"}')
+    record = {"kind": "cross_encoder", "model_dir": str(tmp_path / "ce"), "version": "pai-selector:3"}
+    for spec in (record, tmp_path / "ce", str(tmp_path / "ce")):
+        with pytest.raises(SelectorLoadError, match="cross-encoder selector was retired.*serve a ranker") as e:
+            resolve(spec)
+        assert "\n" not in str(e.value)
+    with pytest.raises(RegistryError, match="pai-selector:3: the cross-encoder selector was retired"):
+        verify(record)  # `pai promote` / `pai rollback` to such a version moves nothing
 
 
 def test_bad_specs_fail_in_one_line(tmp_path):

@@ -4,7 +4,7 @@ import pytest
 
 from retrieval.contracts.metrics import recall_at_k, weighted_recall_at_k
 from retrieval.logs.feedback import ipw
-from training.ce_data import ips_recall, mean_recall, rankings
+from training.feedback_rankings import ips_recall, mean_recall, rankings
 from training.ranker_fit import _padded
 
 

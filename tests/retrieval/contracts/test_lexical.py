@@ -1,8 +1,38 @@
-"""BM25 over a query's candidates, standardised within them: the lexical side the fusions read."""
+"""BM25 over a query's candidates, standardised within them: the lexical side the ranker and the bm25 baseline read."""
+
+import json
+from pathlib import Path
 
 import pytest
 
 from retrieval.contracts.lexical import lexical_scores
+
+
+def hotpotqa_sets(path: Path, n: int) -> list[tuple[str, list[tuple[str | None, str]]]]:
+    """(question, 20 (title, paragraph)): each question's own 10 and the next question's 10."""
+    items = []
+    for line in open(path, encoding="utf-8"):
+        items.append(json.loads(line))
+        if len(items) > n:
+            break
+    items = [it for it in items if len(it["candidates"]) == 10]
+    cands = lambda it: [(c.get("title"), c["text"]) for c in it["candidates"]]  # noqa: E731
+    return [(a["query"], cands(a) + cands(b)) for a, b in zip(items, items[1:])][:n]
+
+
+def scifact_sets(folder: Path, n: int) -> list[tuple[str, list[tuple[str | None, str]]]]:
+    """(claim, 20 (title, abstract)): the claims in file order, each with the next 20 abstracts of the corpus."""
+    claims, docs = [], []
+    for line in open(folder / "queries.jsonl", encoding="utf-8"):
+        claims.append(json.loads(line)["text"])
+        if len(claims) >= n:
+            break
+    for line in open(folder / "corpus.jsonl", encoding="utf-8"):
+        d = json.loads(line)
+        docs.append((d["title"] or None, d["text"]))
+        if len(docs) >= 20 * len(claims):
+            break
+    return [(c, docs[20 * i : 20 * i + 20]) for i, c in enumerate(claims)]
 
 
 def test_lexical_scores_are_bm25_standardised_within_the_candidates():
@@ -18,8 +48,7 @@ def test_lexical_scores_equal_bm25s_on_real_candidates(benchmark_dir):
     import bm25s
     import numpy as np
 
-    from eval.bench.ce import hotpotqa_sets, scifact_sets
-    from retrieval.contracts.ce_input import ce_passage
+    from retrieval.contracts.passage import passage_text
 
     def reference(query: str, texts: list[str]) -> list[float]:
         retriever = bm25s.BM25()
@@ -37,7 +66,7 @@ def test_lexical_scores_equal_bm25s_on_real_candidates(benchmark_dir):
         return [0.0] * len(texts) if raw.std() < 1e-9 else list((raw - raw.mean()) / raw.std())
 
     sets = [
-        (q, [ce_passage(c.heading, c.text) for c in cs])
+        (q, [passage_text(heading, text) for heading, text in cs])
         for q, cs in scifact_sets(benchmark_dir / "scifact", 25)
         + hotpotqa_sets(benchmark_dir / "hotpotqa" / "test.jsonl", 25)
     ]

@@ -1,0 +1,87 @@
+"""The feedback log's rankings, the learned ranker's data: per query of a split, every labelled candidate in
+retrieval order with the positions the consumer used and their inverse-propensity weights (`rankings`), and
+Recall@k of an order over them, naive (`mean_recall`) and unbiased (`ips_recall`).
+
+Splits are the build stage's (`split_of`, by query text), so val matches the LLM selector's; a band of the
+train queries next to val is held out as *calibration* (`split_of3`): the ranker's adapter never trains on
+them, and its fusion weights are fitted on them, where the adapted scores are as honest as on val.
+"""
+
+from __future__ import annotations
+
+from retrieval.contracts.metrics import recall_at_k
+from retrieval.contracts.passage import passage_text
+from retrieval.logs.feedback import ipw, query_position, shown_candidates, split_of
+
+
+def split_of3(query: str, val_fraction: float, calibration_fraction: float) -> str:
+    """ "val" as the build stage splits, else "calibration" for the next band of `calibration_fraction`, else "train"."""
+    if split_of(query, val_fraction) == "val":
+        return "val"
+    return "calibration" if query_position(query) < val_fraction + calibration_fraction else "train"
+
+
+def labelled(rec: dict) -> list[dict]:
+    """The shown candidates that carry a text (not changed or deleted since) and a used/ignored label."""
+    return [c for c in shown_candidates(rec) if c["text"] is not None and c["used"] is not None]
+
+
+def rankings(
+    records: list[dict],
+    split: str,
+    val_fraction: float,
+    calibration_fraction: float = 0.0,
+    ipw_clip: float = 1.0,
+    unlabelled: bool = False,
+) -> list[dict]:
+    """A split's queries as the selector sees them: `{"query", "texts"}` of every labelled candidate in
+    retrieval order (a candidate never shown has no label, so it is left out: never a negative), `used`, the
+    0-based positions the consumer used (queries with none are left out), and `weights`, each labelled
+    candidate's inverse-propensity weight (`ipw`; `ipw_clip` 1 = all 1, no correction).
+
+    `unlabelled` keeps the candidates without a label too (weight 0, never in `used`): what a held-out estimate
+    must rank. On labelled candidates alone every order of the ~5 that were shown puts all of them in the top 5,
+    and the estimate says 1.000 for any ranker; among all 20 an order that hides a cited chunk loses it."""
+    out = []
+    for rec in records:
+        if split_of3(rec["query"], val_fraction, calibration_fraction) != split:
+            continue
+        cands = [c for c in shown_candidates(rec) if c["text"] is not None] if unlabelled else labelled(rec)
+        used = [i for i, c in enumerate(cands) if c["used"]]
+        if used:
+            out.append(
+                {
+                    "query": rec["query"],
+                    "texts": [passage_text(c["heading"], c["text"], c.get("parent_heading")) for c in cands],
+                    "used": used,
+                    "weights": [ipw(c, ipw_clip) if c["used"] is not None else 0.0 for c in cands],
+                }
+            )
+    return out
+
+
+def ips_recall(groups: list[dict], scores: list[list[float]] | None, k: int) -> float:
+    """Self-normalised inverse-propensity estimate of Recall@k (scores None: the retrieval order): per query,
+    the weighted used candidates in the top k over all weighted used ones (`weights`), averaged. With labels
+    from exposure alone the naive Recall@k (`mean_recall`) of the order that chose what was shown is ~1, marking
+    its own homework; an explored chunk's 1/propensity stands in for the ones like it that were never shown."""
+    total = 0.0
+    for i, g in enumerate(groups):
+        order = list(range(len(g["texts"])))
+        if scores is not None:
+            order.sort(key=lambda j: -scores[i][j])
+        w = g.get("weights") or [1.0] * len(g["texts"])
+        top = set(order[:k])
+        total += sum(w[j] for j in g["used"] if j in top) / sum(w[j] for j in g["used"])
+    return total / len(groups) if groups else 0.0
+
+
+def mean_recall(groups: list[dict], scores: list[list[float]] | None, k: int) -> float:
+    """Mean Recall@k over `groups` ranked by `scores` (best first); None = their retrieval order."""
+    total = 0.0
+    for i, g in enumerate(groups):
+        order = list(range(len(g["texts"])))
+        if scores is not None:
+            order.sort(key=lambda j: -scores[i][j])
+        total += recall_at_k(set(g["used"]), order, k)
+    return total / len(groups) if groups else 0.0
