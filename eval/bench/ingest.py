@@ -5,7 +5,8 @@ alone (no vector cache, no database): the raw rate. Then the same corpus is inge
 empty vector cache: the ingest rate. Their ratio is what the database work (dedup, inserts, indexes, full text)
 costs beyond the embedding; ingest pipelines it against the embedding of the next batch. A fresh database is a
 first load, which builds the HNSW index after the vectors are in (`retrieval.corpus.bulk`); `kept=True` ingests
-once more with the index kept throughout (`ingest.bulk_max_chunks: 0`, what a store that has chunks does).
+once more with the index kept throughout (`ingest.bulk_max_chunks: 0`, what a store that has chunks does), and
+twice with the vectors cached (no embedding: a GPU embedder's case), index after and index kept.
 
     pai bench ingest --corpus ../shared/benchmark/scifact/corpus.jsonl
 """
@@ -82,7 +83,13 @@ def run(
     embedder.encode(texts)
     raw_s = time.perf_counter() - t0
     log(f"ingesting them into a fresh database, an empty vector cache ({raw_s:.0f} s embedding alone)")
-    first = _ingest(docs, embedder, params, search)
+    no_index = replace(params, bulk_max_chunks=0)
+    with empty_vector_cache():
+        first = _ingest(docs, embedder, params, search)
+        if kept:  # the vectors cached now: what is left is scrubbing, chunking, dedup and the database
+            log("again, the vectors cached (a GPU embedder's case): index after, then index kept")
+            warm = {"index_after_s": _ingest(docs, embedder, params, search)["ingest_s"]}
+            warm["index_kept_s"] = _ingest(docs, embedder, no_index, search)["ingest_s"]
     embedded = len(texts)
     result = {
         "documents": len(docs),
@@ -97,18 +104,22 @@ def run(
         "ratio": round(raw_s / first["ingest_s"], 3),
     }
     if kept:
-        log("once more, the HNSW index kept throughout (ingest.bulk_max_chunks: 0)")
-        usual = _ingest(docs, embedder, replace(params, bulk_max_chunks=0), search)
+        log("once more from an empty vector cache, the HNSW index kept throughout (ingest.bulk_max_chunks: 0)")
+        with empty_vector_cache():
+            usual = _ingest(docs, embedder, no_index, search)
         result["index_kept"] = usual | {
             "ingest_s": round(usual["ingest_s"], 1),
             "ingest_chunks_per_s": round(embedded / usual["ingest_s"], 1),
             "ratio": round(raw_s / usual["ingest_s"], 3),
         }
+        result["vectors_cached"] = {k: round(v, 1) for k, v in warm.items()} | {
+            "speedup": round(warm["index_kept_s"] / warm["index_after_s"], 2)
+        }
     return result
 
 
 def _ingest(docs: list[Document], embedder: Embedder, params: IngestParams, search: SearchParams) -> dict:
-    with scratch_database("pai_bench_ingest") as url, connect(url) as conn, empty_vector_cache():
+    with scratch_database("pai_bench_ingest") as url, connect(url) as conn:
         t0 = time.perf_counter()
         report = ingest_documents(conn, docs, params, search, embedder)
         ingest_s = time.perf_counter() - t0
@@ -147,4 +158,9 @@ def table(result: dict, machine: str):
             f"{k['ingest_chunks_per_s']:.1f}",
             f"{k['ratio']:.2f}",
         )
+    if w := result.get("vectors_cached"):
+        for name, key in (("index after", "index_after_s"), ("index kept throughout", "index_kept_s")):
+            t.add_row(
+                f"vectors cached (no embedding), {name}", f"{w[key]:.1f}", f"{result['chunks'] / w[key]:.1f}", "-"
+            )
     return t

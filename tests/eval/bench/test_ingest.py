@@ -42,4 +42,7 @@ def test_a_run_ingests_into_a_scratch_database_beside_the_embedder_alone(db_url,
     # a fresh database of two batches is a first load (index after); side by side, the index kept throughout
     assert r["index_deferred"] and not r["index_kept"]["index_deferred"]
     assert (r["index_kept"]["chunks_stored"], r["index_kept"]["ratio"] > 0) == (3, True)
-    assert len(log) == 3 and os.environ["PAI_HOME"] == str(tmp_path / "home")  # the empty cache's home undone
+    assert (
+        set(r["vectors_cached"]) == {"index_after_s", "index_kept_s", "speedup"} and r["vectors_cached"]["speedup"] > 0
+    )
+    assert len(log) == 4 and os.environ["PAI_HOME"] == str(tmp_path / "home")  # the empty cache's home undone
