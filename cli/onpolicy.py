@@ -162,6 +162,7 @@ def run_on_policy(
         "consumer": consumer,
         "cycles": cycles,
         "explore_rate": search.explore_rate,
+        "explore_focus": search.explore_focus,
         "ipw_clip": rp.ipw_clip,
         "miss_rate": cp.miss_rate if consumer == "realistic" else None,
         "false_cite_rate": cp.false_cite_rate if consumer == "realistic" else None,

@@ -76,11 +76,16 @@ class SearchParams:
     token_budget: int = 1500  # context budget, approximate tokens
     min_chunks: int = 3  # floor the budget never cuts below, and a short selector pick is topped up to
     explore_rate: float = 0.05  # share of queries whose last context slot goes to a random candidate below the cut
+    explore_focus: float = (
+        0.0  # the j-th candidate below the cut is explored with weight j ** -focus: 0 uniform, 1 harmonic
+    )
 
     def problems(self) -> list[str]:
         out = []
         if not 0 <= self.explore_rate < 1:
             out.append("search.explore_rate must be in [0, 1)")
+        if not 0 <= self.explore_focus <= 4:
+            out.append("search.explore_focus must be in [0, 4]")
         if not 1 <= self.top_k <= 1000:
             out.append("search.top_k must be in 1..1000")
         if self.hnsw_m < 2 or self.hnsw_ef_construction < 2 * self.hnsw_m:

@@ -47,6 +47,7 @@ def build_service(
         min_chunks=sp.min_chunks,
         token_budget=sp.token_budget,
         explore_rate=sp.explore_rate,
+        explore_focus=sp.explore_focus,
     )
     cp = load_section(params, "capture", CaptureParams)
     return Service(
