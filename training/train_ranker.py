@@ -84,6 +84,9 @@ class RankerParams:
     )
     k: int = 5  # Recall@k of the val ranking (the selector picks k)
     ipw_clip: float = 0.05  # labels weigh 1 / max(propensity, this) (inverse propensity); 1 = no correction
+    fallback_tolerance: float = (
+        0.05  # held-out: the fitted weights may trail the general ones by this, else those serve
+    )
     seed: int = 13
 
     def problems(self) -> list[str]:
@@ -102,6 +105,8 @@ class RankerParams:
             out.append("train_ranker: need 0 <= name_ramp <= 1")
         if not 0 < self.ipw_clip <= 1:
             out.append("train_ranker: need 0 < ipw_clip <= 1")
+        if self.fallback_tolerance < 0:
+            out.append("train_ranker: need fallback_tolerance >= 0")
         return out
 
 
@@ -182,6 +187,14 @@ def train(p: RankerParams, val_fraction: float, progress=None) -> tuple[np.ndarr
     val, fv = groups["val"], feats["val"]
     shares = [domain_gate(domain_affinity(g["q"], train_vecs, gate["k"]), gate["lo"], gate["hi"]) for g in val]
     k = p.k
+    # 6. a fit that learned noise (a few heavily weighed labels can turn a weight over) is not served: where the
+    # fitted weights trail the general ones on the held-out queries (unbiased estimate) by more than the
+    # tolerance, the general weights serve in domain too
+    fitted_ips = ips_recall(val, [gated_scores(f, weights, general, a) for f, a in zip(fv, shares)], k) if val else 0.0
+    general_ips = ips_recall(val, [gated_scores(f, weights, general, 0.0) for f in fv], k) if val else 0.0
+    fallback = bool(val) and fitted_ips < general_ips - p.fallback_tolerance
+    if fallback:
+        weights = dict(general)
     metrics = {
         **{f"{s}_queries": len(g) for s, g in groups.items()},
         "fusion_fitted_on": fusion_split,
@@ -202,6 +215,9 @@ def train(p: RankerParams, val_fraction: float, progress=None) -> tuple[np.ndarr
         ),
         f"val_recall@{k}_retrieval_order_ips": round(ips_recall(val, [f["prior"] for f in fv], k), 4),
         f"val_recall@{k}_similarity_ips": round(ips_recall(val, [f["similarity"] for f in fv], k), 4),
+        "fusion_fallback": fallback,  # the fitted weights trailed the general ones on val: the general serve
+        f"val_recall@{k}_ips_fitted": round(fitted_ips, 4),
+        f"val_recall@{k}_ips_general": round(general_ips, 4),
         "adapter_norm": round(float(np.linalg.norm(w)), 4),
         "val_gate_mean": round(float(np.mean(shares)), 4) if shares else None,  # the fitted weights' share
         "gate_lo": gate["lo"],
@@ -262,8 +278,14 @@ def main(params: str = "params.yaml") -> None:
         f"{m[f'val_recall@{k}_bm25']:.4f}, fitted fusion {m[f'val_recall@{k}_fitted_fusion']:.4f}, general fusion "
         f"{m[f'val_recall@{k}_general_fusion']:.4f}) on {m['val_queries']} queries; unbiased (inverse-propensity) "
         f"{m[f'val_recall@{k}_ips']:.4f}, retrieval order {m[f'val_recall@{k}_retrieval_order_ips']:.4f}; "
-        f"weights {record['weights']}; "
-        f"domain gate {record['domain_gate']} (val share {m['val_gate_mean']}); {m['seconds']} s",
+        f"weights {record['weights']}"
+        + (
+            f" (the fitted ones trailed the general weights on val, {m[f'val_recall@{k}_ips_fitted']:.4f} vs "
+            f"{m[f'val_recall@{k}_ips_general']:.4f}: the general weights serve)"
+            if m["fusion_fallback"]
+            else ""
+        )
+        + f"; domain gate {record['domain_gate']} (val share {m['val_gate_mean']}); {m['seconds']} s",
         soft_wrap=True,
     )
 

@@ -14,6 +14,7 @@ from serving.ranker import RankerSelector
 from serving.selectors import resolve
 from training import train_ranker
 from training.ranker_fit import fit_adapter
+from training.feedback_rankings import split_of3
 from training.train_ranker import RankerParams, train
 
 
@@ -75,6 +76,24 @@ def test_the_ranker_learns_what_the_first_stage_order_misses(trained):
     gate = record["domain_gate"]
     assert gate["lo"] == pytest.approx(gate["hi"] - 0.1) and 0 < gate["hi"] < 1
     assert m["val_gate_mean"] > 0.8  # held-out questions of the same kind are in the domain
+    assert m["fusion_fallback"] is False and m["val_recall@5_ips_fitted"] == m["val_recall@5_ips"]
+
+
+def test_a_fusion_fit_that_learned_noise_is_not_served(benchmark_dir, tmp_path):
+    """The calibration queries' labels turned over (every wrong paragraph used, the gold ones not): the fusion
+    fitted on them ranks the gold paragraphs last, the held-out queries say so, and the general weights serve."""
+    records = feedback_from_hotpotqa(benchmark_dir / "hotpotqa" / "train.jsonl", 200)
+    for r in records:
+        if split_of3(r["query"], 0.2, 0.3) == "calibration":
+            for c in r["candidates"]:
+                c["used"] = not c["used"]
+    (tmp_path / "fb").mkdir()
+    (tmp_path / "fb" / "feedback.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    p = RankerParams(feedback=str(tmp_path / "fb"), out=str(tmp_path / "ranker"), calibration_fraction=0.3)
+    _, _, record, m = train(p, val_fraction=0.2)
+    assert m["fusion_fallback"] and record["weights"] == record["general_weights"]
+    assert m["val_recall@5_ips_fitted"] < m["val_recall@5_ips_general"] - 0.05
+    assert m["val_recall@5_ips"] == m["val_recall@5_ips_general"]  # what is served is what the general weights score
 
 
 def test_queries_unlike_the_feedback_get_the_general_weights(trained, benchmark_dir):
