@@ -13,8 +13,8 @@ from retrieval.embed import get_embedder
 from serving.ranker import RankerSelector
 from serving.selectors import resolve
 from training import train_ranker
-from training.ranker_fit import fit_adapter
 from training.feedback_rankings import split_of3
+from training.ranker_fit import fit_adapter
 from training.train_ranker import RankerParams, train
 
 
