@@ -45,4 +45,9 @@ def test_a_run_ingests_into_a_scratch_database_beside_the_embedder_alone(db_url,
     assert (
         set(r["vectors_cached"]) == {"index_after_s", "index_kept_s", "speedup"} and r["vectors_cached"]["speedup"] > 0
     )
-    assert len(log) == 5 and r["scrub_s"] >= 0 and r["embed_per_batch_s"] is not None and os.environ["PAI_HOME"] == str(tmp_path / "home")  # the empty cache's home undone
+    assert (
+        len(log) == 5
+        and r["scrub_s"] >= 0
+        and r["embed_per_batch_s"] is not None
+        and os.environ["PAI_HOME"] == str(tmp_path / "home")
+    )  # the empty cache's home undone
