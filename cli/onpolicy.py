@@ -109,7 +109,8 @@ def run_on_policy(
         try:
             for cycle in range(1, cycles + 1):
                 part = claims[len(claims) * (cycle - 1) // cycles : len(claims) * cycle // cycles]
-                with BackgroundServer(build_service(lp, champion)) as srv:
+                # exploration seeded from the consumer's seed and the cycle: a run repeats, given replay.seed
+                with BackgroundServer(build_service(lp, champion, explore_seed=cp.seed * 1000 + cycle)) as srv:
                     served = replay(srv.url, part, consumer=replace(cp, seed=cp.seed + cycle)).as_dict()
                 folder = tmp / f"cycle{cycle}"
                 pull(PullParams(out=str(folder), lag_seconds=0.0))

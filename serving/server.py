@@ -32,9 +32,11 @@ def build_service(
     staging_dir: Path | None = None,
     timeout_s: float = 30.0,
     host: str = "127.0.0.1",
+    explore_seed: int | None = None,
 ) -> Service:
     """A service; with no `selector` it follows the announced champion (hot-swap), starting on the
-    similarity order until the first one is loaded. Beyond loopback it needs a write token."""
+    similarity order until the first one is loaded. Beyond loopback it needs a write token. `explore_seed`
+    seeds exploration's draws (the lab's replays repeat; a user's service draws afresh)."""
     check_exposure(host)
     sp = load_section(params, "search", SearchParams)
     st = load_section(params, "staging", StagingParams)
@@ -48,6 +50,7 @@ def build_service(
         token_budget=sp.token_budget,
         explore_rate=sp.explore_rate,
         explore_focus=sp.explore_focus,
+        seed=explore_seed,
     )
     cp = load_section(params, "capture", CaptureParams)
     return Service(
