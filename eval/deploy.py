@@ -20,7 +20,6 @@ Failing: alias `challenger`, and the stage says why. Either way `metrics/deploy.
 from __future__ import annotations
 
 import json
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,7 +31,7 @@ from serving.selectors import OLLAMA_TEMPLATE, ollama_reachable
 
 from . import promotion
 from .promotion import RegistryError, folder_record, has_model
-from .systems import BASELINES, chain_file
+from .systems import BASELINES, chain_arg, chain_file
 
 GATED = ("recall@5", "answer_in_context", "json_valid")
 
@@ -228,15 +227,10 @@ def create_in_ollama(record: dict, export_dir: Path, log) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     """`python -m eval.deploy [ranker|llm]`: gate one chain's challengers (`eval.systems.CHAINS`)."""
-    args = sys.argv[1:] if argv is None else argv
+    chain = chain_arg(argv, "deploy")
     console = Console(stderr=True)
     p = load_section("params.yaml", "deploy", DeployParams)
-    chain = args[0] if args else "ranker"
-    try:
-        decision = chain_file(Path(p.metrics) / "deploy.json", chain)
-    except ValueError as e:
-        console.print(f"[red]deploy:[/red] {e}", soft_wrap=True)
-        raise SystemExit(2) from None
+    decision = chain_file(Path(p.metrics) / "deploy.json", chain)
     try:
         out = deploy(p, lambda s: console.print(s, soft_wrap=True), chain)
     except RegistryError as e:

@@ -14,7 +14,6 @@ chain's result, its Recall@k curve, MLflow metrics and the table.
 from __future__ import annotations
 
 import json
-import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -35,7 +34,7 @@ from . import promotion
 from .items import bench_name, feedback_items, load_items
 from .promotion import RegistryError, folder_record, has_model
 from .scoring import recall_curve, score
-from .systems import chain_file, passage_texts, prefill_vectors, run_systems
+from .systems import chain_arg, chain_file, passage_texts, prefill_vectors, run_systems
 
 FEEDBACK_VAL, FEEDBACK_VAL_IPS = "feedback/val", "feedback/val-ips"  # the held-out feedback: naive, unbiased
 
@@ -98,16 +97,11 @@ def evaluate(
 
 def main(argv: list[str] | None = None) -> None:
     """`python -m eval.evaluate [ranker|llm]`: one chain's challengers (`eval.systems.CHAINS`)."""
-    args = sys.argv[1:] if argv is None else argv
-    chain = args[0] if args else "ranker"
+    chain = chain_arg(argv, "evaluate")
     p = load_section("params.yaml", "evaluate", EvaluateParams)
     val_fraction = load_key("params.yaml", "build", "val_fraction", float)  # build's split (BuildParams is training's)
     console = Console(stderr=True)
-    try:
-        out_json = chain_file(Path(p.out) / "eval.json", chain)
-    except ValueError as e:
-        console.print(f"[red]evaluate:[/red] {e}", soft_wrap=True)
-        raise SystemExit(2) from None
+    out_json = chain_file(Path(p.out) / "eval.json", chain)
     record_path = Path(p.model) / "selector.json"
     selector, others, challengers = None, {}, {}
     if chain == "llm":

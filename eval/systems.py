@@ -5,6 +5,7 @@ output falls back to similarity and is counted, a pick is topped up to the conte
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -22,6 +23,17 @@ BASELINES = ("similarity", "bm25", "hybrid")
 # Two chains gate apart (dvc.yaml): the ranker's (evaluate -> deploy) never waits for the GGUF; the LLM's
 # (evaluate_llm -> deploy_llm) runs after it, against the champion the ranker's chain left.
 CHAINS = ("ranker", "llm")
+
+
+def chain_arg(argv: list[str] | None, stage: str) -> str:
+    """The chain a stage's command line names (`python -m eval.STAGE [ranker|llm]`, ranker when none); any
+    other word is one error line and exit status 2."""
+    args = sys.argv[1:] if argv is None else argv
+    chain = args[0] if args else "ranker"
+    if chain not in CHAINS:
+        print(f"{stage}: chain {chain!r}: one of {', '.join(CHAINS)}", file=sys.stderr)
+        raise SystemExit(2)
+    return chain
 
 
 def chain_file(path: str | Path, chain: str) -> Path:

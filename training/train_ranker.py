@@ -190,8 +190,8 @@ def train(p: RankerParams, val_fraction: float, progress=None) -> tuple[np.ndarr
     # 6. a fit that learned noise (a few heavily weighed labels can turn a weight over) is not served: where the
     # fitted weights trail the general ones on the held-out queries (unbiased estimate) by more than the
     # tolerance, the general weights serve in domain too
-    fitted_ips = ips_recall(val, [gated_scores(f, weights, general, a) for f, a in zip(fv, shares)], k) if val else 0.0
-    general_ips = ips_recall(val, [gated_scores(f, weights, general, 0.0) for f in fv], k) if val else 0.0
+    fitted_ips = ips_recall(val, [gated_scores(f, weights, general, a) for f, a in zip(fv, shares)], k)
+    general_ips = ips_recall(val, [gated_scores(f, weights, general, 0.0) for f in fv], k)
     fallback = bool(val) and fitted_ips < general_ips - p.fallback_tolerance
     if fallback:
         weights = dict(general)
@@ -210,9 +210,7 @@ def train(p: RankerParams, val_fraction: float, progress=None) -> tuple[np.ndarr
         f"val_recall@{k}_adapter_only": round(mean_recall(val, [f["adapted"] for f in fv], k), 4),
         f"val_recall@{k}_bm25": round(mean_recall(val, [f["bm25"] for f in fv], k), 4),
         # the unbiased (inverse-propensity) estimates beside the naive ones: labels come from what was shown
-        f"val_recall@{k}_ips": round(
-            ips_recall(val, [gated_scores(f, weights, general, a) for f, a in zip(fv, shares)], k), 4
-        ),
+        f"val_recall@{k}_ips": round(general_ips if fallback else fitted_ips, 4),  # what is served
         f"val_recall@{k}_retrieval_order_ips": round(ips_recall(val, [f["prior"] for f in fv], k), 4),
         f"val_recall@{k}_similarity_ips": round(ips_recall(val, [f["similarity"] for f in fv], k), 4),
         "fusion_fallback": fallback,  # the fitted weights trailed the general ones on val: the general serve

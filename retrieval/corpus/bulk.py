@@ -51,6 +51,13 @@ class RunIndex:
         self._docs[self._n : need] = document_ids
         self._n = need
 
+    def add_written(self, written: list[store.WriteCounts], vectors: dict[str, np.ndarray]) -> None:
+        """The chunks a committed batch inserted (`store.write_documents`' counts), with their vectors."""
+        new = [(cid, w.document_id, vectors[h]) for w in written for h, cid in w.inserted_ids.items()]
+        if new:
+            ids, docs, vecs = zip(*new)
+            self.add(list(ids), list(docs), np.array(vecs))
+
     def forget(self, chunk_ids: set[int]) -> None:
         keep = ~np.isin(self._ids[: self._n], list(chunk_ids))
         n = int(keep.sum())
@@ -129,10 +136,14 @@ def finish(conn: psycopg.Connection, search: SearchParams) -> None:
         pass  # a concurrent run built it first
 
 
-def nearest(conn: psycopg.Connection, run: RunIndex, vectors: np.ndarray, other_than: list[int | None]) -> list:
-    """`store.nearest`'s answer from the run's chunks, each one found locked until the batch commits (KEY SHARE:
-    it cannot be deleted under a link to it); one that is gone (a document this run replaced) is forgotten and
-    the next nearest taken."""
+def nearest(
+    conn: psycopg.Connection, run: RunIndex | None, vectors: np.ndarray, other_than: list[int | None], ef_search: int
+) -> list:
+    """`store.nearest`'s answer: from HNSW, or, while a first load defers the index (`run`), from the run's chunks,
+    exactly, each one found locked until the batch commits (KEY SHARE: it cannot be deleted under a link to it);
+    one that is gone (a document this run replaced) is forgotten and the next nearest taken."""
+    if run is None:
+        return store.nearest(conn, vectors, other_than, ef_search)
     while True:
         near = run.nearest(vectors, other_than)
         ids = sorted({n.chunk_id for n in near if n})

@@ -269,11 +269,7 @@ def _write_batch(
         matrix = np.array([vectors[c.content_hash] for _, c in new], dtype=np.float32).reshape(
             len(new), -1 if new else 0
         )
-        others = [plans[k][2] for k, _ in new]
-        if run is None:
-            in_store = store.nearest(conn, matrix, others, search.ef_search)
-        else:  # a first load, the index deferred: this run's committed chunks, exactly
-            in_store = bulk.nearest(conn, run, matrix, others)
+        in_store = bulk.nearest(conn, run, matrix, [plans[k][2] for k, _ in new], search.ef_search)
         skipped, near = dedup(new, matrix, in_store, plans, params)
         writes = [
             store.DocumentWrite(
@@ -288,8 +284,7 @@ def _write_batch(
         ]
         written = store.write_documents(conn, writes, vectors)
     if run is not None:  # committed: later batches compare with these chunks
-        added = [(cid, w.document_id, h) for w in written for h, cid in w.inserted_ids.items()]
-        run.add([a for a, _, _ in added], [b for _, b, _ in added], np.array([vectors[h] for *_, h in added]))
+        run.add_written(written, vectors)
     r.duplicates_skipped += len(skipped)
     r.near_linked += sum(len(n) for n in near.values())
     for (*_, doc_id, _), counts in zip(plans, written):

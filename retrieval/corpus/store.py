@@ -119,22 +119,6 @@ class DocumentWrite:
     scrubbed_with: str | None = None
 
 
-def write_document(
-    conn: psycopg.Connection,
-    *,
-    source: str,
-    path: str,
-    content_hash: str,
-    chunks: list[Chunk],
-    new_embeddings: dict[str, np.ndarray],
-    near: dict[str, Near],
-    scrubbed_with: str | None = None,
-) -> WriteCounts:
-    """Make the stored chunks of `source` exactly `chunks`, in one transaction (`write_documents` of one)."""
-    doc = DocumentWrite(source, path, content_hash, chunks, dict(near), scrubbed_with)
-    return write_documents(conn, [doc], new_embeddings)[0]
-
-
 def write_documents(
     conn: psycopg.Connection, docs: list[DocumentWrite], new_embeddings: dict[str, np.ndarray]
 ) -> list[WriteCounts]:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from eval.deploy import DeployParams, challengers, deploy, gate
-from eval.systems import chain_file
+from eval.systems import chain_arg, chain_file
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -122,6 +122,10 @@ def test_a_chain_names_its_own_result_files():
     assert chain_file("metrics/deploy.json", "llm") == Path("metrics/deploy-llm.json")
     with pytest.raises(ValueError, match="one of ranker, llm"):
         chain_file("metrics/eval.json", "ce")
+    assert chain_arg([], "deploy") == "ranker" and chain_arg(["llm"], "deploy") == "llm"
+    with pytest.raises(SystemExit) as e:
+        chain_arg(["ce"], "deploy")
+    assert e.value.code == 2
 
 
 def test_the_llm_chain_on_cpu_writes_a_decision_and_registers_nothing(tmp_path):
