@@ -118,15 +118,23 @@ class _OpenVino:
         self.precision = "bf16" if "bfloat16" in hint or hint == "bf16" else "f32" if "32" in hint else hint
         self._local = threading.local()  # an infer request per thread: a request is not safe to share
 
-    def __call__(self, texts: list[str]) -> np.ndarray:
-        enc = self.tokenizer(
-            [t.strip() for t in texts], padding=True, truncation=True, max_length=self.max_len, return_tensors="np"
-        )
+    def tokenize(self, texts: list[str]) -> list[list[int]]:
+        """Word-piece ids per text, cut at `max_len` (no padding: `infer` pads a batch to its longest)."""
+        return self.tokenizer([t.strip() for t in texts], truncation=True, max_length=self.max_len)["input_ids"]
+
+    def infer(self, ids: list[list[int]]) -> np.ndarray:
+        """One batch of tokenized texts, padded to its longest, as L2-normalised vectors."""
+        width = max(map(len, ids))
+        input_ids = np.full((len(ids), width), self.tokenizer.pad_token_id or 0, dtype=np.int64)
+        mask = np.zeros((len(ids), width), dtype=np.int64)
+        for row, seq in enumerate(ids):
+            input_ids[row, : len(seq)] = seq
+            mask[row, : len(seq)] = 1
         req = getattr(self._local, "request", None)
         if req is None:
             req = self._local.request = self.compiled.create_infer_request()
-        hidden = req.infer({k: enc[k].astype(np.int64) for k in _INPUTS})[0]
-        return mean_pool(hidden, enc["attention_mask"])
+        inputs = {"input_ids": input_ids, "attention_mask": mask, "token_type_ids": np.zeros_like(input_ids)}
+        return mean_pool(req.infer(inputs)[0], mask)
 
 
 class Embedder:
@@ -183,12 +191,13 @@ class Embedder:
                 show_progress_bar=progress,
             )
             return vecs.astype(np.float32, copy=False)
-        order = np.argsort([-len(t) for t in texts], kind="stable")  # batches of like length pad little
+        ids = self._forward.tokenize(texts)
+        order = np.argsort([-len(seq) for seq in ids], kind="stable")  # batches of like length pad little
         out = np.empty((len(texts), DIM), dtype=np.float32)
         bar = _bar(len(texts)) if progress else None
         for i in range(0, len(texts), self.batch_size):
             idx = order[i : i + self.batch_size]
-            out[idx] = self._forward([texts[j] for j in idx])
+            out[idx] = self._forward.infer([ids[j] for j in idx])
             if bar is not None:
                 bar.update(len(idx))
         if bar is not None:
