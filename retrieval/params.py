@@ -43,7 +43,8 @@ class IngestParams:
     chunk_tokens: int = 200  # target chunk size, approximate tokens
     dup_threshold: float = 0.92  # cosine at/above which a new chunk is a duplicate (skipped)
     near_threshold: float = 0.75  # cosine at/above which a chunk of another source is linked as "near"
-    batch_docs: int = 64  # documents embedded together
+    batch_docs: int = 64  # documents written in one transaction
+    embed_docs: int = 512  # documents embedded in one call (passages length-sorted together)
     bulk_max_chunks: int = (
         50_000  # a first load into an empty store builds the HNSW index after this many chunks (0 = never defer)
     )
@@ -56,8 +57,8 @@ class IngestParams:
             out.append("ingest.chunk_tokens must be >= 16")
         if not 0 < self.near_threshold <= self.dup_threshold <= 1:
             out.append("ingest: need 0 < near_threshold <= dup_threshold <= 1")
-        if self.batch_docs < 1:
-            out.append("ingest.batch_docs must be >= 1")
+        if not 1 <= self.batch_docs <= self.embed_docs:
+            out.append("ingest: need 1 <= batch_docs <= embed_docs")
         if self.bulk_max_chunks < 0:
             out.append("ingest.bulk_max_chunks must be >= 0")
         return out

@@ -100,7 +100,7 @@ def ingest_paths(
     """Ingest files and directories; remove what was stored for files that are gone."""
     t0 = time.perf_counter()
     report = IngestReport()
-    store.ensure_hnsw(conn, search.hnsw_m, search.hnsw_ef_construction)
+    bulk.finish(conn, search)  # indexes a first load killed before its end left away; HNSW to params
     files, missing, report.skipped_files = discover(paths)
     report.files = len(files)
     gone = _gone_paths(conn, paths, files, missing, report)
@@ -145,28 +145,33 @@ def ingest_documents(
 
 
 def _ingest_batches(conn, docs, params, search, embedder, report, progress) -> None:
-    """Batches of `ingest.batch_docs` documents, pipelined: while one batch is written (mostly the database's
-    work, on its own core), the next is embedded in a worker thread (the embedder releases the GIL). A first
-    load into an empty store builds the HNSW index at the end (`bulk`)."""
+    """Windows of `ingest.embed_docs` documents embedded in one call (passages sorted by length together pad little),
+    written `ingest.batch_docs` per transaction; while one window is written the next is embedded in a worker thread
+    (the embedder releases the GIL). A first load into an empty store builds its indexes at the end (`bulk`)."""
 
-    def write(todo: list[tuple], ready: Future, done: int) -> None:
-        _write(conn, todo, ready.result(), params, search, embedder, report, load.run)
-        load.written()
+    def write(todo: list[tuple], ready: Future, start: int, end: int) -> None:
+        vectors = ready.result()
+        for i in range(0, len(todo), params.batch_docs):
+            _write(conn, todo[i : i + params.batch_docs], vectors, params, search, embedder, report, load.run)
+            load.written()
+            if progress:  # documents of the window, in proportion to the changed ones written
+                progress(start + (end - start) * min(i + params.batch_docs, len(todo)) // len(todo), len(docs))
         if progress:
-            progress(done, len(docs))
+            progress(end, len(docs))
 
+    window = max(params.embed_docs, params.batch_docs)
     with (
         bulk.FirstLoad(conn, len(docs), params, search) as load,
         ThreadPoolExecutor(1, thread_name_prefix="embed") as pool,
     ):
         report.index_deferred = load.run is not None
         pending = None
-        for start in range(0, len(docs), params.batch_docs):
-            todo = _plan(conn, docs[start : start + params.batch_docs], params, report)
+        for start in range(0, len(docs), window):
+            todo = _plan(conn, docs[start : start + window], params, report)
             ready = pool.submit(_embed, todo, embedder)
             if pending:
                 write(*pending)
-            pending = (todo, ready, min(start + params.batch_docs, len(docs)))
+            pending = (todo, ready, start, min(start + window, len(docs)))
         if pending:
             write(*pending)
 
