@@ -17,7 +17,7 @@ from pathlib import Path
 
 from .context import after_secret_words, beside_key_ids
 from .names import secret_kind
-from .patterns import PATTERNS, apply_pattern
+from .patterns import PATTERNS, apply_pattern, fold, may_match
 from .rule_sets import detect_secrets_pass, rule_set_pass
 
 __all__ = ["ScrubResult", "scrub", "scrub_text", "secret_kind", "version"]
@@ -52,8 +52,12 @@ class ScrubResult:
 def scrub(text: str) -> ScrubResult:
     """Replace every secret found in `text` with `[REDACTED:KIND]`, keeping line count."""
     counts: Counter = Counter()
+    folded, of = fold(text), text
     for p in PATTERNS:
-        text = apply_pattern(p, text, counts)
+        if of is not text:  # a pattern replaced something
+            folded, of = fold(text), text
+        if may_match(p, text, folded):
+            text = apply_pattern(p, text, counts)
     text = rule_set_pass(text, counts)
     text = detect_secrets_pass(text, counts)
     text = beside_key_ids(text, counts)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .names import secret_kind
 from .values import CODE_VALUE, PREFIXED_TOKEN, credential_like, entropy, marker, random_part
@@ -27,6 +27,30 @@ class Pattern:
     regex: re.Pattern[str]
     group: str | int = 0  # the part that is the secret (the rest stays readable)
     judge: Callable[[re.Match[str]], str | None] | None = None  # the kind for this match, None to leave it
+    needles: tuple[str, ...] = ()  # every match holds one of these (folded where the regex ignores case): a text
+    # without any is not searched. A test holds that the scrubber's output is the same without them.
+    folded: bool = field(init=False)  # the regex ignores case: its needles are looked for in the folded text
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "folded", bool(self.regex.flags & re.IGNORECASE))
+
+
+# characters that an IGNORECASE regex matches to an ASCII letter beyond its two cases (found by searching every code
+# point with `(?i)[a-z]`; a test does it again): folded to that letter before the needles are looked for
+_FOLD = str.maketrans({"\u0130": "i", "\u0131": "i", "\u212a": "k", "\u017f": "s"})
+
+
+def fold(text: str) -> str:
+    """`text` as an IGNORECASE regex sees letters: a needle matched case-insensitively is found in it literally."""
+    return text.lower() if text.isascii() else text.translate(_FOLD).lower()
+
+
+def may_match(p: Pattern, text: str, folded: str) -> bool:
+    """False where `p` cannot match: none of its needles in `text` (in `folded`, `fold(text)`, where it ignores case)."""
+    if not p.needles:
+        return True
+    hay = folded if p.folded else text
+    return any(n in hay for n in p.needles)
 
 
 def _judge_assignment(m: re.Match[str]) -> str | None:
@@ -60,43 +84,69 @@ PATTERNS: tuple[Pattern, ...] = (
         re.compile(
             r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
         ),
+        needles=("-----BEGIN ",),
     ),
     Pattern(
         "PRIVATE_KEY",
         re.compile(  # a key pasted without its END line: the base64 body that follows
             r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----(?:\n[ \t]*(?:[A-Za-z0-9+/=]{16,}|[\w-]+: .*)[ \t]*)*"
         ),
+        needles=("-----BEGIN ",),
     ),
-    Pattern("SSH_KEY", re.compile(r"\b(?:ssh-(?:rsa|dss|ed25519)|ecdsa-sha2-nistp\d+) AAAA[0-9A-Za-z+/]{40,}={0,3}")),
-    Pattern("AWS_ACCESS_KEY", re.compile(r"\b(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA)[0-9A-Z]{16}\b")),
+    Pattern(
+        "SSH_KEY",
+        re.compile(r"\b(?:ssh-(?:rsa|dss|ed25519)|ecdsa-sha2-nistp\d+) AAAA[0-9A-Za-z+/]{40,}={0,3}"),
+        needles=(" AAAA",),
+    ),
+    Pattern(
+        "AWS_ACCESS_KEY",
+        re.compile(r"\b(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA)[0-9A-Z]{16}\b"),
+        needles=("AKIA", "ASIA", "ABIA", "ACCA", "AGPA", "AIDA", "AROA"),
+    ),
     Pattern(
         "AWS_SECRET_KEY",
         re.compile(
             r"(?i)aws.{0,20}?(?:secret|private).{0,20}?['\"]?\s*(?::|=|:=|=>)\s*['\"]?(?P<value>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])"
         ),
         "value",
+        needles=("aws",),
     ),
-    Pattern("GITHUB_TOKEN", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b")),
-    Pattern("GITLAB_TOKEN", re.compile(r"\bglpat-[A-Za-z0-9_-]{20,}")),
+    Pattern(
+        "GITHUB_TOKEN",
+        re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b"),
+        needles=("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+    ),
+    Pattern("GITLAB_TOKEN", re.compile(r"\bglpat-[A-Za-z0-9_-]{20,}"), needles=("glpat-",)),
     Pattern(
         "SLACK_TOKEN",
         re.compile(
             r"\bxox[abposre]-[A-Za-z0-9-]{10,}|(?:https://|\b)hooks\.slack\.com/services/T[A-Za-z0-9]+/B[A-Za-z0-9]+/[A-Za-z0-9]+"
         ),
+        needles=("xox", "hooks.slack.com/services/"),
     ),
     Pattern(  # a webhook URL holds its secret in the path (Discord, Teams, Zapier, ...): the path goes
         "WEBHOOK_URL",
         re.compile(r"(?i)\bhttps?://[\w.-]+/(?P<value>[^\s\"'<>]*webhook[^\s\"'<>]*)"),
         "value",
         lambda m: "WEBHOOK_URL" if any(random_part(p) for p in re.split(r"[/@?&=]", m.group("value"))) else None,
+        needles=("webhook",),
     ),
-    Pattern("STRIPE_KEY", re.compile(r"\b(?:sk|rk|pk|whsec)_(?:live|test)_[A-Za-z0-9]{16,}\b")),
-    Pattern("GOOGLE_API_KEY", re.compile(r"\bAIza[0-9A-Za-z_-]{35}\b")),
-    Pattern("LLM_API_KEY", re.compile(r"\bsk-(?:ant-|proj-)?[A-Za-z0-9_-]{32,}")),
-    Pattern("HF_TOKEN", re.compile(r"\bhf_[A-Za-z0-9]{30,}\b")),
-    Pattern("JWT", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}")),
-    Pattern("BEARER_TOKEN", re.compile(r"(?i)\bbearer\s+(?P<value>[A-Za-z0-9._~+/-]{16,}=*)"), "value"),
-    Pattern("BASIC_AUTH", re.compile(r"(?i)\bauthorization:?\s*basic\s+(?P<value>[A-Za-z0-9+/]{8,}={0,2})"), "value"),
+    Pattern(
+        "STRIPE_KEY", re.compile(r"\b(?:sk|rk|pk|whsec)_(?:live|test)_[A-Za-z0-9]{16,}\b"), needles=("_live_", "_test_")
+    ),
+    Pattern("GOOGLE_API_KEY", re.compile(r"\bAIza[0-9A-Za-z_-]{35}\b"), needles=("AIza",)),
+    Pattern("LLM_API_KEY", re.compile(r"\bsk-(?:ant-|proj-)?[A-Za-z0-9_-]{32,}"), needles=("sk-",)),
+    Pattern("HF_TOKEN", re.compile(r"\bhf_[A-Za-z0-9]{30,}\b"), needles=("hf_",)),
+    Pattern("JWT", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"), needles=("eyJ",)),
+    Pattern(
+        "BEARER_TOKEN", re.compile(r"(?i)\bbearer\s+(?P<value>[A-Za-z0-9._~+/-]{16,}=*)"), "value", needles=("bearer",)
+    ),
+    Pattern(
+        "BASIC_AUTH",
+        re.compile(r"(?i)\bauthorization:?\s*basic\s+(?P<value>[A-Za-z0-9+/]{8,}={0,2})"),
+        "value",
+        needles=("basic",),
+    ),
     Pattern(
         "DB_PASSWORD",
         re.compile(
@@ -105,6 +155,7 @@ PATTERNS: tuple[Pattern, ...] = (
         ),
         "value",
         lambda m: _not_code(m, "DB_PASSWORD"),
+        needles=("://",),
     ),
     Pattern(
         "URL_PASSWORD",
@@ -113,15 +164,20 @@ PATTERNS: tuple[Pattern, ...] = (
         ),
         "value",
         lambda m: _not_code(m, "URL_PASSWORD"),
+        needles=("://",),
     ),
     Pattern(
         "PASSWORD",
         re.compile(r"(?<![\w-])(?:-u|--user)[ \t]+[^\s:'\"]+:(?P<value>[^\s'\"]{4,})"),
         "value",
         lambda m: _not_code(m, "PASSWORD"),
+        needles=("-u",),
     ),  # curl -u user:pw
     Pattern(
-        "PASSWORD", re.compile(r"\b(?:mysql\w*|mariadb\w*)\b[^\n]*?[ \t]-p(?P<value>[^\s-][^\s]{3,})"), "value"
+        "PASSWORD",
+        re.compile(r"\b(?:mysql\w*|mariadb\w*)\b[^\n]*?[ \t]-p(?P<value>[^\s-][^\s]{3,})"),
+        "value",
+        needles=("mysql", "mariadb"),
     ),  # mysql -pPW
     Pattern(
         "PASSWORD",
@@ -131,6 +187,7 @@ PATTERNS: tuple[Pattern, ...] = (
         ),
         "value",
         lambda m: _not_code(m, "PASSWORD"),
+        needles=("-pass", "-pwd", "-token", "-secret", "-api", "sshpass"),
     ),
     Pattern(
         "SECRET",
@@ -139,13 +196,15 @@ PATTERNS: tuple[Pattern, ...] = (
         ),
         "value",
         lambda m: secret_kind(m.group("key")),
+        needles=("</",),
     ),
-    Pattern("SECRET", re.compile(_ASSIGNMENT + _VALUE), "value", _judge_assignment),
+    Pattern("SECRET", re.compile(_ASSIGNMENT + _VALUE), "value", _judge_assignment, needles=(":", "=")),
     Pattern(  # a name and its value as call arguments: System.setProperty("API_TOKEN", "..."), put("password", "...")
         "SECRET",
         re.compile(r"""["'](?P<key>[A-Za-z_][\w.-]{0,80})["'][ \t]*,[ \t]*""" + _VALUE),
         "value",
         _judge_argument,
+        needles=(",",),
     ),
     Pattern(  # config entries: <add key="ApiToken" value="..."/>, <property name="db.password" value="..."/>
         "SECRET",
@@ -154,12 +213,13 @@ PATTERNS: tuple[Pattern, ...] = (
         ),
         "value",
         _judge_assignment,
+        needles=("value",),
     ),
 )
 
 
 def apply_pattern(p: Pattern, text: str, counts: Counter) -> str:
-    out, pos = [], 0
+    out, pos, replaced = [], 0, False
     while m := p.regex.search(text, pos):
         group = p.group
         if group == "value":
@@ -172,9 +232,12 @@ def apply_pattern(p: Pattern, text: str, counts: Counter) -> str:
             pos = nxt
             continue
         counts[kind] += 1
+        replaced = True
         out.append(text[pos : m.start(group)] + marker(kind, secret))
         pos = m.end(group)
         if pos == m.start(group):
             break
+    if not replaced:  # the same object: a caller's folded copy of it still holds
+        return text
     out.append(text[pos:])
     return "".join(out)

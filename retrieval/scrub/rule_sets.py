@@ -9,6 +9,7 @@ from collections import Counter
 from functools import lru_cache
 
 from ..db import pai_home
+from .patterns import fold
 from .values import REDACTED, marker
 
 # detect-secrets provider plugins (no keyword/entropy/IP plugins: false positives on prose).
@@ -100,11 +101,24 @@ def rule_set_scanner():
     return kingfisher_sdk.Scanner(rules, base64=False)
 
 
+# needles of the plugins whose regexes are slow (keyword alternations): one of them is in every match (folded
+# where the plugin ignores case); the other plugins' regexes are cheap enough to run as they are
+_DS_NEEDLES = {
+    "ArtifactoryDetector": ("AKC", "AP"),
+    "CloudantDetector": ("key", "pw", "pass", "token", "cloudant"),
+    "IbmCloudIamDetector": ("key", "pw", "pass", "token"),
+    "IbmCosHmacDetector": ("secret",),
+    "MailchimpDetector": ("-us",),
+    "SoftlayerDetector": ("key", "pw", "pass", "token", "softlayer"),
+}
+
+
 def detect_secrets_pass(text: str, counts: Counter) -> str:
-    scan_line = _detect_secrets_scanner()
+    scan_line, may_match = _detect_secrets_scanner()
     out = []
     for line in text.split("\n"):
-        if any(c.isdigit() for c in line):  # every provider token carries digits; skip pure prose fast
+        # every provider token carries digits; and a line no plugin's regex matches yields nothing: skip both fast
+        if any(c.isdigit() for c in line) and may_match(line):
             for secret in scan_line(line):
                 value = secret.secret_value
                 if value and value in line and not REDACTED.search(value):
@@ -124,4 +138,23 @@ def _detect_secrets_scanner():
     settings.clear()
     settings.configure_plugins([{"name": name} for name in _DS_PLUGINS])
     settings.disable_filters("detect_secrets.filters.heuristic.is_indirect_reference")
-    return scan_line
+    from detect_secrets.core.scan import get_plugins
+
+    gates = []  # (needles or (), folded?, the plugin's regexes): a plugin reports a line only where one matches
+    for plugin in get_plugins():
+        regexes = tuple(getattr(plugin, "denylist", ()))
+        if not regexes:  # not a regex plugin: no gate can be known, every digit line is scanned
+            return scan_line, lambda line: True
+        folded = all(r.flags & re.IGNORECASE for r in regexes)
+        gates.append((_DS_NEEDLES.get(type(plugin).__name__, ()), folded, regexes))
+
+    def may_match(line: str) -> bool:
+        low = fold(line)
+        for needles, folded, regexes in gates:
+            if needles and not any(n in (low if folded else line) for n in needles):
+                continue
+            if any(r.search(line) for r in regexes):
+                return True
+        return False
+
+    return scan_line, may_match
