@@ -13,7 +13,7 @@ import typer
 from rich.table import Table
 
 from eval.bench import usage_prior
-from retrieval.corpus import store
+from retrieval.corpus import bulk, store
 from retrieval.db import (
     DatabaseError,
     connect,
@@ -52,6 +52,7 @@ def migrate_command(
         with connect(migrate_schema=False) as conn:
             applied = migrate(conn)
             rebuilt = store.ensure_hnsw(conn, sp.hnsw_m, sp.hnsw_ef_construction)
+            lexical = bulk.ensure_lexical(conn)  # a first load killed before its end left them away
             if grant:
                 try:
                     grant_runtime(conn, grant)
@@ -66,6 +67,7 @@ def migrate_command(
         f"schema at version {version}"
         + (f" (applied {', '.join(applied)})" if applied else " (nothing to apply)")
         + ("; HNSW index rebuilt to params" if rebuilt else "")
+        + (f"; built the missing {', '.join(lexical)}" if lexical else "")
         + (f"; {grant} may now read and write every table" if grant else "")
     )
 

@@ -100,3 +100,33 @@ def test_run_index_answers_as_the_store_would():
     run.forget({11})
     assert len(run) == 3 and run.nearest(v[1:2], [None])[0].chunk_id != 11
     assert RunIndex().nearest(v[:1], [None]) == [None]
+
+
+def index_defs(conn) -> set[str]:
+    return {
+        d
+        for (d,) in conn.execute(
+            "SELECT indexdef FROM pg_indexes WHERE tablename IN ('chunks', 'chunk_terms', 'documents')"
+        ).fetchall()
+    }
+
+
+def test_a_first_load_leaves_every_index_the_migrations_made(conn, embedder):
+    before = index_defs(conn)
+    assert any("gin_trgm_ops" in d for d in before) and any("chunk_terms_tsv" in d for d in before)
+    assert ingest_documents(conn, DOCS, IP, SP, embedder).index_deferred
+    assert index_defs(conn) == before
+
+
+def test_indexes_a_killed_first_load_left_away_come_back_with_the_next_ingest(conn, embedder, tmp_path):
+    from retrieval.corpus import bulk
+    from retrieval.corpus.ingest import ingest_paths
+
+    before = index_defs(conn)
+    assert bulk.begin(conn, len(DOCS), IP) is not None  # the load starts, and its process dies: no finish
+    assert index_defs(conn) < before and not has_index(conn)
+    (tmp_path / "cat.md").write_text(CAT + "\n")
+    ingest_paths(conn, [tmp_path / "cat.md"], IP, SP, embedder)
+    assert index_defs(conn) == before
+    hits = conn.execute("SELECT count(*) FROM chunks WHERE 'windowsill' <% text").fetchone()[0]
+    assert hits == 1  # the trigram arm finds it
