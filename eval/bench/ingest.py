@@ -74,7 +74,7 @@ def run(
     docs = [scrub_names(d) for d in docs]
     scrubbed = [scrub(d.text).text for d in docs]
     scrub_s = time.perf_counter() - t0  # one core: what ingest's main thread spends scrubbing, names and texts
-    window = max(params.embed_docs, params.batch_docs)
+    window = max(getattr(params, "embed_docs", 0), params.batch_docs)  # a revision before embed_docs: per batch
     batches = [  # the chunk texts as ingest embeds them: one call per window of `embed_docs` documents
         list(
             {
