@@ -120,7 +120,7 @@ class FirstLoad:
 
     def written(self) -> None:
         if self.run is not None and len(self.run) >= self.params.bulk_max_chunks:
-            finish(self.conn, self.search)  # the exact comparison grows with the square of the run
+            ensure_indexes(self.conn, self.search)  # the exact comparison grows with the square of the run
             self.run = None
 
     def __enter__(self) -> FirstLoad:
@@ -131,14 +131,15 @@ class FirstLoad:
             return
         self.run = None
         try:
-            finish(self.conn, self.search)
+            ensure_indexes(self.conn, self.search)
         except psycopg.Error:
             if exc_type is None:
                 raise  # else the run's own error is the one to see; the next ingest or maintain builds it
 
 
-def finish(conn: psycopg.Connection, search: SearchParams) -> None:
-    """Build the indexes a first load deferred (another writer may have built one meanwhile: then it is kept)."""
+def ensure_indexes(conn: psycopg.Connection, search: SearchParams) -> None:
+    """Build the indexes a first load deferred, or one killed before its end left away, and the HNSW one to params
+    (another writer may have built one meanwhile: then it is kept)."""
     ensure_lexical(conn)
     try:
         store.ensure_hnsw(conn, search.hnsw_m, search.hnsw_ef_construction)

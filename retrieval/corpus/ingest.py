@@ -100,7 +100,7 @@ def ingest_paths(
     """Ingest files and directories; remove what was stored for files that are gone."""
     t0 = time.perf_counter()
     report = IngestReport()
-    bulk.finish(conn, search)  # indexes a first load killed before its end left away; HNSW to params
+    bulk.ensure_indexes(conn, search)
     files, missing, report.skipped_files = discover(paths)
     report.files = len(files)
     gone = _gone_paths(conn, paths, files, missing, report)
@@ -156,22 +156,21 @@ def _ingest_batches(conn, docs, params, search, embedder, report, progress) -> N
             load.written()
             if progress:  # documents of the window, in proportion to the changed ones written
                 progress(start + (end - start) * min(i + params.batch_docs, len(todo)) // len(todo), len(docs))
-        if progress:
+        if progress and not todo:  # every document of the window unchanged
             progress(end, len(docs))
 
-    window = max(params.embed_docs, params.batch_docs)
     with (
         bulk.FirstLoad(conn, len(docs), params, search) as load,
         ThreadPoolExecutor(1, thread_name_prefix="embed") as pool,
     ):
         report.index_deferred = load.run is not None
         pending = None
-        for start in range(0, len(docs), window):
-            todo = _plan(conn, docs[start : start + window], params, report)
+        for start in range(0, len(docs), params.embed_docs):
+            todo = _plan(conn, docs[start : start + params.embed_docs], params, report)
             ready = pool.submit(_embed, todo, embedder)
             if pending:
                 write(*pending)
-            pending = (todo, ready, start, min(start + window, len(docs)))
+            pending = (todo, ready, start, min(start + params.embed_docs, len(docs)))
         if pending:
             write(*pending)
 

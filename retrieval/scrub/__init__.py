@@ -52,12 +52,10 @@ class ScrubResult:
 def scrub(text: str) -> ScrubResult:
     """Replace every secret found in `text` with `[REDACTED:KIND]`, keeping line count."""
     counts: Counter = Counter()
-    folded, of = fold(text), text
+    folded = fold(text)
     for p in PATTERNS:
-        if of is not text:  # a pattern replaced something
-            folded, of = fold(text), text
-        if may_match(p, text, folded):
-            text = apply_pattern(p, text, counts)
+        if may_match(p, text, folded) and (new := apply_pattern(p, text, counts)) is not text:  # it replaced something
+            text, folded = new, fold(new)
     text = rule_set_pass(text, counts)
     text = detect_secrets_pass(text, counts)
     text = beside_key_ids(text, counts)
