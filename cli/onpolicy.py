@@ -141,6 +141,8 @@ def run_on_policy(
                     "val_retrieval_order_naive": m["val_recall@5_retrieval_order"],
                     "val_retrieval_order_ips": m["val_recall@5_retrieval_order_ips"],
                     "val_queries": m["val_queries"],
+                    "weights": record["weights"],  # the fitted fusion, or the general weights where it fell back
+                    "fallback": m["fusion_fallback"],
                 }
                 if previous is not None:
                     d, dlo, dhi = paired_bootstrap(v, previous, seed=cycle)
