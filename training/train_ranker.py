@@ -84,6 +84,7 @@ class RankerParams:
     )
     k: int = 5  # Recall@k of the val ranking (the selector picks k)
     ipw_clip: float = 0.05  # labels weigh 1 / max(propensity, this) (inverse propensity); 1 = no correction
+    normaliser: str = "all"  # the softmax over all candidates (unlabelled: target 0), or "labelled" ones only
     fallback_tolerance: float = (
         0.05  # held-out: the fitted weights may trail the general ones by this, else those serve
     )
@@ -105,6 +106,8 @@ class RankerParams:
             out.append("train_ranker: need 0 <= name_ramp <= 1")
         if not 0 < self.ipw_clip <= 1:
             out.append("train_ranker: need 0 < ipw_clip <= 1")
+        if self.normaliser not in ("labelled", "all"):
+            out.append(f"train_ranker: normaliser must be labelled or all, not {self.normaliser!r}")
         if self.fallback_tolerance < 0:
             out.append("train_ranker: need fallback_tolerance >= 0")
         return out
@@ -132,8 +135,9 @@ def train(p: RankerParams, val_fraction: float, progress=None) -> tuple[np.ndarr
     raw = (Path(p.feedback) / FEEDBACK_FILE).read_bytes()  # hashed as read: the pull stage may rewrite the file
     records = [json.loads(line) for line in raw.decode("utf-8").splitlines() if line.strip()]
     groups = {
-        # val keeps its unlabelled candidates: a held-out estimate ranks all of them (`rankings`)
-        s: rankings(records, s, val_fraction, p.calibration_fraction, p.ipw_clip, unlabelled=s == "val")
+        # val keeps its unlabelled candidates: a held-out estimate ranks all of them (`rankings`); train and
+        # calibration too with normaliser "all": a cited chunk then beats every candidate, not only those shown
+        s: rankings(records, s, val_fraction, p.calibration_fraction, p.ipw_clip, s == "val" or p.normaliser == "all")
         for s in ("train", "calibration", "val")
     }
     if not groups["train"]:

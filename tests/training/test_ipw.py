@@ -42,6 +42,16 @@ def test_an_unshown_candidate_is_left_out_of_the_ranking():
     assert mask.tolist() == [[True, True]] and target.tolist() == [[0.0, 4.0]]
 
 
+def test_the_all_normaliser_ranks_an_unshown_candidate_without_a_label():
+    """normaliser "all" (Ai et al. 2018): the softmax runs over every candidate, the unshown one in the
+    normaliser with target 0 and weight 0, never in `used`; only the cited chunk pulls, by its 1 / propensity."""
+    cands = [cand(1, False, True, 1.0), cand(2, None, False, 0.0), cand(3, True, True, 0.25)]
+    (g,) = rankings([record("q", cands)], "train", val_fraction=0.0, ipw_clip=0.05, unlabelled=True)
+    assert g["texts"] == ["passage 1", "passage 2", "passage 3"] and g["used"] == [2]
+    _, mask, target = _padded([g])
+    assert mask.tolist() == [[True, True, True]] and target.tolist() == [[0.0, 0.0, 4.0]]
+
+
 def test_ips_recall_does_not_let_the_served_order_grade_itself():
     """Served top 2 = [1, 2]; an explored chunk at 4 (propensity 0.1) was cited, as was 1. Naively the
     served order finds every cited chunk; the weighted estimate says it finds 1 of 11 units of relevance."""

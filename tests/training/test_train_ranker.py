@@ -166,6 +166,9 @@ def test_the_written_folder_is_served_as_trained(trained, monkeypatch):
 def test_params_problems_reported_together():
     assert RankerParams().problems() == []
     assert len(RankerParams(adapter_l2=-1, k=0, temperature=0).problems()) == 2
+    assert RankerParams(normaliser="shown").problems() == [
+        "train_ranker: normaliser must be labelled or all, not 'shown'"
+    ]
 
 
 def test_a_broken_folder_is_refused_with_a_load_error(tmp_path):
