@@ -137,7 +137,9 @@ def train(p: RankerParams, val_fraction: float, progress=None) -> tuple[np.ndarr
     groups = {
         # val keeps its unlabelled candidates: a held-out estimate ranks all of them (`rankings`); train and
         # calibration too with normaliser "all": a cited chunk then beats every candidate, not only those shown
-        s: rankings(records, s, val_fraction, p.calibration_fraction, p.ipw_clip, s == "val" or p.normaliser == "all")
+        s: rankings(
+            records, s, val_fraction, p.calibration_fraction, p.ipw_clip, unlabelled=s == "val" or p.normaliser == "all"
+        )
         for s in ("train", "calibration", "val")
     }
     if not groups["train"]:
