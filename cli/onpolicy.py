@@ -13,7 +13,9 @@ Per cycle: held-out SciFact test Recall@5 of the new champion with a paired 95 %
 best baseline there); the Recall of what was *served* during that cycle's replay (what users got,
 exploration included) and what the context would have held without exploration (its cost); the
 champion's in-domain val Recall@5, naive and inverse-propensity weighted, beside the retrieval order's.
-The loop's queries are removed from the log afterwards: the user's feedback log is left as it was.
+The loop serves, logs and pulls in a scratch log of its own (`retrieval.logs.scratch`), its staging files in a
+temporary folder: the user's feedback log, learned answers and staging are never touched, a pull or a live
+service beside it sees none of its traffic, and nothing of the user's is deleted when it ends.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from retrieval.contracts.metrics import mean_ci, paired_bootstrap, per_query
 from retrieval.db import connect
 from retrieval.embed import get_embedder
 from retrieval.files import write_atomic
+from retrieval.logs.scratch import scratch_log
 from retrieval.params import SearchParams, load_section
 from serving.ranker import RankerSelector
 from serving.selectors import SimilaritySelector
@@ -86,7 +89,6 @@ def run_on_policy(
         claims = load_queries(benchmark_dir, "scifact", "train")
         embedder = get_embedder()
         with connect() as conn:
-            (mark,) = conn.execute("SELECT coalesce(max(id), 0) FROM queries").fetchone()
             (scifact,) = conn.execute("SELECT count(*) FROM chunks WHERE source LIKE %s", ("%scifact%",)).fetchone()
         if not scifact:
             raise FileNotFoundError(
@@ -106,17 +108,18 @@ def run_on_policy(
             f"hybrid {hybrid.mean():.4f}"
         )
         champion, rows, previous = SimilaritySelector(), [], None
-        try:
+        # the loop's traffic in a scratch log of its own: the user's log, learned answers and pulls never see it
+        with scratch_log() as lab_url:
             for cycle in range(1, cycles + 1):
                 part = claims[len(claims) * (cycle - 1) // cycles : len(claims) * cycle // cycles]
                 # exploration seeded from the consumer's seed and the cycle: a run repeats, given replay.seed
-                with BackgroundServer(build_service(lp, champion, explore_seed=cp.seed * 1000 + cycle)) as srv:
+                service = build_service(
+                    lp, champion, staging_dir=tmp / "staging", explore_seed=cp.seed * 1000 + cycle, db_url=lab_url
+                )
+                with BackgroundServer(service) as srv:
                     served = replay(srv.url, part, consumer=replace(cp, seed=cp.seed + cycle)).as_dict()
                 folder = tmp / f"cycle{cycle}"
-                pull(PullParams(out=str(folder), lag_seconds=0.0))
-                records = [json.loads(line) for line in open(folder / "feedback.jsonl", encoding="utf-8")]
-                mine = [r for r in records if r["query_id"] > mark]
-                (folder / "feedback.jsonl").write_text("".join(json.dumps(r) + "\n" for r in mine))
+                logged = pull(PullParams(out=str(folder), lag_seconds=0.0), url=lab_url)["queries"]
                 w, vecs, record, m = train_ranker.train(replace(rp, feedback=str(folder)), val_fraction)
                 train_ranker.write(folder / "ranker", w, vecs, record, m)
                 new = RankerSelector(folder / "ranker", f"ranker:cycle{cycle}")
@@ -131,7 +134,7 @@ def run_on_policy(
                     "served_recall_without_exploration": served["served_recall_without_exploration"],
                     "explored_queries": served["explored"],
                     "labels": {"used": served["used"], "ignored": served["ignored"]},
-                    "logged_queries": len(mine),
+                    "logged_queries": logged,
                     "champion": new.version,
                     "scifact_test_recall@5": round(mean, 4),
                     "ci95": [round(lo, 4), round(hi, 4)],
@@ -157,9 +160,6 @@ def run_on_policy(
                     f"{m['val_recall@5_retrieval_order']:.4f} / {m['val_recall@5_retrieval_order_ips']:.4f})"
                 )
                 previous, champion = v, new  # the new ranker serves the next slice
-        finally:
-            with connect() as conn:  # the user's feedback log holds no loop traffic
-                conn.execute("DELETE FROM queries WHERE id > %s", (mark,))
     worse = [r["cycle"] for r in rows if r.get("vs_previous") and r["vs_previous"]["ci95_high"] < 0]
     return {
         "consumer": consumer,

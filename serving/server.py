@@ -33,16 +33,18 @@ def build_service(
     timeout_s: float = 30.0,
     host: str = "127.0.0.1",
     explore_seed: int | None = None,
+    db_url: str | None = None,
 ) -> Service:
     """A service; with no `selector` it follows the announced champion (hot-swap), starting on the
     similarity order until the first one is loaded. Beyond loopback it needs a write token. `explore_seed`
-    seeds exploration's draws (the lab's replays repeat; a user's service draws afresh)."""
+    seeds exploration's draws (the lab's replays repeat; a user's service draws afresh); `db_url` (default
+    `database_url()`): a lab's scratch log (`retrieval.logs.scratch`)."""
     check_exposure(host)
     sp = load_section(params, "search", SearchParams)
     st = load_section(params, "staging", StagingParams)
     if staging_dir is not None:
         st = StagingParams(dir=str(Path(staging_dir).resolve()), git=st.git)
-    db_url = database_url()
+    db_url = db_url or database_url()
     picker = Picker(
         selector or SimilaritySelector(),
         timeout_s=timeout_s,

@@ -156,12 +156,14 @@ def read_state(out: Path) -> tuple[dict[int, dict], tuple[str, int]]:
     return records, mark
 
 
-def pull(params: PullParams, progress=None) -> dict:
+def pull(params: PullParams, progress=None, url: str | None = None) -> dict:
+    """The log's new and changed queries (of the database at `url`, default `database_url()`; a lab's scratch
+    log) merged into `params.out`'s feedback file, then the watermark moved; returns the metrics."""
     out = Path(params.out)
     out.mkdir(parents=True, exist_ok=True)
     records, mark = read_state(out)
     skipped, redactions, pulled = Counter(), Counter(), 0
-    with connect() as conn:
+    with connect(url) as conn:
         while True:
             rows = conn.execute(_SQL, (mark[0], mark[1], params.lag_seconds, params.batch)).fetchall()
             if not rows:
