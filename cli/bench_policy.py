@@ -28,6 +28,7 @@ from eval.retrieval_eval import load_scifact
 from retrieval.corpus.ingest import ingest_paths
 from retrieval.db import connect, database_url, scratch_database
 from retrieval.embed import get_embedder
+from retrieval.logs.scratch import scratch_log
 from retrieval.params import EmbedParams, IngestParams, SearchParams, load_section
 from serving.server import free_port
 
@@ -103,15 +104,11 @@ def run(params: Path, selector: str, benchmark_dir: Path, notes: Path | None, qu
     result: dict = {"machine": machine(), "selector": selector, "stores": {}}
     with connect(base) as conn:
         chunks, nested = nested_share(conn)
-        (last,) = conn.execute("SELECT coalesce(max(id), 0) FROM queries").fetchone()
     if chunks:
         claims = [q for _, q, _ in load_scifact(benchmark_dir, "test")][:queries]
         log(f"scifact: {chunks:,} chunks, {len(claims)} claims to each service")
-        try:
-            r = compare(params, selector, claims, {"DATABASE_URL": base})
-        finally:
-            with connect(base) as conn:  # the feedback log that trains the selector holds no bench traffic
-                conn.execute("DELETE FROM queries WHERE id > %s", (last,))
+        with scratch_log(base) as lab:  # the feedback log that trains the selector holds no bench traffic
+            r = compare(params, selector, claims, {"DATABASE_URL": lab})
         result["stores"]["scifact"] = {"chunks": chunks, "nested_heading_chunks": nested, **r}
     if notes is not None:
         with scratch_database("pai_bench_notes") as url:

@@ -22,12 +22,16 @@ import numpy as np
 from rich.table import Table
 
 from retrieval.db import connect
+from retrieval.logs.scratch import scratch_log
 from serving.server import free_port
 
 NOTE_PREFIX = "bench-note-"
 
 
-def start_service(params: Path, port: int, staging_dir: Path, extra: list[str] = ()) -> subprocess.Popen:
+def start_service(
+    params: Path, port: int, staging_dir: Path, extra: list[str] = (), db_url: str | None = None
+) -> subprocess.Popen:
+    """`pai serve` on `port` (its database: `db_url`, e.g. a scratch log, else this process's), ready."""
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -45,7 +49,7 @@ def start_service(params: Path, port: int, staging_dir: Path, extra: list[str] =
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
-        env=os.environ.copy(),
+        env=os.environ | ({"DATABASE_URL": db_url} if db_url else {}),
     )
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
@@ -135,13 +139,11 @@ def ingest_to_searchable(url: str, texts: list[str], notes: int, seed: int = 0) 
 
 
 def run(params: Path, queries: list[str], clients: list[int], seconds: float, notes: int) -> dict:
-    """Benchmark, then remove what it wrote (its queries, its notes, its staging files), so the
-    feedback log that trains the selector holds no benchmark traffic."""
+    """Benchmark, then remove what it wrote (its notes, its staging files); its queries are logged in a scratch
+    log (`retrieval.logs.scratch`), so the feedback log that trains the selector holds no benchmark traffic."""
     port = free_port()
-    with connect() as conn:
-        (last_query,) = conn.execute("SELECT coalesce(max(id), 0) FROM queries").fetchone()
-    with tempfile.TemporaryDirectory() as staging_dir:
-        proc = start_service(params, port, Path(staging_dir))
+    with scratch_log() as lab, tempfile.TemporaryDirectory() as staging_dir:
+        proc = start_service(params, port, Path(staging_dir), db_url=lab)
         url = f"http://127.0.0.1:{port}"
         try:
             chunks = httpx.get(f"{url}/health").json()["chunks"]
@@ -152,7 +154,6 @@ def run(params: Path, queries: list[str], clients: list[int], seconds: float, no
             proc.terminate()
             proc.wait(timeout=30)
             with connect() as conn:
-                conn.execute("DELETE FROM queries WHERE id > %s", (last_query,))
                 conn.execute("DELETE FROM documents WHERE starts_with(source, %s)", (f"webhook:{NOTE_PREFIX}",))
     return {
         "chunks": chunks,

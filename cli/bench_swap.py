@@ -21,7 +21,7 @@ import httpx
 import numpy as np
 
 from eval import promotion
-from retrieval.db import connect
+from retrieval.logs.scratch import scratch_log
 from serving.server import free_port
 
 from .bench_serve import start_service
@@ -56,10 +56,9 @@ def run(
     reqs: list[Req] = []
     lock = threading.Lock()
     before, history_before = promotion.champion() or dict(promotion.SIMILARITY), promotion.history()
-    with connect() as conn:
-        (last_query,) = conn.execute("SELECT coalesce(max(id), 0) FROM queries").fetchone()
-    with tempfile.TemporaryDirectory() as staging:
-        proc = start_service(params, port, Path(staging), extra=["--inline"])
+    # its queries in a scratch log: the feedback log that trains the selector holds no bench traffic
+    with scratch_log() as lab, tempfile.TemporaryDirectory() as staging:
+        proc = start_service(params, port, Path(staging), extra=["--inline"], db_url=lab)
         try:
             promotion.promote("similarity", "bench swap: start from the similarity order", wait_s=60)
             stop = time.monotonic() + seconds
@@ -112,9 +111,7 @@ def run(
         finally:
             proc.terminate()
             proc.wait(timeout=30)
-            # leave no trace: the benchmark's queries out of the feedback log, the champion as it was
-            with connect() as conn:
-                conn.execute("DELETE FROM queries WHERE id > %s", (last_query,))
+            # leave no trace: the champion as it was
             promotion.move_champion(
                 before, "revert", "bench swap: restore the champion", wait_s=0, previous=history_before
             )
