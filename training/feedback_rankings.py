@@ -1,6 +1,7 @@
 """The feedback log's rankings, the learned ranker's data: per query of a split, every labelled candidate in
 retrieval order with the positions the consumer used and their inverse-propensity weights (`rankings`), and
-Recall@k of an order over them, naive (`mean_recall`) and unbiased (`ips_recall`).
+Recall@k of an order over them, naive (`mean_recall`) and unbiased (`ips_recall`); the vectors of every query
+and candidate (`embed_groups`).
 
 Splits are the build stage's (`split_of`, by query text), so val matches the LLM selector's; a band of the
 train queries next to val is held out as *calibration* (`split_of3`): the ranker's adapter never trains on
@@ -9,8 +10,11 @@ them, and its fusion weights are fitted on them, where the adapted scores are as
 
 from __future__ import annotations
 
+import numpy as np
+
 from retrieval.contracts.metrics import recall_at_k
 from retrieval.contracts.passage import passage_text
+from retrieval.embed import get_embedder
 from retrieval.logs.feedback import ipw, query_position, shown_candidates, split_of
 
 
@@ -33,6 +37,8 @@ def rankings(
     calibration_fraction: float = 0.0,
     ipw_clip: float = 1.0,
     unlabelled: bool = False,
+    void_thumbs_down: bool = False,
+    false_cite: float = 0.0,
 ) -> list[dict]:
     """A split's queries as the selector sees them: `{"query", "texts"}` of every labelled candidate in
     retrieval order (a candidate never shown has no label, so it is left out: never a negative), `used`, the
@@ -41,13 +47,24 @@ def rankings(
 
     `unlabelled` keeps the candidates without a label too (weight 0, never in `used`): what a held-out estimate
     must rank, and the softmax's normaliser where `train_ranker.normaliser` is "all". On labelled candidates alone every order of the ~5 that were shown puts all of them in the top 5,
-    and the estimate says 1.000 for any ranker; among all 20 an order that hides a cited chunk loses it."""
+    and the estimate says 1.000 for any ranker; among all 20 an order that hides a cited chunk loses it.
+
+    `void_thumbs_down`: a query rated -1 says its context did not answer it, so the chunks of that context its
+    answer cited are not evidence of use (a consumer's false cites; on-policy they reward the ranker's own
+    misses): they count as not used. A judge's labels outside the context stay.
+
+    `false_cite` (`false_cite_rate`, estimated from the log): a consumer cites a chunk of its context that did not
+    answer at this rate, so being shown earns a chunk that much "use" whatever it is worth, and an order learned
+    from citations drifts toward the order that chose the context. Each shown candidate gets `offsets` =
+    false_cite x its weight, subtracted from its target (the affine correction for trust bias: Vardasbi et al.,
+    CIKM 2020): in expectation the target is then the consumer's hit rate times relevance, shown or not."""
     out = []
     for rec in records:
         if split_of3(rec["query"], val_fraction, calibration_fraction) != split:
             continue
         cands = [c for c in shown_candidates(rec) if c["text"] is not None] if unlabelled else labelled(rec)
-        used = [i for i, c in enumerate(cands) if c["used"]]
+        void = void_thumbs_down and rec.get("rating") == -1
+        used = [i for i, c in enumerate(cands) if c["used"] and not (void and c.get("shown"))]
         if used:
             out.append(
                 {
@@ -55,6 +72,12 @@ def rankings(
                     "texts": [passage_text(c["heading"], c["text"], c.get("parent_heading")) for c in cands],
                     "used": used,
                     "weights": [ipw(c, ipw_clip) if c["used"] is not None else 0.0 for c in cands],
+                    "offsets": [
+                        false_cite * ipw(c, ipw_clip) if c["used"] is not None and c.get("shown") else 0.0
+                        for c in cands
+                    ]
+                    if false_cite > 0
+                    else None,
                 }
             )
     return out
@@ -85,3 +108,32 @@ def mean_recall(groups: list[dict], scores: list[list[float]] | None, k: int) ->
             order.sort(key=lambda j: -scores[i][j])
         total += recall_at_k(set(g["used"]), order, k)
     return total / len(groups) if groups else 0.0
+
+
+def embed_groups(groups_by_split: dict[str, list[dict]], progress=None) -> None:
+    """Adds `q` (query vector) and `P` (candidate vectors) to every group, each distinct text embedded at most once."""
+    embedder = get_embedder()
+    groups = [g for gs in groups_by_split.values() for g in gs]
+    queries = list(dict.fromkeys(g["query"] for g in groups))
+    passages = list(dict.fromkeys(t for g in groups for t in g["texts"]))
+    vecs = dict(zip(queries, embedder.encode(queries)))
+    for i in range(0, len(passages), 512):  # passages through the vector cache: those stored at ingest are looked up
+        batch = passages[i : i + 512]
+        vecs.update(zip(batch, embedder.encode_passages(batch)))
+        if progress:
+            progress(min(i + 512, len(passages)), len(passages))
+    for g in groups:
+        g["q"], g["P"] = vecs[g["query"]], np.stack([vecs[t] for t in g["texts"]])
+
+
+def false_cite_rate(records: list[dict]) -> float:
+    """The rate at which the consumer cited a chunk that did not answer: citations among the shown candidates of
+    queries rated -1 (the consumer said its context did not answer them). 0 without such queries, or for a
+    judge, who names relevant chunks only."""
+    shown = cited = 0
+    for rec in records:
+        if rec.get("rating") == -1:
+            context = [c for c in shown_candidates(rec) if c.get("shown")]
+            shown += len(context)
+            cited += sum(bool(c["used"]) for c in context)
+    return cited / shown if shown else 0.0

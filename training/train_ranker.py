@@ -45,7 +45,6 @@ from retrieval.contracts.ranking_features import (
     general_floor,
     ranker_scores,
 )
-from retrieval.embed import get_embedder
 from retrieval.files import write_atomic
 from retrieval.logs.feedback import FEEDBACK_FILE
 from retrieval.params import load_section
@@ -53,7 +52,7 @@ from retrieval.progress import make_progress
 from retrieval.tracking import git_commit, use_mlflow
 
 from .build import BuildParams
-from .feedback_rankings import ips_recall, mean_recall, rankings
+from .feedback_rankings import embed_groups, false_cite_rate, ips_recall, mean_recall, rankings, split_of3
 from .ranker_fit import fit_adapter, fit_gate, fit_weights
 
 ADAPTER_FILE, QUERIES_FILE = "adapter.npy", "queries.npy"
@@ -85,6 +84,8 @@ class RankerParams:
     k: int = 5  # Recall@k of the val ranking (the selector picks k)
     ipw_clip: float = 0.05  # labels weigh 1 / max(propensity, this) (inverse propensity); 1 = no correction
     normaliser: str = "all"  # the softmax over all candidates (unlabelled: target 0), or "labelled" ones only
+    void_thumbs_down: bool = False  # a thumbs-down query's cited context chunks are not used (`rankings`)
+    trust_correction: bool = False  # subtract the false-cite rate (from thumbs-down queries) from shown chunks' targets
     fallback_tolerance: float = (
         0.05  # held-out: the fitted weights may trail the general ones by this, else those serve
     )
@@ -113,32 +114,25 @@ class RankerParams:
         return out
 
 
-def embed_groups(groups_by_split: dict[str, list[dict]], progress=None) -> None:
-    """Adds `q` (query vector) and `P` (candidate vectors) to every group, each distinct text embedded at most once."""
-    embedder = get_embedder()
-    groups = [g for gs in groups_by_split.values() for g in gs]
-    queries = list(dict.fromkeys(g["query"] for g in groups))
-    passages = list(dict.fromkeys(t for g in groups for t in g["texts"]))
-    vecs = dict(zip(queries, embedder.encode(queries)))
-    for i in range(0, len(passages), 512):  # passages through the vector cache: those stored at ingest are looked up
-        batch = passages[i : i + 512]
-        vecs.update(zip(batch, embedder.encode_passages(batch)))
-        if progress:
-            progress(min(i + 512, len(passages)), len(passages))
-    for g in groups:
-        g["q"], g["P"] = vecs[g["query"]], np.stack([vecs[t] for t in g["texts"]])
-
-
 def train(p: RankerParams, val_fraction: float, progress=None) -> tuple[np.ndarray, np.ndarray, dict, dict]:
     """(adapter W, the gate's train query vectors, config record, metrics) from the feedback log."""
     t0 = time.perf_counter()
     raw = (Path(p.feedback) / FEEDBACK_FILE).read_bytes()  # hashed as read: the pull stage may rewrite the file
     records = [json.loads(line) for line in raw.decode("utf-8").splitlines() if line.strip()]
+    fit = [r for r in records if split_of3(r["query"], val_fraction, p.calibration_fraction) != "val"]
+    false_cite = round(false_cite_rate(fit), 4) if p.trust_correction else 0.0
     groups = {
         # val keeps its unlabelled candidates: a held-out estimate ranks all of them (`rankings`); train and
         # calibration too with normaliser "all": a cited chunk then beats every candidate, not only those shown
         s: rankings(
-            records, s, val_fraction, p.calibration_fraction, p.ipw_clip, unlabelled=s == "val" or p.normaliser == "all"
+            records,
+            s,
+            val_fraction,
+            p.calibration_fraction,
+            p.ipw_clip,
+            unlabelled=s == "val" or p.normaliser == "all",
+            void_thumbs_down=p.void_thumbs_down,
+            false_cite=false_cite if s != "val" else 0.0,  # val: an estimate of Recall, not a loss
         )
         for s in ("train", "calibration", "val")
     }
@@ -223,6 +217,7 @@ def train(p: RankerParams, val_fraction: float, progress=None) -> tuple[np.ndarr
         f"val_recall@{k}_ips_fitted": round(fitted_ips, 4),
         f"val_recall@{k}_ips_general": round(general_ips, 4),
         "adapter_norm": round(float(np.linalg.norm(w)), 4),
+        "false_cite_rate": false_cite,  # estimated on the train and calibration queries rated -1
         "val_gate_mean": round(float(np.mean(shares)), 4) if shares else None,  # the fitted weights' share
         "gate_lo": gate["lo"],
         "gate_hi": gate["hi"],

@@ -4,7 +4,7 @@ import pytest
 
 from retrieval.contracts.metrics import recall_at_k, weighted_recall_at_k
 from retrieval.logs.feedback import ipw
-from training.feedback_rankings import ips_recall, mean_recall, rankings
+from training.feedback_rankings import false_cite_rate, ips_recall, mean_recall, rankings
 from training.ranker_fit import _padded
 
 
@@ -50,6 +50,44 @@ def test_the_all_normaliser_ranks_an_unshown_candidate_without_a_label():
     assert g["texts"] == ["passage 1", "passage 2", "passage 3"] and g["used"] == [2]
     _, mask, target = _padded([g])
     assert mask.tolist() == [[True, True, True]] and target.tolist() == [[0.0, 0.0, 4.0]]
+
+
+def test_a_thumbs_down_voids_the_citations_of_its_context_only():
+    """Rated -1, the context did not answer: the chunk its answer cited anyway is not a positive (on-policy a
+    false cite rewards the ranker's own miss), and a query with nothing else used drops out. A judge's label on
+    a chunk outside the context stays; rated +1 (or unrated), a citation counts."""
+    cited = [cand(1, False, True, 1.0), cand(2, True, True, 1.0), cand(3, None, False, 0.0)]
+    down, up = {**record("q", cited), "rating": -1}, {**record("q", cited), "rating": 1}
+    assert rankings([down], "train", val_fraction=0.0, void_thumbs_down=True) == []
+    (g,) = rankings([down], "train", val_fraction=0.0, void_thumbs_down=False)
+    assert g["used"] == [1]
+    (g,) = rankings([up], "train", val_fraction=0.0, void_thumbs_down=True)
+    assert g["used"] == [1]
+    judged = [cand(1, False, True, 1.0), cand(2, False, True, 1.0), cand(3, True, False, 0.0)]  # the oracle's
+    (g,) = rankings([{**record("q", judged), "rating": -1}], "train", val_fraction=0.0, void_thumbs_down=True)
+    assert g["texts"] == ["passage 1", "passage 2", "passage 3"] and g["used"] == [2]
+
+
+def test_the_false_cite_rate_is_read_off_the_thumbs_down_queries():
+    """Rated -1, nothing in the context answered: 1 of its 4 shown chunks cited anyway = 0.25; a +1 query's
+    citations and the unshown candidates say nothing about the rate; a judge (no citation in a -1 context): 0."""
+    down = {**record("q", [cand(r, r == 2, r <= 4, 1.0) for r in range(1, 7)]), "rating": -1}
+    up = {**record("q", [cand(r, r <= 3, r <= 4, 1.0) for r in range(1, 7)]), "rating": 1}
+    assert false_cite_rate([down, up, record("q", [cand(1, True, True, 1.0)])]) == 0.25
+    judged = {**record("q", [cand(1, False, True, 1.0), cand(2, True, False, 0.0)]), "rating": -1}
+    assert false_cite_rate([judged]) == 0.0 and false_cite_rate([up]) == 0.0
+
+
+def test_the_affine_correction_takes_the_false_cite_rate_off_every_shown_chunk():
+    """With a false-cite rate of 0.1 every shown candidate's target loses 0.1 x its weight (per cited chunk of
+    the query), cited or not: being shown no longer earns a chunk "use". An unshown candidate keeps target 0."""
+    cands = [cand(1, False, True, 1.0), cand(2, None, False, 0.0), cand(3, True, True, 0.5), cand(4, True, True, 1.0)]
+    (g,) = rankings([record("q", cands)], "train", val_fraction=0.0, ipw_clip=0.05, unlabelled=True, false_cite=0.1)
+    assert g["used"] == [2, 3] and g["offsets"] == [0.1, 0.0, pytest.approx(0.2), 0.1]
+    _, _, target = _padded([g])
+    assert target[0].tolist() == pytest.approx([-0.05, 0.0, (2.0 - 0.2) / 2, (1.0 - 0.1) / 2])
+    (g,) = rankings([record("q", cands)], "train", val_fraction=0.0, ipw_clip=0.05, unlabelled=True)
+    assert g["offsets"] is None and _padded([g])[2][0].tolist() == [0.0, 0.0, 1.0, 0.5]
 
 
 def test_ips_recall_does_not_let_the_served_order_grade_itself():
