@@ -46,8 +46,9 @@ def rankings(
     candidate's inverse-propensity weight (`ipw`; `ipw_clip` 1 = all 1, no correction).
 
     `unlabelled` keeps the candidates without a label too (weight 0, never in `used`): what a held-out estimate
-    must rank, and the softmax's normaliser where `train_ranker.normaliser` is "all". On labelled candidates alone every order of the ~5 that were shown puts all of them in the top 5,
-    and the estimate says 1.000 for any ranker; among all 20 an order that hides a cited chunk loses it.
+    must rank, and the softmax's normaliser where `train_ranker.normaliser` is "all". On labelled candidates
+    alone every order of the ~5 that were shown puts all of them in the top 5, and the estimate says 1.000 for
+    any ranker; among all 20 an order that hides a cited chunk loses it.
 
     `void_thumbs_down`: a query rated -1 says its context did not answer it, so the chunks of that context its
     answer cited are not evidence of use (a consumer's false cites; on-policy they reward the ranker's own

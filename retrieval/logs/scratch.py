@@ -33,8 +33,10 @@ def scratch_log(url: str | None = None) -> Iterator[str]:
     url = url or database_url()
     name = f"{PREFIX}{uuid.uuid4().hex[:12]}"
     with connect(url) as conn:
-        (home,) = conn.execute(
-            "SELECT relnamespace::regnamespace::text FROM pg_class WHERE oid = 'queries'::regclass"
+        # the schema that holds the user's log: its name for SQL, and quoted for search_path
+        home, quoted = conn.execute(
+            "SELECT n.nspname, quote_ident(n.nspname) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+            " WHERE c.oid = 'queries'::regclass"
         ).fetchone()
         try:
             with conn.transaction():
@@ -52,7 +54,7 @@ def scratch_log(url: str | None = None) -> Iterator[str]:
             ) from None
     options = conninfo_to_dict(url).get("options") or ""
     try:
-        yield make_conninfo(url, options=f"{options} -c search_path={name},{home}".strip())
+        yield make_conninfo(url, options=f"{options} -c search_path={name},{quoted}".strip())
     finally:
         with connect(url) as conn:
             conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(name)))
