@@ -134,6 +134,7 @@ def run_on_policy(
                     "served_recall_without_exploration": served["served_recall_without_exploration"],
                     "explored_queries": served["explored"],
                     "labels": {"used": served["used"], "ignored": served["ignored"]},
+                    "misattributed_citations": m["misattributed_citations"],  # taken back (train_ranker.min_support)
                     "logged_queries": logged,
                     "champion": new.version,
                     "scifact_test_recall@5": round(mean, 4),
@@ -169,6 +170,8 @@ def run_on_policy(
         "ipw_clip": rp.ipw_clip,
         "miss_rate": cp.miss_rate if consumer == "realistic" else None,
         "false_cite_rate": cp.false_cite_rate if consumer == "realistic" else None,
+        "false_cite_grounded": cp.false_cite_grounded if consumer == "realistic" else None,
+        "min_support": rp.min_support,
         "held_out": {
             "benchmark": bench_name(tests[0]),
             "queries": len(items),

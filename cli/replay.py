@@ -6,7 +6,10 @@ Two consumers (`replay.consumer`):
   documents (qrels / HotpotQA gold paragraphs): every relevant candidate used, every other one ignored.
 - `realistic`: an assistant given only the context. It answers citing `[n]` the relevant chunks among
   those it was shown, missing each with `miss_rate` and citing each irrelevant one with
-  `false_cite_rate`; it says nothing of the candidates it never saw (they stay unlabelled).
+  `false_cite_rate`; it says nothing of the candidates it never saw (they stay unlabelled). Each citation
+  closes a sentence: for a chunk it used, the chunk's sentence that best answers the query (an assistant
+  quotes what it cites); for a false cite, that too with `false_cite_grounded` (it used a chunk that did not
+  answer), else the claim itself (a misattribution: `[n]` on a claim chunk n does not hold).
 Rating = +1 when the served context held a relevant chunk, else -1.
 """
 
@@ -25,6 +28,7 @@ from eval.retrieval_eval import doc_ids, load_scifact
 from retrieval.corpus.ingest import ingest_documents
 from retrieval.corpus.sources import Document, read_documents
 from retrieval.db import connect
+from retrieval.logs.grounding import best_sentence
 from retrieval.params import load_section
 from serving.server import BackgroundServer, build_service
 
@@ -34,14 +38,15 @@ class ReplayParams:
     consumer: str = "realistic"  # realistic (sees and cites the context only) | oracle (a judge of all 20: the bound)
     miss_rate: float = 0.2  # realistic: a relevant chunk in the context left uncited
     false_cite_rate: float = 0.05  # realistic: an irrelevant chunk in the context cited anyway
+    false_cite_grounded: float = 0.5  # realistic: share of false cites whose sentence quotes the cited chunk
     seed: int = 0  # the realistic consumer's draws
 
     def problems(self) -> list[str]:
         out = []
         if self.consumer not in ("oracle", "realistic"):
             out.append(f"replay.consumer must be oracle or realistic, not {self.consumer!r}")
-        if not (0 <= self.miss_rate <= 1 and 0 <= self.false_cite_rate <= 1):
-            out.append("replay: need miss_rate and false_cite_rate in [0, 1]")
+        if not all(0 <= x <= 1 for x in (self.miss_rate, self.false_cite_rate, self.false_cite_grounded)):
+            out.append("replay: need miss_rate, false_cite_rate and false_cite_grounded in [0, 1]")
         return out
 
 
@@ -136,14 +141,22 @@ def feedback_for(
         return body
     rng = rng or random.Random(p.seed)
     relevant = set(relevant_chunks(context, q))
-    cited = [
-        c["rank"]
-        for c in context
-        if (c["chunk_id"] in relevant and rng.random() >= p.miss_rate)
-        or (c["chunk_id"] not in relevant and rng.random() < p.false_cite_rate)
-    ]
-    text = (q.answer or "").strip() or "From the notes"
-    answer = f"{text} {''.join(f'[{r}]' for r in cited)}".strip() if cited else f"{text}; the context did not say."
+    sentences = []
+    for c in context:
+        if c["chunk_id"] in relevant:
+            if rng.random() < p.miss_rate:
+                continue
+            claim = best_sentence(c["text"], q.query)
+        elif rng.random() < p.false_cite_rate:
+            claim = best_sentence(c["text"], q.query) if rng.random() < p.false_cite_grounded else q.query
+        else:
+            continue
+        sentences.append(f"{claim.strip().rstrip('.')} [{c['rank']}].")
+    text = (q.answer or "").strip()
+    if sentences:
+        answer = " ".join(([f"{text}."] if text else []) + sentences)
+    else:
+        answer = f"{text or 'From the notes'}; the context did not say."
     return {"query_id": response["query_id"], "answer": answer, "rating": 1 if relevant else -1}
 
 

@@ -23,6 +23,7 @@ from retrieval.chunking import approx_tokens
 from retrieval.contracts.selection import PROMPT_VERSION, PromptCandidate, render_answer, render_messages
 from retrieval.files import write_atomic
 from retrieval.logs.feedback import FEEDBACK_FILE, shown_candidates, split_of
+from retrieval.logs.grounding import void_misattributed
 from retrieval.params import load_section
 
 
@@ -36,6 +37,7 @@ class BuildParams:
     max_tokens: int = 6000  # examples longer than this (prompt + answer) are dropped and counted
     chunk_tokens: int = 24  # per-candidate text budget in the prompt (the CPU profile's; a GPU box: 200)
     k: int = 5  # at most this many picks
+    min_support: float = 0.0  # a citation whose sentence shares less of its words with the chunk is not a use
     seed: int = 13
 
     def problems(self) -> list[str]:
@@ -44,6 +46,8 @@ class BuildParams:
             out.append("build.val_fraction must be in (0, 1)")
         if self.shuffles < 0 or self.max_tokens < 64 or self.chunk_tokens < 8 or self.k < 1:
             out.append("build: need shuffles >= 0, max_tokens >= 64, chunk_tokens >= 8, k >= 1")
+        if not 0 <= self.min_support <= 1:
+            out.append("build: need 0 <= min_support <= 1")
         return out
 
 
@@ -65,6 +69,7 @@ def build_examples(
     splits: dict[str, list[dict]] = {"train": [], "val": []}
     pairs, skipped = [], Counter()
     for rec in records:
+        rec = void_misattributed(rec, p.min_support)  # a misattributed citation is not a use (grounding.py)
         shown = shown_candidates(rec)
         if not shown:
             skipped["no candidate above threshold"] += 1

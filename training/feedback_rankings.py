@@ -16,6 +16,7 @@ from retrieval.contracts.metrics import recall_at_k
 from retrieval.contracts.passage import passage_text
 from retrieval.embed import get_embedder
 from retrieval.logs.feedback import ipw, query_position, shown_candidates, split_of
+from retrieval.logs.grounding import void_misattributed
 
 
 def split_of3(query: str, val_fraction: float, calibration_fraction: float) -> str:
@@ -39,6 +40,7 @@ def rankings(
     unlabelled: bool = False,
     void_thumbs_down: bool = False,
     false_cite: float = 0.0,
+    min_support: float = 0.0,
 ) -> list[dict]:
     """A split's queries as the selector sees them: `{"query", "texts"}` of every labelled candidate in
     retrieval order (a candidate never shown has no label, so it is left out: never a negative), `used`, the
@@ -58,11 +60,16 @@ def rankings(
     answer at this rate, so being shown earns a chunk that much "use" whatever it is worth, and an order learned
     from citations drifts toward the order that chose the context. Each shown candidate gets `offsets` =
     false_cite x its weight, subtracted from its target (the affine correction for trust bias: Vardasbi et al.,
-    CIKM 2020): in expectation the target is then the consumer's hit rate times relevance, shown or not."""
+    CIKM 2020): in expectation the target is then the consumer's hit rate times relevance, shown or not.
+
+    `min_support`: a citation whose sentence shares less than this of its content words with the chunk it cites
+    (`grounding.void_misattributed`, read from the exported answer) is a misattribution, not evidence of use: the
+    chunk counts as shown and not used. A citation without a sentence to judge by stands."""
     out = []
     for rec in records:
         if split_of3(rec["query"], val_fraction, calibration_fraction) != split:
             continue
+        rec = void_misattributed(rec, min_support)
         cands = [c for c in shown_candidates(rec) if c["text"] is not None] if unlabelled else labelled(rec)
         void = void_thumbs_down and rec.get("rating") == -1
         used = [i for i, c in enumerate(cands) if c["used"] and not (void and c.get("shown"))]

@@ -47,6 +47,7 @@ from retrieval.contracts.ranking_features import (
 )
 from retrieval.files import write_atomic
 from retrieval.logs.feedback import FEEDBACK_FILE
+from retrieval.logs.grounding import misattributed
 from retrieval.params import load_section
 from retrieval.progress import make_progress
 from retrieval.tracking import git_commit, use_mlflow
@@ -85,6 +86,7 @@ class RankerParams:
     ipw_clip: float = 0.05  # labels weigh 1 / max(propensity, this) (inverse propensity); 1 = no correction
     normaliser: str = "all"  # the softmax over all candidates (unlabelled: target 0), or "labelled" ones only
     void_thumbs_down: bool = False  # a thumbs-down query's cited context chunks are not used (`rankings`)
+    min_support: float = 0.0  # a citation whose sentence shares less of its words with the chunk is not a use
     trust_correction: bool = False  # subtract the false-cite rate (from thumbs-down queries) from shown chunks' targets
     fallback_tolerance: float = (
         0.05  # held-out: the fitted weights may trail the general ones by this, else those serve
@@ -109,6 +111,8 @@ class RankerParams:
             out.append("train_ranker: need 0 < ipw_clip <= 1")
         if self.normaliser not in ("labelled", "all"):
             out.append(f"train_ranker: normaliser must be labelled or all, not {self.normaliser!r}")
+        if not 0 <= self.min_support <= 1:
+            out.append("train_ranker: need 0 <= min_support <= 1")
         if self.fallback_tolerance < 0:
             out.append("train_ranker: need fallback_tolerance >= 0")
         return out
@@ -132,6 +136,7 @@ def train(p: RankerParams, val_fraction: float, progress=None) -> tuple[np.ndarr
             p.ipw_clip,
             unlabelled=s == "val" or p.normaliser == "all",
             void_thumbs_down=p.void_thumbs_down,
+            min_support=p.min_support,
             false_cite=false_cite if s != "val" else 0.0,  # val: an estimate of Recall, not a loss
         )
         for s in ("train", "calibration", "val")
@@ -218,6 +223,7 @@ def train(p: RankerParams, val_fraction: float, progress=None) -> tuple[np.ndarr
         f"val_recall@{k}_ips_general": round(general_ips, 4),
         "adapter_norm": round(float(np.linalg.norm(w)), 4),
         "false_cite_rate": false_cite,  # estimated on the train and calibration queries rated -1
+        "misattributed_citations": misattributed(records, p.min_support),  # citations its sentence does not ground
         "val_gate_mean": round(float(np.mean(shares)), 4) if shares else None,  # the fitted weights' share
         "gate_lo": gate["lo"],
         "gate_hi": gate["hi"],

@@ -20,7 +20,10 @@ RESPONSE = {
         {"rank": 2, "chunk_id": 2, "source": "/c.jsonl#B"},
         {"rank": 3, "chunk_id": 3, "source": "/c.jsonl#A"},
     ],
-    "context": [{"rank": 2, "chunk_id": 2, "source": "/c.jsonl#B"}, {"rank": 3, "chunk_id": 3, "source": "/c.jsonl#A"}],
+    "context": [
+        {"rank": 2, "chunk_id": 2, "source": "/c.jsonl#B", "text": "Bees dance. Wasps sting people often."},
+        {"rank": 3, "chunk_id": 3, "source": "/c.jsonl#A", "text": "Mice sleep. Aspirin lowers fever in adults [4]."},
+    ],
 }
 
 
@@ -43,8 +46,10 @@ def test_the_oracle_judges_every_candidate():
 
 def test_the_realistic_consumer_cites_within_its_context_only():
     exact = ReplayParams(consumer="realistic", miss_rate=0.0, false_cite_rate=0.0)
-    fb = feedback_for(RESPONSE, ReplayQuery("q", "x", frozenset({"A"}), "Yes"), exact)
-    assert fb == {"query_id": 7, "answer": "Yes [3]", "rating": 1}  # chunk 1 is relevant but was never shown
+    fb = feedback_for(RESPONSE, ReplayQuery("q", "aspirin fever", frozenset({"A"}), "Yes"), exact)
+    # chunk 1 is relevant but was never shown; the citation closes the sentence of chunk 3 that answers, quoted
+    # without the chunk's own bracketed number (it would read as a citation of candidate 4)
+    assert fb == {"query_id": 7, "answer": "Yes. Aspirin lowers fever in adults [3].", "rating": 1}
     fb = feedback_for(RESPONSE, ReplayQuery("q", "x", frozenset({"Z"})), exact)
     assert fb["rating"] == -1 and "[" not in fb["answer"]
     noisy = ReplayParams(consumer="realistic", miss_rate=0.5, false_cite_rate=0.5)
@@ -54,6 +59,12 @@ def test_the_realistic_consumer_cites_within_its_context_only():
     ]
     assert {"[2]" in a for a in answers} == {True, False} and {"[3]" in a for a in answers} == {True, False}
     assert not any("[1]" in a for a in answers)
+    # a false cite quotes the chunk (it used one that did not answer) or puts [n] on the claim (misattribution)
+    fc = ReplayParams(consumer="realistic", miss_rate=1.0, false_cite_rate=1.0, false_cite_grounded=0.5)
+    q = ReplayQuery("q", "wasps lower fever", frozenset({"A"}))
+    answers = {feedback_for(RESPONSE, q, fc, rng)["answer"] for _ in range(50)}
+    assert answers == {"Wasps sting people often [2].", "wasps lower fever [2]."}
+    assert ReplayParams(false_cite_grounded=-0.1).problems() != []
     assert ReplayParams(consumer="psychic", miss_rate=2).problems() != [] and len(ReplayParams().problems()) == 0
 
 

@@ -124,3 +124,23 @@ def test_weighted_recall_is_recall_with_unit_weights():
     assert weighted_recall_at_k({"a": 1.0, "d": 20.0}, ranked, 2) == pytest.approx(1 / 21)
     assert weighted_recall_at_k({"a": 1.0, "d": 20.0}, ["d", "x"], 2) == pytest.approx(20 / 21)
     assert weighted_recall_at_k({}, ranked, 2) == 0.0
+
+
+def test_a_misattributed_citation_is_not_a_use():
+    """min_support: the answer's sentence with [2] is chunk 1's claim, so chunk 2 counts as shown and not used;
+    [1] quotes its chunk and stands. Off (0), every citation stands; a sentence too short to judge stands too."""
+    cands = [cand(1, True, True, 1.0), cand(2, True, True, 1.0), cand(3, False, True, 1.0)]
+    cands[0]["text"], cands[1]["text"] = "Aspirin lowers fever in adults.", "Bees dance to show where flowers are."
+    rec = {**record("q", cands), "answer": "Aspirin lowers fever in adults [1]. Aspirin helps adults with fever [2]."}
+    (g,) = rankings([rec], "train", val_fraction=0.0, min_support=0.5)
+    assert g["used"] == [0] and g["texts"][1].startswith("Bees")
+    (g,) = rankings([rec], "train", val_fraction=0.0)
+    assert g["used"] == [0, 1]
+    (g,) = rankings([{**rec, "answer": "From the notes [1][2]"}], "train", val_fraction=0.0, min_support=0.5)
+    assert g["used"] == [0, 1]
+    only_false = {
+        **rec,
+        "answer": "Aspirin helps adults with fever [2].",
+        "candidates": [{**cands[0], "used": False}, *cands[1:]],
+    }
+    assert rankings([only_false], "train", val_fraction=0.0, min_support=0.5) == []  # nothing used: left out
