@@ -96,15 +96,21 @@ def ips_recall(groups: list[dict], scores: list[list[float]] | None, k: int) -> 
     the weighted used candidates in the top k over all weighted used ones (`weights`), averaged. With labels
     from exposure alone the naive Recall@k (`mean_recall`) of the order that chose what was shown is ~1, marking
     its own homework; an explored chunk's 1/propensity stands in for the ones like it that were never shown."""
-    total = 0.0
+    per = ips_recalls(groups, scores, k)
+    return float(np.mean(per)) if per else 0.0
+
+
+def ips_recalls(groups: list[dict], scores: list[list[float]] | None, k: int) -> list[float]:
+    """`ips_recall` per query (for paired intervals)."""
+    out = []
     for i, g in enumerate(groups):
         order = list(range(len(g["texts"])))
         if scores is not None:
             order.sort(key=lambda j: -scores[i][j])
         w = g.get("weights") or [1.0] * len(g["texts"])
         top = set(order[:k])
-        total += sum(w[j] for j in g["used"] if j in top) / sum(w[j] for j in g["used"])
-    return total / len(groups) if groups else 0.0
+        out.append(sum(w[j] for j in g["used"] if j in top) / sum(w[j] for j in g["used"]))
+    return out
 
 
 def mean_recall(groups: list[dict], scores: list[list[float]] | None, k: int) -> float:

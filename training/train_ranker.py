@@ -35,6 +35,7 @@ import numpy as np
 from rich.console import Console
 from rich.progress import Progress
 
+from retrieval.contracts.metrics import paired_bootstrap
 from retrieval.contracts.ranking_features import (
     FEATURES,
     RANKER_FORMAT,
@@ -53,7 +54,7 @@ from retrieval.progress import make_progress
 from retrieval.tracking import git_commit, use_mlflow
 
 from .build import BuildParams
-from .feedback_rankings import embed_groups, false_cite_rate, ips_recall, mean_recall, rankings, split_of3
+from .feedback_rankings import embed_groups, false_cite_rate, ips_recall, ips_recalls, mean_recall, rankings, split_of3
 from .ranker_fit import fit_adapter, fit_gate, fit_weights
 
 ADAPTER_FILE, QUERIES_FILE = "adapter.npy", "queries.npy"
@@ -79,18 +80,14 @@ class RankerParams:
     general_bm25: float = 1.0  # the general weights: standardised cosine 1.0 + BM25 this much
     bm25_sd_floor: float = 0.2  # BM25 feature / max(sd, this): no evidence among the candidates, no weight
     general_plain_floor: float = 1.0  # the general weights' floor for a query without names (`general_floor`)
-    name_ramp: float = (
-        0.2  # share of capitalised words at which a query counts as naming things (its floor: bm25_sd_floor)
-    )
+    name_ramp: float = 0.2  # share of capitalised words at which a query names things (floor: bm25_sd_floor)
     k: int = 5  # Recall@k of the val ranking (the selector picks k)
     ipw_clip: float = 0.05  # labels weigh 1 / max(propensity, this) (inverse propensity); 1 = no correction
     normaliser: str = "all"  # the softmax over all candidates (unlabelled: target 0), or "labelled" ones only
     void_thumbs_down: bool = False  # a thumbs-down query's cited context chunks are not used (`rankings`)
     min_support: float = 0.0  # a citation whose sentence shares less of its words with the chunk is not a use
     trust_correction: bool = False  # subtract the false-cite rate (from thumbs-down queries) from shown chunks' targets
-    fallback_tolerance: float = (
-        0.05  # held-out: the fitted weights may trail the general ones by this, else those serve
-    )
+    fallback_tolerance: float = 0.05  # held out: the fitted may trail the general weights by this (surely more: those)
     seed: int = 13
 
     def problems(self) -> list[str]:
@@ -194,10 +191,12 @@ def train(p: RankerParams, val_fraction: float, progress=None) -> tuple[np.ndarr
     k = p.k
     # 6. a fit that learned noise (a few heavily weighed labels can turn a weight over) is not served: where the
     # fitted weights trail the general ones on the held-out queries (unbiased estimate) by more than the
-    # tolerance, the general weights serve in domain too
-    fitted_ips = ips_recall(val, [gated_scores(f, weights, general, a) for f, a in zip(fv, shares)], k)
-    general_ips = ips_recall(val, [gated_scores(f, weights, general, 0.0) for f in fv], k)
-    fallback = bool(val) and fitted_ips < general_ips - p.fallback_tolerance
+    # tolerance, and surely (the paired 95 % interval below 0), the general weights serve in domain too
+    fitted_q = ips_recalls(val, [gated_scores(f, weights, general, a) for f, a in zip(fv, shares)], k)
+    general_q = ips_recalls(val, [gated_scores(f, weights, general, 0.0) for f in fv], k)
+    fitted_ips, general_ips = (float(np.mean(x)) if x else 0.0 for x in (fitted_q, general_q))
+    diff, _, diff_hi = paired_bootstrap(np.array(fitted_q), np.array(general_q), seed=p.seed) if val else (0, 0, 0)
+    fallback = bool(val) and diff < -p.fallback_tolerance and diff_hi < 0
     if fallback:
         weights = dict(general)
     metrics = {
@@ -221,6 +220,7 @@ def train(p: RankerParams, val_fraction: float, progress=None) -> tuple[np.ndarr
         "fusion_fallback": fallback,  # the fitted weights trailed the general ones on val: the general serve
         f"val_recall@{k}_ips_fitted": round(fitted_ips, 4),
         f"val_recall@{k}_ips_general": round(general_ips, 4),
+        "val_ips_fitted_minus_general": [round(float(diff), 4), round(float(diff_hi), 4)],  # mean, CI high
         "adapter_norm": round(float(np.linalg.norm(w)), 4),
         "false_cite_rate": false_cite,  # estimated on the train and calibration queries rated -1
         "misattributed_citations": misattributed(records, p.min_support),  # citations its sentence does not ground

@@ -19,72 +19,12 @@ _WORD = re.compile(r"[^\W_]{3,}")  # letters and digits, three or more: short wo
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 _CITATION = re.compile(r"\[(\d{1,3})\]")
 _QUOTED_CITATION = re.compile(r"\s*\[\d{1,3}\]")
-_STOP = frozenset(
-    [
-        "the",
-        "and",
-        "for",
-        "are",
-        "but",
-        "not",
-        "you",
-        "all",
-        "any",
-        "can",
-        "had",
-        "her",
-        "was",
-        "one",
-        "our",
-        "out",
-        "has",
-        "have",
-        "from",
-        "that",
-        "this",
-        "with",
-        "they",
-        "will",
-        "what",
-        "when",
-        "which",
-        "who",
-        "why",
-        "how",
-        "their",
-        "there",
-        "these",
-        "those",
-        "into",
-        "than",
-        "then",
-        "them",
-        "its",
-        "also",
-        "been",
-        "being",
-        "were",
-        "such",
-        "more",
-        "most",
-        "other",
-        "some",
-        "only",
-        "very",
-        "may",
-        "might",
-        "could",
-        "would",
-        "should",
-        "does",
-        "did",
-        "doing",
-        "about",
-        "over",
-        "under",
-        "between",
-    ]
+_STOP_WORDS = (
+    "the and for are but not you all any can had her was one our out has have from that"
+    " this with they will what when which who why how their there these those into than then them its also"
+    " been being were such more most other some only very may might could would should does did doing about over under between"
 )
+_STOP = frozenset(_STOP_WORDS.split())
 MIN_WORDS = 3  # a citing sentence with fewer content words ("From the notes [2]") says nothing to judge by
 
 
