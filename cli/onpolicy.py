@@ -134,7 +134,8 @@ def run_on_policy(
                     "served_recall_without_exploration": served["served_recall_without_exploration"],
                     "explored_queries": served["explored"],
                     "labels": {"used": served["used"], "ignored": served["ignored"]},
-                    "misattributed_citations": m["misattributed_citations"],  # taken back (train_ranker.min_support)
+                    # labels the answers' sentences changed (train_ranker.min_support, min_uncited)
+                    "regrounded": {x: m[x] for x in ("citations_taken_back", "uncited_quotes_used")},
                     "logged_queries": logged,
                     "champion": new.version,
                     "scifact_test_recall@5": round(mean, 4),
@@ -172,6 +173,8 @@ def run_on_policy(
         "false_cite_rate": cp.false_cite_rate if consumer == "realistic" else None,
         "false_cite_grounded": cp.false_cite_grounded if consumer == "realistic" else None,
         "min_support": rp.min_support,
+        "min_uncited": rp.min_uncited,
+        "miss_quoted": cp.miss_quoted if consumer == "realistic" else None,
         "held_out": {
             "benchmark": bench_name(tests[0]),
             "queries": len(items),

@@ -9,7 +9,8 @@ Two consumers (`replay.consumer`):
   `false_cite_rate`; it says nothing of the candidates it never saw (they stay unlabelled). Each citation
   closes a sentence: for a chunk it used, the chunk's sentence that best answers the query (an assistant
   quotes what it cites); for a false cite, that too with `false_cite_grounded` (it used a chunk that did not
-  answer), else the claim itself (a misattribution: `[n]` on a claim chunk n does not hold).
+  answer), else the claim itself (a misattribution: `[n]` on a claim chunk n does not hold). A miss quotes
+  the chunk without its `[n]` with `miss_quoted`, else says nothing of it.
 Rating = +1 when the served context held a relevant chunk, else -1.
 """
 
@@ -39,14 +40,17 @@ class ReplayParams:
     miss_rate: float = 0.2  # realistic: a relevant chunk in the context left uncited
     false_cite_rate: float = 0.05  # realistic: an irrelevant chunk in the context cited anyway
     false_cite_grounded: float = 0.5  # realistic: share of false cites whose sentence quotes the cited chunk
+    miss_quoted: float = 0.5  # realistic: share of misses whose chunk the answer still quotes, uncited
     seed: int = 0  # the realistic consumer's draws
 
     def problems(self) -> list[str]:
         out = []
         if self.consumer not in ("oracle", "realistic"):
             out.append(f"replay.consumer must be oracle or realistic, not {self.consumer!r}")
-        if not all(0 <= x <= 1 for x in (self.miss_rate, self.false_cite_rate, self.false_cite_grounded)):
-            out.append("replay: need miss_rate, false_cite_rate and false_cite_grounded in [0, 1]")
+        if not all(
+            0 <= x <= 1 for x in (self.miss_rate, self.false_cite_rate, self.false_cite_grounded, self.miss_quoted)
+        ):
+            out.append("replay: need miss_rate, false_cite_rate, false_cite_grounded and miss_quoted in [0, 1]")
         return out
 
 
@@ -144,7 +148,9 @@ def feedback_for(
     sentences = []
     for c in context:
         if c["chunk_id"] in relevant:
-            if rng.random() < p.miss_rate:
+            if rng.random() < p.miss_rate:  # missed: it said nothing of the chunk, or quoted it without the [n]
+                if rng.random() < p.miss_quoted:
+                    sentences.append(f"{best_sentence(c['text'], q.query).strip().rstrip('.')}.")
                 continue
             claim = best_sentence(c["text"], q.query)
         elif rng.random() < p.false_cite_rate:

@@ -23,7 +23,7 @@ from retrieval.chunking import approx_tokens
 from retrieval.contracts.selection import PROMPT_VERSION, PromptCandidate, render_answer, render_messages
 from retrieval.files import write_atomic
 from retrieval.logs.feedback import FEEDBACK_FILE, shown_candidates, split_of
-from retrieval.logs.grounding import void_misattributed
+from retrieval.logs.grounding import regrounded
 from retrieval.params import load_section
 
 
@@ -38,6 +38,7 @@ class BuildParams:
     chunk_tokens: int = 24  # per-candidate text budget in the prompt (the CPU profile's; a GPU box: 200)
     k: int = 5  # at most this many picks
     min_support: float = 0.0  # a citation whose sentence shares less of its words with the chunk is not a use
+    min_uncited: float = 0.0  # a shown chunk holding this much of an uncited sentence was used (0 = off)
     seed: int = 13
 
     def problems(self) -> list[str]:
@@ -46,8 +47,8 @@ class BuildParams:
             out.append("build.val_fraction must be in (0, 1)")
         if self.shuffles < 0 or self.max_tokens < 64 or self.chunk_tokens < 8 or self.k < 1:
             out.append("build: need shuffles >= 0, max_tokens >= 64, chunk_tokens >= 8, k >= 1")
-        if not 0 <= self.min_support <= 1:
-            out.append("build: need 0 <= min_support <= 1")
+        if not (0 <= self.min_support <= 1 and 0 <= self.min_uncited <= 1):
+            out.append("build: need min_support and min_uncited in [0, 1]")
         return out
 
 
@@ -69,7 +70,7 @@ def build_examples(
     splits: dict[str, list[dict]] = {"train": [], "val": []}
     pairs, skipped = [], Counter()
     for rec in records:
-        rec = void_misattributed(rec, p.min_support)  # a misattributed citation is not a use (grounding.py)
+        rec = regrounded(rec, p.min_support, p.min_uncited)  # labels read again from the answer (grounding.py)
         shown = shown_candidates(rec)
         if not shown:
             skipped["no candidate above threshold"] += 1

@@ -16,7 +16,7 @@ from retrieval.contracts.metrics import recall_at_k
 from retrieval.contracts.passage import passage_text
 from retrieval.embed import get_embedder
 from retrieval.logs.feedback import ipw, query_position, shown_candidates, split_of
-from retrieval.logs.grounding import void_misattributed
+from retrieval.logs.grounding import regrounded
 
 
 def split_of3(query: str, val_fraction: float, calibration_fraction: float) -> str:
@@ -41,6 +41,7 @@ def rankings(
     void_thumbs_down: bool = False,
     false_cite: float = 0.0,
     min_support: float = 0.0,
+    min_uncited: float = 0.0,
 ) -> list[dict]:
     """A split's queries as the selector sees them: `{"query", "texts"}` of every labelled candidate in
     retrieval order (a candidate never shown has no label, so it is left out: never a negative), `used`, the
@@ -62,14 +63,15 @@ def rankings(
     false_cite x its weight, subtracted from its target (the affine correction for trust bias: Vardasbi et al.,
     CIKM 2020): in expectation the target is then the consumer's hit rate times relevance, shown or not.
 
-    `min_support`: a citation whose sentence shares less than this of its content words with the chunk it cites
-    (`grounding.void_misattributed`, read from the exported answer) is a misattribution, not evidence of use: the
-    chunk counts as shown and not used. A citation without a sentence to judge by stands."""
+    `min_support`, `min_uncited`: the labels read again from the exported answer (`grounding.regrounded`): a
+    citation whose sentence shares less than `min_support` of its content words with the chunk it cites is a
+    misattribution, not evidence of use (the chunk counts as shown and not used; a citation without a sentence
+    to judge by stands); a shown chunk holding `min_uncited` of a sentence the answer left uncited was used."""
     out = []
     for rec in records:
         if split_of3(rec["query"], val_fraction, calibration_fraction) != split:
             continue
-        rec = void_misattributed(rec, min_support)
+        rec = regrounded(rec, min_support, min_uncited)
         cands = [c for c in shown_candidates(rec) if c["text"] is not None] if unlabelled else labelled(rec)
         void = void_thumbs_down and rec.get("rating") == -1
         used = [i for i, c in enumerate(cands) if c["used"] and not (void and c.get("shown"))]

@@ -48,7 +48,7 @@ from retrieval.contracts.ranking_features import (
 )
 from retrieval.files import write_atomic
 from retrieval.logs.feedback import FEEDBACK_FILE
-from retrieval.logs.grounding import misattributed
+from retrieval.logs.grounding import regrounded_counts
 from retrieval.params import load_section
 from retrieval.progress import make_progress
 from retrieval.tracking import git_commit, use_mlflow
@@ -86,6 +86,7 @@ class RankerParams:
     normaliser: str = "all"  # the softmax over all candidates (unlabelled: target 0), or "labelled" ones only
     void_thumbs_down: bool = False  # a thumbs-down query's cited context chunks are not used (`rankings`)
     min_support: float = 0.0  # a citation whose sentence shares less of its words with the chunk is not a use
+    min_uncited: float = 0.0  # a shown chunk holding this much of an uncited sentence was used (0 = off)
     trust_correction: bool = False  # subtract the false-cite rate (from thumbs-down queries) from shown chunks' targets
     fallback_tolerance: float = 0.05  # held out: the fitted may trail the general weights by this (surely more: those)
     seed: int = 13
@@ -102,14 +103,12 @@ class RankerParams:
             )
         if not (self.bm25_sd_floor >= 0 and self.general_plain_floor >= 0):
             out.append("train_ranker: need bm25_sd_floor >= 0 and general_plain_floor >= 0")
-        if not 0 <= self.name_ramp <= 1:
-            out.append("train_ranker: need 0 <= name_ramp <= 1")
+        if not all(0 <= x <= 1 for x in (self.name_ramp, self.min_support, self.min_uncited)):
+            out.append("train_ranker: need name_ramp, min_support and min_uncited in [0, 1]")
         if not 0 < self.ipw_clip <= 1:
             out.append("train_ranker: need 0 < ipw_clip <= 1")
         if self.normaliser not in ("labelled", "all"):
             out.append(f"train_ranker: normaliser must be labelled or all, not {self.normaliser!r}")
-        if not 0 <= self.min_support <= 1:
-            out.append("train_ranker: need 0 <= min_support <= 1")
         if self.fallback_tolerance < 0:
             out.append("train_ranker: need fallback_tolerance >= 0")
         return out
@@ -133,7 +132,8 @@ def train(p: RankerParams, val_fraction: float, progress=None) -> tuple[np.ndarr
             p.ipw_clip,
             unlabelled=s == "val" or p.normaliser == "all",
             void_thumbs_down=p.void_thumbs_down,
-            min_support=p.min_support,
+            min_support=p.min_support,  # labels read again from the answers (grounding.regrounded)
+            min_uncited=p.min_uncited,
             false_cite=false_cite if s != "val" else 0.0,  # val: an estimate of Recall, not a loss
         )
         for s in ("train", "calibration", "val")
@@ -223,7 +223,7 @@ def train(p: RankerParams, val_fraction: float, progress=None) -> tuple[np.ndarr
         "val_ips_fitted_minus_general": [round(float(diff), 4), round(float(diff_hi), 4)],  # mean, CI high
         "adapter_norm": round(float(np.linalg.norm(w)), 4),
         "false_cite_rate": false_cite,  # estimated on the train and calibration queries rated -1
-        "misattributed_citations": misattributed(records, p.min_support),  # citations its sentence does not ground
+        **regrounded_counts(records, p.min_support, p.min_uncited),  # labels the answers' sentences changed
         "val_gate_mean": round(float(np.mean(shares)), 4) if shares else None,  # the fitted weights' share
         "gate_lo": gate["lo"],
         "gate_hi": gate["hi"],

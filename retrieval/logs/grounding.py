@@ -34,24 +34,27 @@ def content_words(text: str) -> set[str]:
     return {w[:5] for w in map(str.lower, _WORD.findall(text)) if w not in _STOP}
 
 
-def citation_support(answer: str, texts: dict[int, str]) -> dict[int, float]:
-    """rank -> the largest share of content words a sentence citing `[rank]` shares with that candidate's text,
-    for each cited rank in `texts` whose citing sentence has at least MIN_WORDS content words (a sentence of
-    citations alone, `... holds. [2]`, cites the sentence before it). A rank cited without such a sentence is
-    absent: nothing to judge by, so its citation stands."""
-    support: dict[int, float] = {}
-    chunk_words: dict[int, set[str]] = {}
-    previous: set[str] = set()
+def _claims(answer: str) -> list[tuple[set[str], list[int]]]:
+    """The answer's sentences as (content words, cited ranks); a sentence of citations alone (`... holds. [2]`)
+    cites the sentence before it."""
+    out: list[tuple[set[str], list[int]]] = []
     for sentence in _SENTENCE.split(answer):
         cited = [int(n) for n in _CITATION.findall(sentence)]
         words = content_words(_CITATION.sub(" ", sentence))
-        if words:
-            previous = words
+        if words or not out:
+            out.append((words, cited))
         else:
-            words = previous
-        if len(words) < MIN_WORDS:
+            out[-1][1].extend(cited)
+    return out
+
+
+def _support(answer: str, texts: dict[int, str], cited: bool) -> dict[int, float]:
+    support: dict[int, float] = {}
+    chunk_words: dict[int, set[str]] = {}
+    for words, ranks in _claims(answer):
+        if len(words) < MIN_WORDS or bool(ranks) != cited:
             continue
-        for n in cited:
+        for n in ranks if cited else list(texts):
             if n not in texts:
                 continue
             if n not in chunk_words:
@@ -60,31 +63,51 @@ def citation_support(answer: str, texts: dict[int, str]) -> dict[int, float]:
     return support
 
 
-def void_misattributed(rec: dict, min_support: float) -> dict:
-    """A pulled feedback record with every citation whose sentence holds less than `min_support` of its
-    content words in the chunk it cites marked not used (shown, not cited: the consumer did not use it).
-    Returned as is where `min_support` is 0, the record has no answer, or every citation is grounded."""
-    if min_support <= 0 or not rec.get("answer"):
-        return rec
-    support = citation_support(rec["answer"], {c["rank"]: c["text"] for c in rec["candidates"] if c.get("text")})
-    if all(s >= min_support for s in support.values()):
-        return rec
-    return {
-        **rec,
-        "candidates": [
-            {**c, "used": False} if c.get("used") and support.get(c["rank"], 1.0) < min_support else c
-            for c in rec["candidates"]
-        ],
-    }
+def citation_support(answer: str, texts: dict[int, str]) -> dict[int, float]:
+    """rank -> the largest share of content words a sentence citing `[rank]` shares with that candidate's text,
+    for each cited rank in `texts` whose citing sentence has at least MIN_WORDS content words. A rank cited
+    without such a sentence is absent: nothing to judge by, so its citation stands."""
+    return _support(answer, texts, cited=True)
 
 
-def misattributed(records: list[dict], min_support: float) -> int:
-    """How many citations `void_misattributed` takes back over `records`."""
-    return sum(
-        bool(a.get("used")) and not b.get("used")
-        for r in records
-        for a, b in zip(r["candidates"], void_misattributed(r, min_support)["candidates"])
-    )
+def uncited_support(answer: str, texts: dict[int, str]) -> dict[int, float]:
+    """rank -> the largest share of content words a sentence without a citation shares with that candidate's
+    text (sentences of at least MIN_WORDS content words): a chunk the answer quotes without citing it was used."""
+    return _support(answer, texts, cited=False)
+
+
+def regrounded(rec: dict, min_support: float, min_uncited: float = 0.0) -> dict:
+    """A pulled feedback record with its labels read again from its answer: a citation whose sentence holds
+    less than `min_support` of its content words in the chunk it cites is not a use (a misattribution: shown,
+    not used); with `min_uncited`, a shown chunk left uncited that holds at least that share of a sentence
+    without a citation was used (the consumer quoted it and forgot the `[n]`). 0 switches each off; a record
+    without an answer is returned as is; a chunk both (cited falsely, quoted elsewhere) was used."""
+    if not rec.get("answer") or (min_support <= 0 and min_uncited <= 0):
+        return rec
+    # what the consumer was shown (a judge's labels outside the context are not read from an answer)
+    texts = {c["rank"]: c["text"] for c in rec["candidates"] if c.get("text") and c.get("shown") is not False}
+    cited = citation_support(rec["answer"], texts) if min_support > 0 else {}
+    quoted = uncited_support(rec["answer"], texts) if min_uncited > 0 else {}
+    taken = {r for r, s in cited.items() if s < min_support}
+    added = {r for r, s in quoted.items() if s >= min_uncited}
+
+    def relabel(c: dict) -> dict:
+        if c.get("used") is None or c.get("shown") is False:  # no label, or a judge's outside the context
+            return c
+        used = (c["used"] and c["rank"] not in taken) or c["rank"] in added
+        return c if used == c["used"] else {**c, "used": used}
+
+    return {**rec, "candidates": [relabel(c) for c in rec["candidates"]]}
+
+
+def regrounded_counts(records: list[dict], min_support: float, min_uncited: float = 0.0) -> dict[str, int]:
+    """How many citations `regrounded` takes back, and how many uncited quotes it counts as uses, over `records`."""
+    out = {"citations_taken_back": 0, "uncited_quotes_used": 0}
+    for r in records:
+        for a, b in zip(r["candidates"], regrounded(r, min_support, min_uncited)["candidates"]):
+            if a.get("used") != b.get("used"):
+                out["citations_taken_back" if a.get("used") else "uncited_quotes_used"] += 1
+    return out
 
 
 def best_sentence(text: str, query: str, max_chars: int = 300) -> str:

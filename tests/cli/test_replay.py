@@ -60,11 +60,17 @@ def test_the_realistic_consumer_cites_within_its_context_only():
     assert {"[2]" in a for a in answers} == {True, False} and {"[3]" in a for a in answers} == {True, False}
     assert not any("[1]" in a for a in answers)
     # a false cite quotes the chunk (it used one that did not answer) or puts [n] on the claim (misattribution)
-    fc = ReplayParams(consumer="realistic", miss_rate=1.0, false_cite_rate=1.0, false_cite_grounded=0.5)
+    fc = ReplayParams(consumer="realistic", miss_rate=1.0, false_cite_rate=1.0, false_cite_grounded=0.5, miss_quoted=0)
     q = ReplayQuery("q", "wasps lower fever", frozenset({"A"}))
     answers = {feedback_for(RESPONSE, q, fc, rng)["answer"] for _ in range(50)}
     assert answers == {"Wasps sting people often [2].", "wasps lower fever [2]."}
-    assert ReplayParams(false_cite_grounded=-0.1).problems() != []
+    # a miss says nothing of the relevant chunk, or quotes it without its [n]
+    miss = ReplayParams(consumer="realistic", miss_rate=1.0, false_cite_rate=0.0, miss_quoted=0.5)
+    answers = {
+        feedback_for(RESPONSE, ReplayQuery("q", "aspirin", frozenset({"A"})), miss, rng)["answer"] for _ in range(50)
+    }
+    assert answers == {"Aspirin lowers fever in adults.", "From the notes; the context did not say."}
+    assert ReplayParams(false_cite_grounded=-0.1).problems() != [] and ReplayParams(miss_quoted=2).problems() != []
     assert ReplayParams(consumer="psychic", miss_rate=2).problems() != [] and len(ReplayParams().problems()) == 0
 
 

@@ -1,6 +1,6 @@
 """Citation grounding: the share of a citing sentence's content words the cited chunk holds."""
 
-from retrieval.logs.grounding import best_sentence, citation_support
+from retrieval.logs.grounding import best_sentence, citation_support, regrounded, regrounded_counts, uncited_support
 
 CHUNKS = {
     1: "Aspirin lowers fever in adults within two hours of a single dose.",
@@ -39,3 +39,32 @@ def test_best_sentence_quotes_what_answers_the_query():
         == "Aspirin lowers fever."
     )
     assert best_sentence("No full stop here", "anything") == "No full stop here"
+
+
+def test_an_uncited_quote_is_a_use_and_labels_are_read_again_from_the_answer():
+    def cand(rank, used, shown=True, text=None):
+        return {"rank": rank, "text": text or CHUNKS[rank], "used": used, "shown": shown}
+
+    # [2] on chunk 1's claim: taken back (shown, not used)
+    misattributed = {"answer": "Aspirin lowers fever in adults [2].", "candidates": [cand(1, False), cand(2, True)]}
+    assert [c["used"] for c in regrounded(misattributed, 0.5, 0.8)["candidates"]] == [False, False]
+    # chunk 1 quoted without its [n]: used; an unshown candidate holding the same words gets no label
+    aspirin = "Aspirin lowers fever in adults, a trial found."
+    quoted = {
+        "answer": "Aspirin lowers fever in adults.",
+        "candidates": [cand(1, False), cand(2, False), cand(3, None, False, aspirin)],
+    }
+    assert uncited_support(quoted["answer"], CHUNKS) == {1: 1.0, 2: 0.0}
+    assert [c["used"] for c in regrounded(quoted, 0.5, 0.8)["candidates"]] == [True, False, None]
+    # cited falsely and quoted elsewhere: used
+    both = {
+        "answer": "Bees communicate the distance of flowers. Aspirin lowers fever in adults [2].",
+        "candidates": [cand(1, False), cand(2, True)],
+    }
+    assert [c["used"] for c in regrounded(both, 0.5, 0.8)["candidates"]] == [False, True]
+    assert regrounded(quoted, 0.0, 0.0) is quoted and regrounded({**quoted, "answer": None}, 0.5, 0.8)["answer"] is None
+    assert regrounded_counts([misattributed, quoted, both], 0.5, 0.8) == {
+        "citations_taken_back": 1,
+        "uncited_quotes_used": 1,
+    }
+    assert regrounded_counts([misattributed, quoted], 0.5, 0.0) == {"citations_taken_back": 1, "uncited_quotes_used": 0}
