@@ -99,3 +99,18 @@ def test_only_exposed_candidates_are_taught():
     assert ex["meta"]["n"] == 2 and "passage 3" not in ex["messages"][1]["content"]  # 4: below threshold
     assert json.loads(ex["messages"][2]["content"]) == {"selected": [2]}
     assert pairs[0]["pos"] == ["passage 2"] and pairs[0]["neg"] == ["passage 1"]
+
+
+def test_the_selector_learns_the_answer_s_grounded_uses():
+    """With min_support / min_uncited the labels are read again from the answer: [1] on a claim chunk 1 does not
+    hold is not a pick, chunk 2 quoted without its [n] is."""
+    r = rec(1, "alpha", {1}, scores=(0.9, 0.8))
+    r["candidates"][0]["text"] = "Bees dance to show where the flowers are."
+    r["candidates"][1]["text"] = "Aspirin lowers fever in adults within hours."
+    r["answer"] = "Aspirin lowers fever in adults within hours. Vaccines prevent measles outbreaks [1]."
+    grounded = BuildParams(val_fraction=0.01, shuffles=0, min_support=0.5, min_uncited=0.8)
+    (ex,) = build_examples([r], grounded)[0]["train"]
+    assert json.loads(ex["messages"][2]["content"]) == {"selected": [2]}
+    (ex,) = build_examples([r], BuildParams(val_fraction=0.01, shuffles=0))[0]["train"]  # off: as logged
+    assert json.loads(ex["messages"][2]["content"]) == {"selected": [1]}
+    assert BuildParams(min_uncited=1.5).problems() != []
