@@ -1,6 +1,7 @@
 """`pai lab`: the tools of experiments beside the main job, registered here, one line each. `simulate`
 fills the feedback log from a benchmark (a stand-in for real consumers); `loop report` retrains over
-slices of it (cli/loop.py, cli/onpolicy.py); `gpu-smoke` runs the train stage's GPU path on random
+slices of it (cli/loop.py, cli/onpolicy.py); `grounding` shows what reading the answers would change in a
+pulled log (retrieval/logs/grounding.py); `gpu-smoke` runs the train stage's GPU path on random
 weights (training/gpu_smoke.py). The benchmarks proper are `pai bench` (cli/bench.py).
 
 Flags mean the same in every command: `--json` prints JSON to stdout, `--out FILE` writes it to a
@@ -13,11 +14,16 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
+from rich.table import Table
 
+from retrieval.logs.feedback import FEEDBACK_FILE
+from retrieval.logs.grounding import grounding_report, regrounded_counts
+from retrieval.params import ParamsError, load_section
 from training import gpu_smoke
+from training.build import BuildParams
 
 from . import pipeline
-from .terminal import JsonOpt, ParamsOpt, _fail, console
+from .terminal import JsonOpt, ParamsOpt, _fail, console, emit
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -70,12 +76,78 @@ def gpu_smoke_command(
         console.print(f"gpu-smoke: {out}: {', '.join(json.loads(out.read_text())['phases'])}", soft_wrap=True)
 
 
+def _feedback_record(rec) -> bool:
+    """The fields `grounding_report` reads, with their types."""
+    return (
+        isinstance(rec, dict)
+        and isinstance(rec.get("answer"), (str, type(None)))
+        and isinstance(rec.get("candidates"), list)
+        and all(
+            isinstance(c, dict)
+            and isinstance(c.get("rank"), int)
+            and isinstance(c.get("text"), (str, type(None)))
+            and isinstance(c.get("used"), (bool, type(None)))
+            and isinstance(c.get("shown"), (bool, type(None)))
+            for c in rec["candidates"]
+        )
+    )
+
+
+def grounding_command(
+    feedback: Annotated[Path, typer.Option(help="the pull stage's folder (feedback.jsonl)")] = Path("data/feedback"),
+    params: ParamsOpt = Path("params.yaml"),
+    as_json: JsonOpt = False,
+) -> None:
+    """How the answers in the feedback log ground their citations, and what build.min_support / min_uncited would
+    change: choose them on your consumer's answers (retrieval/logs/grounding.py)."""
+    path = feedback / FEEDBACK_FILE
+    try:
+        p = load_section(params, "build", BuildParams)
+    except (OSError, ParamsError) as e:
+        _fail(f"{params}: {e}")
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as e:
+        _fail(f"{path}: {e} (run `dvc repro pull` or `python -m training.pull` first)")
+    records = []
+    for i, line in enumerate(lines, start=1):
+        try:
+            rec = json.loads(line) if line.strip() else None
+        except ValueError as e:
+            _fail(f"{path}:{i}: not JSON: {e}")
+        if rec is not None and not _feedback_record(rec):
+            _fail(f"{path}:{i}: not a feedback record (answer: text or null; candidates: rank, text, used, shown)")
+        if rec is not None:
+            records.append(rec)
+    result = grounding_report(records) | {
+        "at_params": {"min_support": p.min_support, "min_uncited": p.min_uncited}
+        | regrounded_counts(records, p.min_support, p.min_uncited)
+    }
+
+    def show(c) -> None:
+        t = Table(
+            title=f"{result['answers']} answers, {result['citations']} citations ({result['citations_judged']} with a "
+            f"sentence to judge by); support quantiles {result['support_quantiles']}"
+        )
+        for col in ("threshold", "citations taken back (min_support)", "uncited quotes counted (min_uncited)"):
+            t.add_column(col, justify="right")
+        for th, share in result["taken_back_below"].items():
+            t.add_row(th, f"{share:.1%}", str(result["uncited_quotes_at"][th]))
+        c.print(t)
+        c.print(f"at params.yaml's build: {result['at_params']}", soft_wrap=True)
+
+    emit(result, as_json, None, show)
+
+
 # The map `pai lab --help` shows: one panel per subject, one line per command.
 FEEDBACK, GPU = "The feedback loop", "The GPU path"
 app.command("simulate", rich_help_panel=FEEDBACK, short_help="Replay benchmark queries and a consumer's feedback.")(
     pipeline.simulate
 )
 app.add_typer(loop_app, name="loop", rich_help_panel=FEEDBACK)
+app.command("grounding", rich_help_panel=FEEDBACK, short_help="What reading the answers would change in the log.")(
+    grounding_command
+)
 loop_app.command("report", short_help="Held-out Recall@5 after each retrain, with 95 % CIs.")(pipeline.loop_report)
 app.command("gpu-smoke", rich_help_panel=GPU, short_help="The train stage on random weights: VRAM, step time.")(
     gpu_smoke_command

@@ -117,3 +117,37 @@ def best_sentence(text: str, query: str, max_chars: int = 300) -> str:
     text = _QUOTED_CITATION.sub("", text)  # the chunk's own bracketed numbers would read as citations of candidates
     sentences = [s.strip() for s in _SENTENCE.split(text) if s.strip()] or [text.strip()]
     return max(sentences, key=lambda s: len(q & content_words(s)))[:max_chars]
+
+
+def grounding_report(records: list[dict], thresholds: tuple[float, ...] = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8)) -> dict:
+    """What reading the answers would change in a pulled log, to choose `min_support` / `min_uncited` on a real
+    consumer's answers: the judged citations' support (quantiles, and the share each threshold would take back),
+    and per threshold the shown chunks left uncited that an uncited sentence would count as used."""
+    cited: list[float] = []
+    quoted = dict.fromkeys(thresholds, 0)
+    answers = citations = 0
+    for rec in records:
+        if not rec.get("answer"):
+            continue
+        answers += 1
+        shown = [c for c in rec["candidates"] if c.get("text") and c.get("shown") is not False]
+        texts = {c["rank"]: c["text"] for c in shown}
+        citations += sum(bool(c.get("used")) for c in shown)
+        cited += list(citation_support(rec["answer"], texts).values())
+        uncited = uncited_support(rec["answer"], texts)
+        for c in shown:
+            if c.get("used") is False:
+                for t in thresholds:
+                    quoted[t] += uncited.get(c["rank"], 0.0) >= t
+    ordered = sorted(cited)
+    at = lambda q: round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 3) if ordered else None  # noqa: E731
+    return {
+        "answers": answers,
+        "citations": citations,
+        "citations_judged": len(cited),  # the rest have no sentence of MIN_WORDS content words: they stand
+        "support_quantiles": {f"p{int(q * 100)}": at(q) for q in (0.1, 0.25, 0.5, 0.75, 0.9)},
+        "taken_back_below": {
+            str(t): round(sum(s < t for s in cited) / len(cited), 4) if cited else 0.0 for t in thresholds
+        },
+        "uncited_quotes_at": {str(t): n for t, n in quoted.items()},
+    }

@@ -1,5 +1,7 @@
 """`pai lab`: the lab tools' arguments checked before anything runs, each problem one line (exit 2)."""
 
+import json
+
 from typer.testing import CliRunner
 
 from cli.main import app
@@ -10,3 +12,59 @@ runner = CliRunner()
 def test_bad_arguments_are_one_line_before_anything_runs(tmp_path):
     r = runner.invoke(app, ["lab", "gpu-smoke", "--data", str(tmp_path), "--tokenizer", str(tmp_path), "--size", "7b"])
     assert r.exit_code == 2 and "--size is 14b or tiny; --backend is unsloth, hf4bit or hf" in r.output
+
+
+def _cand(rank, text, used, shown=True):
+    return {"rank": rank, "text": text, "used": used, "shown": shown}
+
+
+def test_grounding_reports_what_reading_the_answers_would_change(tmp_path):
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    aspirin, bees = "Aspirin lowers fever in adults.", "Bees dance to show where the flowers are."
+    records = [  # [2] on chunk 1's claim (support 0); [1] quoted (1.0); chunk 2 of the last quoted uncited
+        {
+            "answer": "Aspirin lowers fever in adults [2].",
+            "candidates": [_cand(1, aspirin, False), _cand(2, bees, True)],
+        },
+        {
+            "answer": "Aspirin lowers fever in adults [1].",
+            "candidates": [_cand(1, aspirin, True), _cand(2, bees, False)],
+        },
+        {"answer": "Bees dance to show flowers.", "candidates": [_cand(1, aspirin, False), _cand(2, bees, False)]},
+        {"answer": None, "candidates": [_cand(1, aspirin, None, False)]},
+    ]
+    (tmp_path / "fb").mkdir()
+    (tmp_path / "fb" / "feedback.jsonl").write_text("\n".join(json.dumps(r) for r in records) + "\n")
+    params = tmp_path / "params.yaml"
+    params.write_text(
+        (repo / "params.yaml").read_text().replace("min_support: &min_support 0.0", "min_support: &min_support 0.5")
+    )
+    r = runner.invoke(app, ["lab", "grounding", "--feedback", str(tmp_path / "fb"), "--params", str(params), "--json"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.output)
+    assert (out["answers"], out["citations"], out["citations_judged"]) == (3, 2, 2)
+    assert out["taken_back_below"]["0.5"] == 0.5 and out["uncited_quotes_at"]["0.8"] == 1
+    assert out["at_params"] == {
+        "min_support": 0.5,
+        "min_uncited": 0.0,
+        "citations_taken_back": 1,
+        "uncited_quotes_used": 0,
+    }
+
+
+def test_grounding_refuses_a_bad_log_in_one_line(tmp_path):
+    fb = tmp_path / "fb"
+    r = runner.invoke(app, ["lab", "grounding", "--feedback", str(fb)])
+    assert r.exit_code == 2 and "feedback.jsonl" in r.output and "pull" in r.output
+    fb.mkdir()
+    for bad, says in (
+        ('{"answer": "x"', "not JSON"),
+        ('{"answer": 7, "candidates": []}', "not a feedback record"),
+        ('{"answer": "a", "candidates": [{"rank": "1", "text": "t"}]}', "not a feedback record"),
+        ("\x00" * 10, "not JSON"),
+    ):
+        (fb / "feedback.jsonl").write_text('{"answer": null, "candidates": []}\n' + bad + "\n")
+        r = runner.invoke(app, ["lab", "grounding", "--feedback", str(fb)])
+        assert r.exit_code == 2 and says in r.output and "feedback.jsonl:2" in r.output, (bad, r.output)
