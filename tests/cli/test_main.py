@@ -70,7 +70,7 @@ def test_help_is_a_map_daily_commands_on_top_the_lab_tools_under_lab():
     }
     groups = {name: top.get_command(ctx, name) for name in ("bench", "lab")}
     assert panels(groups["lab"]) == {
-        "The feedback loop": ["simulate", "loop"],
+        "The feedback loop": ["simulate", "grounding", "loop"],
         "The GPU path": ["gpu-smoke"],
     }
     assert len(groups["bench"].list_commands(ctx)) == 13
