@@ -147,17 +147,18 @@ def feedback_for(
     relevant = set(relevant_chunks(context, q))
     sentences = []
     for c in context:
+        cite = f" [{c['rank']}]"
         if c["chunk_id"] in relevant:
             if rng.random() < p.miss_rate:  # missed: it said nothing of the chunk, or quoted it without the [n]
-                if rng.random() < p.miss_quoted:
-                    sentences.append(f"{best_sentence(c['text'], q.query).strip().rstrip('.')}.")
-                continue
+                if rng.random() >= p.miss_quoted:
+                    continue
+                cite = ""
             claim = best_sentence(c["text"], q.query)
         elif rng.random() < p.false_cite_rate:
             claim = best_sentence(c["text"], q.query) if rng.random() < p.false_cite_grounded else q.query
         else:
             continue
-        sentences.append(f"{claim.strip().rstrip('.')} [{c['rank']}].")
+        sentences.append(f"{claim.strip().rstrip('.')}{cite}.")
     text = (q.answer or "").strip()
     if sentences:
         answer = " ".join(([f"{text}."] if text else []) + sentences)

@@ -76,6 +76,12 @@ def uncited_support(answer: str, texts: dict[int, str]) -> dict[int, float]:
     return _support(answer, texts, cited=False)
 
 
+def shown_texts(rec: dict) -> dict[int, str]:
+    """rank -> text of the candidates the consumer was shown (a judge's labels outside the context are not read
+    from an answer; a candidate changed or deleted since has no text to judge by)."""
+    return {c["rank"]: c["text"] for c in rec["candidates"] if c.get("text") and c.get("shown") is not False}
+
+
 def regrounded(rec: dict, min_support: float, min_uncited: float = 0.0) -> dict:
     """A pulled feedback record with its labels read again from its answer: a citation whose sentence holds
     less than `min_support` of its content words in the chunk it cites is not a use (a misattribution: shown,
@@ -84,8 +90,7 @@ def regrounded(rec: dict, min_support: float, min_uncited: float = 0.0) -> dict:
     without an answer is returned as is; a chunk both (cited falsely, quoted elsewhere) was used."""
     if not rec.get("answer") or (min_support <= 0 and min_uncited <= 0):
         return rec
-    # what the consumer was shown (a judge's labels outside the context are not read from an answer)
-    texts = {c["rank"]: c["text"] for c in rec["candidates"] if c.get("text") and c.get("shown") is not False}
+    texts = shown_texts(rec)
     cited = citation_support(rec["answer"], texts) if min_support > 0 else {}
     quoted = uncited_support(rec["answer"], texts) if min_uncited > 0 else {}
     taken = {r for r, s in cited.items() if s < min_support}
@@ -130,15 +135,14 @@ def grounding_report(records: list[dict], thresholds: tuple[float, ...] = (0.3, 
         if not rec.get("answer"):
             continue
         answers += 1
-        shown = [c for c in rec["candidates"] if c.get("text") and c.get("shown") is not False]
-        texts = {c["rank"]: c["text"] for c in shown}
-        citations += sum(bool(c.get("used")) for c in shown)
+        texts = shown_texts(rec)
+        used = {c["rank"]: c.get("used") for c in rec["candidates"] if c["rank"] in texts}
+        citations += sum(bool(u) for u in used.values())
         cited += list(citation_support(rec["answer"], texts).values())
         uncited = uncited_support(rec["answer"], texts)
-        for c in shown:
-            if c.get("used") is False:
-                for t in thresholds:
-                    quoted[t] += uncited.get(c["rank"], 0.0) >= t
+        for rank in (r for r, u in used.items() if u is False):
+            for t in thresholds:
+                quoted[t] += uncited.get(rank, 0.0) >= t
     ordered = sorted(cited)
     at = lambda q: round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 3) if ordered else None  # noqa: E731
     return {
