@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from retrieval.contracts.ranking_features import FEATURES, domain_affinity
+from retrieval.logs.feedback import query_position
 
 
 def _padded(groups: list[dict]):
@@ -90,3 +91,16 @@ def fit_gate(
     aff = [domain_affinity(g["q"], train_vecs, k, exclude_self=on_train) for g in fusion_groups]
     hi = round(float(np.quantile(aff, quantile)), 4)
     return {"k": k, "lo": round(hi - ramp, 4), "hi": hi}
+
+
+def out_of_fold(groups: list[dict], folds: int, fit, features_of) -> list[dict]:
+    """Cross-fitting: each query's features under an adapter fitted without its fold (`fit(groups) -> W`,
+    `features_of(group, W)`); folds by the query's hash position, so a query always lands in the same one."""
+    fold = [int(query_position(g["query"]) * 0xFFFFFFFF) % folds for g in groups]
+    out: list[dict | None] = [None] * len(groups)
+    for f in range(folds):
+        w = fit([g for g, x in zip(groups, fold) if x != f])
+        for i, g in enumerate(groups):
+            if fold[i] == f:
+                out[i] = features_of(g, w)
+    return out

@@ -55,7 +55,7 @@ from retrieval.tracking import git_commit, use_mlflow
 
 from .build import BuildParams
 from .feedback_rankings import embed_groups, false_cite_rate, ips_recall, ips_recalls, mean_recall, rankings, split_of3
-from .ranker_fit import fit_adapter, fit_gate, fit_weights
+from .ranker_fit import fit_adapter, fit_gate, fit_weights, out_of_fold
 
 ADAPTER_FILE, QUERIES_FILE = "adapter.npy", "queries.npy"
 CONFIG_FILE, METRICS_FILE = "ranker_config.json", "metrics.json"
@@ -89,6 +89,8 @@ class RankerParams:
     min_uncited: float = 0.0  # a shown chunk holding this much of an uncited sentence was used (0 = off)
     trust_correction: bool = False  # subtract the false-cite rate (from thumbs-down queries) from shown chunks' targets
     fallback_tolerance: float = 0.05  # held out: the fitted may trail the general weights by this (surely more: those)
+    refit: bool = False  # (experiment) the served adapter fitted again on train + calibration after the fusion
+    cross_folds: int = 0  # >= 2: the adapter cross-fitted over train + calibration, the fusion on its held-out scores
     seed: int = 13
 
     def problems(self) -> list[str]:
@@ -109,8 +111,8 @@ class RankerParams:
             out.append("train_ranker: need 0 < ipw_clip <= 1")
         if self.normaliser not in ("labelled", "all"):
             out.append(f"train_ranker: normaliser must be labelled or all, not {self.normaliser!r}")
-        if self.fallback_tolerance < 0:
-            out.append("train_ranker: need fallback_tolerance >= 0")
+        if self.fallback_tolerance < 0 or self.cross_folds < 0 or self.cross_folds == 1:
+            out.append("train_ranker: need fallback_tolerance >= 0 and cross_folds 0 (off) or >= 2")
         return out
 
 
@@ -144,41 +146,43 @@ def train(p: RankerParams, val_fraction: float, progress=None) -> tuple[np.ndarr
         )
     # a small log may leave a band empty: the fusion is then fitted on the train queries (said in the metrics)
     fusion_split = "calibration" if groups["calibration"] else "train"
+    cross = p.cross_folds >= 2 and fusion_split == "calibration"
 
-    # 1. embed  2. adapter on train  3. fusion weights on calibration
+    # 1. embed  2. adapter on train  3. fusion weights on calibration (cross-fitted: on every fold's held-out scores)
     embed_groups(groups, progress)
-    w = fit_adapter(
-        groups["train"],
-        l2=p.adapter_l2,
-        steps=p.adapter_steps,
-        lr=p.adapter_lr,
-        temperature=p.temperature,
-        seed=p.seed,
-    )
-    feats = {
-        s: [
-            features(
-                g["query"],
-                g["q"],
-                g["P"],
-                g["texts"],
-                w,
-                bm25_sd_floor=p.bm25_sd_floor,
-                general_bm25_floor=general_floor(g["query"], p.bm25_sd_floor, p.general_plain_floor, p.name_ramp),
-            )
-            for g in gs
-        ]
-        for s, gs in groups.items()
-    }
-    names = FEATURES if p.prior else tuple(f for f in FEATURES if f != "prior")
-    weights = fit_weights(feats[fusion_split], groups[fusion_split], p.fusion_l2, names)
+    adapter_args = dict(l2=p.adapter_l2, steps=p.adapter_steps, lr=p.adapter_lr, temperature=p.temperature, seed=p.seed)
 
-    # 4. the domain gate, fitted on the in-domain queries the fusion saw
-    train_vecs = np.stack([g["q"] for g in groups["train"]]).astype(np.float32)
+    def features_of(g: dict, w: np.ndarray) -> dict:
+        floor = general_floor(g["query"], p.bm25_sd_floor, p.general_plain_floor, p.name_ramp)
+        return features(
+            g["query"], g["q"], g["P"], g["texts"], w, bm25_sd_floor=p.bm25_sd_floor, general_bm25_floor=floor
+        )
+
+    names = FEATURES if p.prior else tuple(f for f in FEATURES if f != "prior")
+    if cross:
+        fusion_split, pool = "cross-fitted", groups["train"] + groups["calibration"]
+        held_out = out_of_fold(pool, p.cross_folds, lambda gs: fit_adapter(gs, **adapter_args), features_of)
+        weights = fit_weights(held_out, pool, p.fusion_l2, names)
+        w, gate_groups = fit_adapter(pool, **adapter_args), pool  # the served adapter learns from them all
+    else:
+        w, pool = fit_adapter(groups["train"], **adapter_args), groups["train"]
+        gate_groups = groups[fusion_split]
+        fitted = [features_of(g, w) for g in gate_groups]
+        weights = fit_weights(fitted, gate_groups, p.fusion_l2, names)
+    gate_vecs = np.stack([g["q"] for g in pool]).astype(np.float32)
+    if p.refit and not cross and fusion_split == "calibration":
+        w, pool = (
+            fit_adapter(groups["train"] + groups["calibration"], **adapter_args),
+            groups["train"] + groups["calibration"],
+        )
+    feats = {"val": [features_of(g, w) for g in groups["val"]]}
+
+    # 4. the domain gate, fitted on the in-domain queries the fusion saw (each one's own copy left out of its own)
+    train_vecs = gate_vecs
     gate = fit_gate(
         train_vecs,
-        groups[fusion_split],
-        fusion_split == "train",
+        gate_groups,
+        gate_groups is pool,
         k=p.domain_k,
         quantile=p.domain_quantile,
         ramp=p.domain_ramp,
@@ -202,6 +206,7 @@ def train(p: RankerParams, val_fraction: float, progress=None) -> tuple[np.ndarr
     metrics = {
         **{f"{s}_queries": len(g) for s, g in groups.items()},
         "fusion_fitted_on": fusion_split,
+        "adapter_queries": len(pool),  # train, and cross-fitted the calibration band too
         f"val_recall@{k}": round(
             mean_recall(val, [gated_scores(f, weights, general, a) for f, a in zip(fv, shares)], k), 4
         ),

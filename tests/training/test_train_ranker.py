@@ -2,6 +2,7 @@
 paragraphs), the adapter and fusion fitted, and the written folder served as a selector."""
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -14,7 +15,7 @@ from serving.ranker import RankerSelector
 from serving.selectors import resolve
 from training import train_ranker
 from training.feedback_rankings import split_of3
-from training.ranker_fit import fit_adapter
+from training.ranker_fit import fit_adapter, out_of_fold
 from training.train_ranker import RankerParams, train
 
 
@@ -96,6 +97,78 @@ def test_a_fusion_fit_that_learned_noise_is_not_served(benchmark_dir, tmp_path):
     assert m["val_recall@5_ips"] == m["val_recall@5_ips_general"]  # what is served is what the general weights score
 
 
+def test_refit_serves_an_adapter_that_learned_the_calibration_queries_too(trained):
+    """With `refit` the fusion is still fitted on the calibration band's held-out scores, then the served adapter
+    is fitted again on train + calibration: it knows the calibration queries (in sample now) better than the
+    adapter that never saw them, and val is still held out of both."""
+    tmp, p, w, _, record, m = trained
+    w2, _, record2, m2 = train(replace(p, refit=True), val_fraction=0.2)
+    assert m["adapter_queries"] == m["train_queries"]
+    assert m2["adapter_queries"] == m2["train_queries"] + m2["calibration_queries"]
+    assert record2["weights"] == record["weights"]  # the fusion saw the same held-out scores
+    assert record2["refit"] is True and m2["val_queries"] == m["val_queries"]
+    records = [json.loads(x) for x in (tmp / "fb" / "feedback.jsonl").read_text().splitlines()]
+    cal = [r for r in records if split_of3(r["query"], 0.2, 0.3) == "calibration"]
+    embedder = get_embedder()
+    q = embedder.encode([r["query"] for r in cal])
+
+    def gold_rank(adapter):  # mean rank of the gold paragraphs under the adapted cosine alone
+        ranks = []
+        for r, qv in zip(cal, q):
+            qa = qv + qv @ adapter
+            P = embedder.encode_passages([c["heading"] + "\n" + c["text"] for c in r["candidates"]])
+            order = np.argsort(-(P @ qa))
+            ranks += [int(np.where(order == i)[0][0]) for i, c in enumerate(r["candidates"]) if c["used"]]
+        return float(np.mean(ranks))
+
+    assert gold_rank(w2) < gold_rank(w)
+
+
+def test_cross_fitting_scores_every_query_with_an_adapter_that_never_saw_it():
+    """`out_of_fold`: each query's features come from the fit that left its fold out, and every query gets some."""
+    groups = [{"query": f"question number {i} about topic {i % 7}"} for i in range(60)]
+    seen_by = {}
+
+    def fit(gs):
+        w = len(seen_by)  # the fit's id stands in for its adapter
+        seen_by[w] = {g["query"] for g in gs}
+        return w
+
+    feats = out_of_fold(groups, 5, fit, lambda g, w: {"fit": w, "query": g["query"]})
+    assert len(seen_by) == 5 and [f["query"] for f in feats] == [g["query"] for g in groups]
+    assert all(f["query"] not in seen_by[f["fit"]] for f in feats)  # held out of the fit that scored it
+    assert all(len(s) >= 30 for s in seen_by.values())  # each fit learned from the other folds
+    assert feats == out_of_fold(groups, 5, fit, lambda g, w: {"fit": w - 5, "query": g["query"]})  # same folds again
+
+
+def test_cross_fitted_ranker_serves_an_adapter_that_learned_the_calibration_queries_too(trained):
+    """cross_folds 5: the fusion is fitted on every train and calibration query's held-out adapted scores, and the
+    served adapter on all of them: it knows the calibration queries better than the one that never saw them; val
+    stays held out of every fit."""
+    tmp, p, w, _, record, m = trained
+    w2, vecs2, record2, m2 = train(replace(p, cross_folds=5), val_fraction=0.2)
+    assert m["adapter_queries"] == m["train_queries"] and m["fusion_fitted_on"] == "calibration"
+    assert m2["adapter_queries"] == m2["train_queries"] + m2["calibration_queries"] == len(vecs2)
+    assert m2["fusion_fitted_on"] == "cross-fitted" and record2["cross_folds"] == 5
+    assert m2["val_queries"] == m["val_queries"] and m2["fusion_fallback"] is False
+    assert m2["val_recall@5"] > m2["val_recall@5_retrieval_order"] + 0.1 and record2["weights"]["adapted"] > 0
+    records = [json.loads(x) for x in (tmp / "fb" / "feedback.jsonl").read_text().splitlines()]
+    cal = [r for r in records if split_of3(r["query"], 0.2, 0.3) == "calibration"]
+    embedder = get_embedder()
+    q = embedder.encode([r["query"] for r in cal])
+
+    def gold_rank(adapter):  # mean rank of the gold paragraphs under the adapted cosine alone
+        ranks = []
+        for r, qv in zip(cal, q):
+            qa = qv + qv @ adapter
+            P = embedder.encode_passages([c["heading"] + "\n" + c["text"] for c in r["candidates"]])
+            order = np.argsort(-(P @ qa))
+            ranks += [int(np.where(order == i)[0][0]) for i, c in enumerate(r["candidates"]) if c["used"]]
+        return float(np.mean(ranks))
+
+    assert gold_rank(w2) < gold_rank(w)
+
+
 def test_queries_unlike_the_feedback_get_the_general_weights(trained, benchmark_dir):
     """Trained on HotpotQA questions, the ranker scores SciFact claims (another domain) mostly by the general
     weights, HotpotQA's own held-out questions by the fitted ones; the served scores are the contract's."""
@@ -166,6 +239,9 @@ def test_the_written_folder_is_served_as_trained(trained, monkeypatch):
 def test_params_problems_reported_together():
     assert RankerParams().problems() == []
     assert len(RankerParams(adapter_l2=-1, k=0, temperature=0).problems()) == 2
+    assert RankerParams(cross_folds=1).problems() == [
+        "train_ranker: need fallback_tolerance >= 0 and cross_folds 0 (off) or >= 2"
+    ]
     assert RankerParams(normaliser="shown").problems() == [
         "train_ranker: normaliser must be labelled or all, not 'shown'"
     ]
