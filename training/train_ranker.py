@@ -89,7 +89,6 @@ class RankerParams:
     min_uncited: float = 0.0  # a shown chunk holding this much of an uncited sentence was used (0 = off)
     trust_correction: bool = False  # subtract the false-cite rate (from thumbs-down queries) from shown chunks' targets
     fallback_tolerance: float = 0.05  # held out: the fitted may trail the general weights by this (surely more: those)
-    refit: bool = False  # (experiment) the served adapter fitted again on train + calibration after the fusion
     cross_folds: int = 0  # >= 2: the adapter cross-fitted over train + calibration, the fusion on its held-out scores
     seed: int = 13
 
@@ -169,28 +168,16 @@ def train(p: RankerParams, val_fraction: float, progress=None) -> tuple[np.ndarr
         gate_groups = groups[fusion_split]
         fitted = [features_of(g, w) for g in gate_groups]
         weights = fit_weights(fitted, gate_groups, p.fusion_l2, names)
-    gate_vecs = np.stack([g["q"] for g in pool]).astype(np.float32)
-    if p.refit and not cross and fusion_split == "calibration":
-        w, pool = (
-            fit_adapter(groups["train"] + groups["calibration"], **adapter_args),
-            groups["train"] + groups["calibration"],
-        )
-    feats = {"val": [features_of(g, w) for g in groups["val"]]}
+    fv = [features_of(g, w) for g in groups["val"]]
 
     # 4. the domain gate, fitted on the in-domain queries the fusion saw (each one's own copy left out of its own)
-    train_vecs = gate_vecs
-    gate = fit_gate(
-        train_vecs,
-        gate_groups,
-        gate_groups is pool,
-        k=p.domain_k,
-        quantile=p.domain_quantile,
-        ramp=p.domain_ramp,
-    )
+    train_vecs = np.stack([g["q"] for g in pool]).astype(np.float32)
+    gate_args = dict(k=p.domain_k, quantile=p.domain_quantile, ramp=p.domain_ramp)
+    gate = fit_gate(train_vecs, gate_groups, gate_groups is pool, **gate_args)
     general = {name: 0.0 for name in FEATURES} | {"similarity": 1.0, "bm25": p.general_bm25}
 
     # 5. val, side by side
-    val, fv = groups["val"], feats["val"]
+    val = groups["val"]
     shares = [domain_gate(domain_affinity(g["q"], train_vecs, gate["k"]), gate["lo"], gate["hi"]) for g in val]
     k = p.k
     # 6. a fit that learned noise (a few heavily weighed labels can turn a weight over) is not served: where the
@@ -272,6 +259,12 @@ def write(out: Path, w: np.ndarray, train_vecs: np.ndarray, record: dict, metric
     write_atomic(out / CONFIG_FILE, json.dumps(record, indent=2) + "\n")
 
 
+def fusion_of(m: dict) -> str:
+    if m["fusion_fitted_on"] == "cross-fitted":
+        return f"their held-out scores ({m['train_queries'] + m['calibration_queries']}, cross-fitted)"
+    return f"{m[m['fusion_fitted_on'] + '_queries']} ({m['fusion_fitted_on']})"
+
+
 def main(params: str = "params.yaml") -> None:
     p = load_section(params, "train_ranker", RankerParams)
     val_fraction = load_section(params, "build", BuildParams).val_fraction  # the build stage's split, exactly
@@ -282,7 +275,7 @@ def main(params: str = "params.yaml") -> None:
     write(Path(p.out), w, vecs, record, m, track=True)
     k = p.k
     console.print(
-        f"train_ranker: adapter on {m['train_queries']} queries, fusion on {m['calibration_queries']}; val Recall@{k} "
+        f"train_ranker: adapter on {m['adapter_queries']} queries, fusion on {fusion_of(m)}; val Recall@{k} "
         f"{m[f'val_recall@{k}']:.4f} (retrieval order {m[f'val_recall@{k}_retrieval_order']:.4f}, similarity "
         f"{m[f'val_recall@{k}_similarity']:.4f}, adapter alone {m[f'val_recall@{k}_adapter_only']:.4f}, bm25 "
         f"{m[f'val_recall@{k}_bm25']:.4f}, fitted fusion {m[f'val_recall@{k}_fitted_fusion']:.4f}, general fusion "

@@ -97,33 +97,6 @@ def test_a_fusion_fit_that_learned_noise_is_not_served(benchmark_dir, tmp_path):
     assert m["val_recall@5_ips"] == m["val_recall@5_ips_general"]  # what is served is what the general weights score
 
 
-def test_refit_serves_an_adapter_that_learned_the_calibration_queries_too(trained):
-    """With `refit` the fusion is still fitted on the calibration band's held-out scores, then the served adapter
-    is fitted again on train + calibration: it knows the calibration queries (in sample now) better than the
-    adapter that never saw them, and val is still held out of both."""
-    tmp, p, w, _, record, m = trained
-    w2, _, record2, m2 = train(replace(p, refit=True), val_fraction=0.2)
-    assert m["adapter_queries"] == m["train_queries"]
-    assert m2["adapter_queries"] == m2["train_queries"] + m2["calibration_queries"]
-    assert record2["weights"] == record["weights"]  # the fusion saw the same held-out scores
-    assert record2["refit"] is True and m2["val_queries"] == m["val_queries"]
-    records = [json.loads(x) for x in (tmp / "fb" / "feedback.jsonl").read_text().splitlines()]
-    cal = [r for r in records if split_of3(r["query"], 0.2, 0.3) == "calibration"]
-    embedder = get_embedder()
-    q = embedder.encode([r["query"] for r in cal])
-
-    def gold_rank(adapter):  # mean rank of the gold paragraphs under the adapted cosine alone
-        ranks = []
-        for r, qv in zip(cal, q):
-            qa = qv + qv @ adapter
-            P = embedder.encode_passages([c["heading"] + "\n" + c["text"] for c in r["candidates"]])
-            order = np.argsort(-(P @ qa))
-            ranks += [int(np.where(order == i)[0][0]) for i, c in enumerate(r["candidates"]) if c["used"]]
-        return float(np.mean(ranks))
-
-    assert gold_rank(w2) < gold_rank(w)
-
-
 def test_cross_fitting_scores_every_query_with_an_adapter_that_never_saw_it():
     """`out_of_fold`: each query's features come from the fit that left its fold out, and every query gets some."""
     groups = [{"query": f"question number {i} about topic {i % 7}"} for i in range(60)]
