@@ -93,12 +93,15 @@ def fit_gate(
     return {"k": k, "lo": round(hi - ramp, 4), "hi": hi}
 
 
-def out_of_fold(groups: list[dict], folds: int, fit, features_of) -> list[dict]:
+def out_of_fold(groups: list[dict], folds: int, fit, features_of) -> list[dict] | None:
     """Cross-fitting: each query's features under an adapter fitted without its fold (`fit(groups) -> W`,
-    `features_of(group, W)`); folds by the query's hash position, so a query always lands in the same one."""
+    `features_of(group, W)`); folds by the query's hash position, so a query always lands in the same one.
+    None where fewer than two folds hold a query (a tiny log): nothing would be held out of some fit."""
     fold = [int(query_position(g["query"]) * 0xFFFFFFFF) % folds for g in groups]
-    out: list[dict | None] = [None] * len(groups)
-    for f in range(folds):
+    if len(set(fold)) < 2:
+        return None
+    out: list[dict] = [{}] * len(groups)
+    for f in sorted(set(fold)):
         w = fit([g for g, x in zip(groups, fold) if x != f])
         for i, g in enumerate(groups):
             if fold[i] == f:

@@ -8,7 +8,9 @@ adds what the feedback teaches, so its first ranking is the baseline's and train
    by a listwise softmax over each query's candidates (the used ones up), with an L2 pull of W toward 0
    (the base model): the domain's way of asking, without re-embedding a passage.
 3. fusion: the weights of `retrieval.contracts.ranking_features` (similarity, adapted, BM25; the retrieval prior
-   when `prior` is on), fitted the same listwise way on *calibration* queries that the adapter never saw.
+   when `prior` is on), fitted the same listwise way on *calibration* queries that the adapter never saw; with
+   `cross_folds` k, on every train and calibration query's scores from an adapter fitted without its fold (of k),
+   and the adapter served on all of them (cross-fitting: the fusion sees held-out scores, the adapter 85 % of the log).
    Without the prior the ranking depends on the candidates, not on the order a first stage gave them.
 4. domain gate: the fitted weights hold for queries like the feedback's, so the ranker keeps the train
    queries' vectors and a ramp [lo, hi] of affinity (mean cosine to the k nearest train queries): `hi` is
@@ -89,7 +91,7 @@ class RankerParams:
     min_uncited: float = 0.0  # a shown chunk holding this much of an uncited sentence was used (0 = off)
     trust_correction: bool = False  # subtract the false-cite rate (from thumbs-down queries) from shown chunks' targets
     fallback_tolerance: float = 0.05  # held out: the fitted may trail the general weights by this (surely more: those)
-    cross_folds: int = 0  # >= 2: the adapter cross-fitted over train + calibration, the fusion on its held-out scores
+    cross_folds: int = 5  # >= 2: the adapter cross-fitted over train + calibration, the fusion on its held-out scores
     seed: int = 13
 
     def problems(self) -> list[str]:
@@ -145,7 +147,6 @@ def train(p: RankerParams, val_fraction: float, progress=None) -> tuple[np.ndarr
         )
     # a small log may leave a band empty: the fusion is then fitted on the train queries (said in the metrics)
     fusion_split = "calibration" if groups["calibration"] else "train"
-    cross = p.cross_folds >= 2 and fusion_split == "calibration"
 
     # 1. embed  2. adapter on train  3. fusion weights on calibration (cross-fitted: on every fold's held-out scores)
     embed_groups(groups, progress)
@@ -158,9 +159,11 @@ def train(p: RankerParams, val_fraction: float, progress=None) -> tuple[np.ndarr
         )
 
     names = FEATURES if p.prior else tuple(f for f in FEATURES if f != "prior")
-    if cross:
-        fusion_split, pool = "cross-fitted", groups["train"] + groups["calibration"]
+    pool, held_out = groups["train"] + groups["calibration"], None
+    if p.cross_folds >= 2 and fusion_split == "calibration":  # None where the log is too small for two folds
         held_out = out_of_fold(pool, p.cross_folds, lambda gs: fit_adapter(gs, **adapter_args), features_of)
+    if held_out is not None:
+        fusion_split = "cross-fitted"
         weights = fit_weights(held_out, pool, p.fusion_l2, names)
         w, gate_groups = fit_adapter(pool, **adapter_args), pool  # the served adapter learns from them all
     else:

@@ -90,7 +90,9 @@ def test_a_fusion_fit_that_learned_noise_is_not_served(benchmark_dir, tmp_path):
                 c["used"] = not c["used"]
     (tmp_path / "fb").mkdir()
     (tmp_path / "fb" / "feedback.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
-    p = RankerParams(feedback=str(tmp_path / "fb"), out=str(tmp_path / "ranker"), calibration_fraction=0.3)
+    p = RankerParams(
+        feedback=str(tmp_path / "fb"), out=str(tmp_path / "ranker"), calibration_fraction=0.3, cross_folds=0
+    )  # the fusion fitted on the calibration band alone
     _, _, record, m = train(p, val_fraction=0.2)
     assert m["fusion_fallback"] and record["weights"] == record["general_weights"]
     assert m["val_recall@5_ips_fitted"] < m["val_recall@5_ips_general"] - 0.05
@@ -112,14 +114,15 @@ def test_cross_fitting_scores_every_query_with_an_adapter_that_never_saw_it():
     assert all(f["query"] not in seen_by[f["fit"]] for f in feats)  # held out of the fit that scored it
     assert all(len(s) >= 30 for s in seen_by.values())  # each fit learned from the other folds
     assert feats == out_of_fold(groups, 5, fit, lambda g, w: {"fit": w - 5, "query": g["query"]})  # same folds again
+    assert out_of_fold(groups[:1], 5, fit, lambda g, w: {}) is None  # one query: nothing to hold it out of
 
 
 def test_cross_fitted_ranker_serves_an_adapter_that_learned_the_calibration_queries_too(trained):
-    """cross_folds 5: the fusion is fitted on every train and calibration query's held-out adapted scores, and the
-    served adapter on all of them: it knows the calibration queries better than the one that never saw them; val
-    stays held out of every fit."""
-    tmp, p, w, _, record, m = trained
-    w2, vecs2, record2, m2 = train(replace(p, cross_folds=5), val_fraction=0.2)
+    """cross_folds 5 (the default): the fusion is fitted on every train and calibration query's held-out adapted
+    scores, and the served adapter on all of them: it knows the calibration queries better than the adapter of
+    cross_folds 0 that never saw them; val stays held out of every fit."""
+    tmp, p, w2, vecs2, record2, m2 = trained
+    w, _, record, m = train(replace(p, cross_folds=0), val_fraction=0.2)
     assert m["adapter_queries"] == m["train_queries"] and m["fusion_fitted_on"] == "calibration"
     assert m2["adapter_queries"] == m2["train_queries"] + m2["calibration_queries"] == len(vecs2)
     assert m2["fusion_fitted_on"] == "cross-fitted" and record2["cross_folds"] == 5
