@@ -38,7 +38,7 @@ class BuildParams:
     chunk_tokens: int = 24  # per-candidate text budget in the prompt (the CPU profile's; a GPU box: 200)
     k: int = 5  # at most this many picks
     min_support: float = 0.0  # a citation whose sentence shares less of its words with the chunk is not a use
-    min_uncited: float = 0.0  # a shown chunk holding this much of an uncited sentence was used (0 = off)
+    min_uncited: float = 0.8  # a shown chunk holding this much of an uncited sentence was used (0 = off)
     seed: int = 13
 
     def problems(self) -> list[str]:

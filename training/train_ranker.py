@@ -86,9 +86,9 @@ class RankerParams:
     k: int = 5  # Recall@k of the val ranking (the selector picks k)
     ipw_clip: float = 0.05  # labels weigh 1 / max(propensity, this) (inverse propensity); 1 = no correction
     normaliser: str = "all"  # the softmax over all candidates (unlabelled: target 0), or "labelled" ones only
-    void_thumbs_down: bool = False  # a thumbs-down query's cited context chunks are not used (`rankings`)
+    void_thumbs_down: bool = True  # a thumbs-down query's cited context chunks are not used (`rankings`)
     min_support: float = 0.0  # a citation whose sentence shares less of its words with the chunk is not a use
-    min_uncited: float = 0.0  # a shown chunk holding this much of an uncited sentence was used (0 = off)
+    min_uncited: float = 0.8  # a shown chunk holding this much of an uncited sentence was used (0 = off)
     trust_correction: bool = False  # subtract the false-cite rate (from thumbs-down queries) from shown chunks' targets
     fallback_tolerance: float = 0.05  # held out: the fitted may trail the general weights by this (surely more: those)
     cross_folds: int = 5  # >= 2: the adapter cross-fitted over train + calibration, the fusion on its held-out scores

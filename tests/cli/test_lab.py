@@ -48,9 +48,9 @@ def test_grounding_reports_what_reading_the_answers_would_change(tmp_path):
     assert out["taken_back_below"]["0.5"] == 0.5 and out["uncited_quotes_at"]["0.8"] == 1
     assert out["at_params"] == {
         "min_support": 0.5,
-        "min_uncited": 0.0,
+        "min_uncited": 0.8,  # the default: the one uncited quote counts
         "citations_taken_back": 1,
-        "uncited_quotes_used": 0,
+        "uncited_quotes_used": 1,
     }
 
 

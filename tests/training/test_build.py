@@ -111,6 +111,9 @@ def test_the_selector_learns_the_answer_s_grounded_uses():
     grounded = BuildParams(val_fraction=0.01, shuffles=0, min_support=0.5, min_uncited=0.8)
     (ex,) = build_examples([r], grounded)[0]["train"]
     assert json.loads(ex["messages"][2]["content"]) == {"selected": [2]}
-    (ex,) = build_examples([r], BuildParams(val_fraction=0.01, shuffles=0))[0]["train"]  # off: as logged
+    (ex,) = build_examples([r], BuildParams(val_fraction=0.01, shuffles=0))[0]["train"]  # the defaults: the quote
+    assert json.loads(ex["messages"][2]["content"]) == {"selected": [1, 2]}  # counts, the citation stands
+    off = BuildParams(val_fraction=0.01, shuffles=0, min_uncited=0.0)
+    (ex,) = build_examples([r], off)[0]["train"]  # both off: as logged
     assert json.loads(ex["messages"][2]["content"]) == {"selected": [1]}
     assert BuildParams(min_uncited=1.5).problems() != []
