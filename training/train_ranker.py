@@ -67,7 +67,7 @@ CONFIG_FILE, METRICS_FILE = "ranker_config.json", "metrics.json"
 class RankerParams:
     feedback: str = "data/feedback"  # the pull stage's folder (feedback.jsonl)
     out: str = "models/ranker"  # adapter.npy, ranker_config.json, metrics.json
-    adapter_l2: float = 0.015  # pull of the adapter toward the base model (W = 0): higher keeps more of the general case
+    adapter_l2: float = 0.015  # pull of the adapter to the base model (W = 0): higher keeps more of the general case
     adapter_steps: int = 200  # full-batch Adam steps over the train queries
     adapter_lr: float = 0.01
     temperature: float = 0.05  # softmax temperature over cosines (MiniLM's cosines span ~0.2)
