@@ -50,7 +50,7 @@ from retrieval.contracts.ranking_features import (
 )
 from retrieval.files import write_atomic
 from retrieval.logs.feedback import FEEDBACK_FILE
-from retrieval.logs.grounding import regrounded_counts
+from retrieval.logs.grounding import label_changes, regrounded
 from retrieval.params import load_section
 from retrieval.progress import make_progress
 from retrieval.tracking import git_commit, use_mlflow
@@ -124,19 +124,18 @@ def train(p: RankerParams, val_fraction: float, progress=None) -> tuple[np.ndarr
     records = [json.loads(line) for line in raw.decode("utf-8").splitlines() if line.strip()]
     fit = [r for r in records if split_of3(r["query"], val_fraction, p.calibration_fraction) != "val"]
     false_cite = round(false_cite_rate(fit), 4) if p.trust_correction else 0.0
+    grounded = [regrounded(r, p.min_support, p.min_uncited) for r in records]  # labels read again from the answers
     groups = {
         # val keeps its unlabelled candidates: a held-out estimate ranks all of them (`rankings`); train and
         # calibration too with normaliser "all": a cited chunk then beats every candidate, not only those shown
         s: rankings(
-            records,
+            grounded,
             s,
             val_fraction,
             p.calibration_fraction,
             p.ipw_clip,
             unlabelled=s == "val" or p.normaliser == "all",
             void_thumbs_down=p.void_thumbs_down,
-            min_support=p.min_support,  # labels read again from the answers (grounding.regrounded)
-            min_uncited=p.min_uncited,
             false_cite=false_cite if s != "val" else 0.0,  # val: an estimate of Recall, not a loss
         )
         for s in ("train", "calibration", "val")
@@ -218,7 +217,7 @@ def train(p: RankerParams, val_fraction: float, progress=None) -> tuple[np.ndarr
         "val_ips_fitted_minus_general": [round(float(diff), 4), round(float(diff_hi), 4)],  # mean, CI high
         "adapter_norm": round(float(np.linalg.norm(w)), 4),
         "false_cite_rate": false_cite,  # estimated on the train and calibration queries rated -1
-        **regrounded_counts(records, p.min_support, p.min_uncited),  # labels the answers' sentences changed
+        **label_changes(records, grounded),  # labels the answers' sentences changed
         "val_gate_mean": round(float(np.mean(shares)), 4) if shares else None,  # the fitted weights' share
         "gate_lo": gate["lo"],
         "gate_hi": gate["hi"],

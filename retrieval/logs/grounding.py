@@ -107,9 +107,14 @@ def regrounded(rec: dict, min_support: float, min_uncited: float = 0.0) -> dict:
 
 def regrounded_counts(records: list[dict], min_support: float, min_uncited: float = 0.0) -> dict[str, int]:
     """How many citations `regrounded` takes back, and how many uncited quotes it counts as uses, over `records`."""
+    return label_changes(records, [regrounded(r, min_support, min_uncited) for r in records])
+
+
+def label_changes(records: list[dict], grounded: list[dict]) -> dict[str, int]:
+    """`regrounded_counts` of records already read again (`grounded[i]` = `regrounded(records[i], ...)`)."""
     out = {"citations_taken_back": 0, "uncited_quotes_used": 0}
-    for r in records:
-        for a, b in zip(r["candidates"], regrounded(r, min_support, min_uncited)["candidates"]):
+    for r, g in zip(records, grounded):
+        for a, b in zip(r["candidates"], g["candidates"]):
             if a.get("used") != b.get("used"):
                 out["citations_taken_back" if a.get("used") else "uncited_quotes_used"] += 1
     return out
