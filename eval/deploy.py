@@ -25,6 +25,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from retrieval.contracts.interleaving import TrialParams
 from retrieval.files import write_atomic
 from retrieval.params import load_section
 from serving.selectors import OLLAMA_TEMPLATE, ollama_reachable
@@ -59,7 +60,9 @@ class DeployParams:
     )
     answer_tolerance: float = 0.02  # answer-in-context may drop by at most this
     json_valid_tolerance: float = 0.02  # JSON-valid rate may drop by at most this
-    promote: bool = True  # announce a passing challenger to the running services
+    promotion: str = "auto"  # judged: the in-domain margin promotes; trial: a trial on the user's traffic decides;
+    # auto: judged where every in-domain benchmark has items for this store, else trial
+    promote: bool = True  # announce a passing challenger to the running services (or start its trial)
     wait_s: float = 120.0  # how long to wait for running services' canaries
     register_cpu_llm: bool = False  # the CPU profile's tiny LLM proves the code path (evaluated, never registered)
 
@@ -68,10 +71,10 @@ class DeployParams:
         tolerances = (self.ood_tolerance, self.guard_tolerance, self.answer_tolerance, self.json_valid_tolerance)
         if min(self.margin, *tolerances, self.wait_s) < 0:
             out.append("deploy: margin, tolerances and wait_s must be >= 0")
-        if not [b for b in self.in_domain.split(",") if b]:
-            out.append(
-                "deploy.in_domain: name at least one benchmark (the gate needs a split the feedback log speaks for)"
-            )
+        if self.promotion not in ("auto", "judged", "trial"):
+            out.append(f"deploy.promotion: auto, judged or trial, not {self.promotion!r}")
+        if self.promotion == "judged" and not [b for b in self.in_domain.split(",") if b]:
+            out.append("deploy.in_domain: a judged promotion needs a benchmark the feedback log speaks for")
         return out
 
 
@@ -82,15 +85,26 @@ class Decision:
     details: dict  # per benchmark: domain, reference, recall@5 diff and CI, the gated figures
 
 
-def gate(result: dict, p: DeployParams, system: str = "selector") -> Decision:
-    """Whether challenger `system` earns `champion`, from one evaluate result.
+def judged(result: dict, p: DeployParams, system: str) -> bool:
+    """Whether the in-domain margin decides (`deploy.promotion`): auto, where every in-domain benchmark has
+    a result for `system` (its split is in this store), else a trial on the user's traffic."""
+    if p.promotion != "auto":
+        return p.promotion == "judged"
+    benches = [b for b in p.in_domain.split(",") if b]
+    return bool(benches) and all(system in result.get(b, {}).get("systems", {}) for b in benches)
 
-    In domain (`in_domain`), it must beat the best baseline by `margin` with the paired 95 % CI above 0,
-    and not trail the champion, when there is one. Out of domain (`out_of_domain`), it may trail the
+
+def gate(result: dict, p: DeployParams, system: str = "selector", by_margin: bool = True) -> Decision:
+    """Whether challenger `system` earns `champion` (`by_margin`) or a trial (not `by_margin`), from one
+    evaluate result.
+
+    In domain (`in_domain`, when `by_margin`), it must beat the best baseline by `margin` with the paired 95 %
+    CI above 0, and not trail the champion, when there is one. A trial needs only the checks that take no
+    judged split of the user's own: the guards below. Out of domain (`out_of_domain`), it may trail the
     best baseline by at most `ood_tolerance`: learning the user's corpus must not cost general relevance.
     Answer quality and the JSON-valid rate may not drop past their tolerances anywhere."""
     domains = (
-        {b: "in" for b in p.in_domain.split(",") if b}
+        {b: "in" for b in p.in_domain.split(",") if b and by_margin}
         | {b: "guard" for b in p.in_domain_guard.split(",") if b}
         | {b: "out" for b in p.out_of_domain.split(",") if b}
     )
@@ -160,9 +174,10 @@ def challengers(p: DeployParams, result: dict, skipped: dict | None = None) -> d
     return out
 
 
-def deploy(p: DeployParams, log=print, chain: str = "ranker") -> dict:
+def deploy(p: DeployParams, log=print, chain: str = "ranker", trial: TrialParams | None = None) -> dict:
     """Register every challenger `chain`'s evaluate stage evaluated; the best one that passes the gate (by
-    mean Recall@5 over the gated benchmarks) becomes champion, the best of the rest challenger."""
+    mean Recall@5 over the gated benchmarks) becomes champion, or, where no judged split speaks for the
+    store (`judged`), enters a trial (`trial`) that the user's traffic decides; the best of the rest challenger."""
     evaluated = chain_file(Path(p.metrics) / "eval.json", chain)
     result = json.loads(evaluated.read_text())
     skipped: dict[str, str] = {}
@@ -172,9 +187,11 @@ def deploy(p: DeployParams, log=print, chain: str = "ranker") -> dict:
         return out | {"version": None, "system": None, "passed_gate": False, "alias": None, "reasons": []}
     if not records:
         raise promotion.RegistryError(f"no challenger in {evaluated} (run train_ranker or export, then evaluate)")
+    for line in promotion.record_trials():  # trials that closed since the last run, into the registry first
+        log(f"deploy: {line}")
     ranked = []
     for system, record in records.items():
-        decision = gate(result, p, system)
+        decision = gate(result, p, system, by_margin=judged(result, p, system))
         metrics = {
             f"{b}/{m}": result[b]["systems"][system][m] for b in result if system in result[b]["systems"] for m in GATED
         }
@@ -187,6 +204,7 @@ def deploy(p: DeployParams, log=print, chain: str = "ranker") -> dict:
             "version": record["version"],
             "kind": record["kind"],
             "passed_gate": decision.passed,
+            "decided_by": "margin" if judged(result, p, system) else "trial",
             "mean_recall@5": mean,
             "reasons": decision.reasons,
             "gate": decision.details,
@@ -195,7 +213,14 @@ def deploy(p: DeployParams, log=print, chain: str = "ranker") -> dict:
     ranked.sort(key=lambda t: (t[0], t[1]), reverse=True)
     passed, _, best, record = ranked[0]
     out.update(version=record["version"], system=best, passed_gate=passed, reasons=out["challengers"][best]["reasons"])
-    if passed and p.promote:
+    by_trial = out["challengers"][best]["decided_by"] == "trial"
+    current = promotion.champion()
+    if passed and p.promote and by_trial and current and current["version"] == record["version"]:
+        out.update(alias="champion", trial=None)  # the same model again: nothing to try
+    elif passed and p.promote and by_trial:
+        started = promotion.start_trial(record, trial or TrialParams())
+        out.update(alias="challenger", trial=started.as_dict())
+    elif passed and p.promote:
         moved = promotion.move_champion(record, "deploy", f"passed the gate ({best})", p.wait_s)
         out.update(alias="champion", deployment_id=moved.deployment_id, services=moved.services, swap_ms=moved.swap_ms)
         rest = [r for ok, _, s, r in ranked[1:]]
@@ -230,9 +255,10 @@ def main(argv: list[str] | None = None) -> None:
     chain = chain_arg(argv, "deploy")
     console = Console(stderr=True)
     p = load_section("params.yaml", "deploy", DeployParams)
+    trial = load_section("params.yaml", "trial", TrialParams)
     decision = chain_file(Path(p.metrics) / "deploy.json", chain)
     try:
-        out = deploy(p, lambda s: console.print(s, soft_wrap=True), chain)
+        out = deploy(p, lambda s: console.print(s, soft_wrap=True), chain, trial)
     except RegistryError as e:
         console.print(f"[red]deploy failed:[/red] {e}", soft_wrap=True)
         raise SystemExit(1) from None
@@ -249,6 +275,16 @@ def main(argv: list[str] | None = None) -> None:
             console.print(f"  - {reason}", soft_wrap=True)
     if out["alias"] is None:
         console.print(f"deploy: {chain} chain: nothing registered")
+    elif out.get("trial"):
+        t = out["trial"]
+        console.print(
+            f"deploy: {out['version']} is on trial {t['id']} against {t['champion']}: {t['rule']['share']:.0%} of "
+            f"queries interleaved; promoted or rejected within {t['rule']['max_judged']} cited queries "
+            "(`pai status` follows it)",
+            soft_wrap=True,
+        )
+    elif out["alias"] == "champion" and "services" not in out:
+        console.print(f"deploy: {out['version']} is already the champion")
     elif out["alias"] == "champion":
         console.print(
             f"deploy: {out['version']} is champion; {out['services']} running service(s) swapped "

@@ -15,9 +15,10 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from retrieval.contracts.interleaving import TrialParams
 from retrieval.db import connect, pai_home
 from retrieval.files import dir_sha256, files_sha256
-from retrieval.logs import deployments
+from retrieval.logs import deployments, trials
 from retrieval.tracking import use_mlflow
 from serving.selectors import CE_RETIRED, FOLDER_KINDS, SIMILARITY
 
@@ -238,11 +239,7 @@ def move_champion(
                 f"champion stays {before['version']}"
             )
     if record.get("registry_version"):
-        try:
-            if c.get_model_version_by_alias(MODEL, "challenger").version == record["registry_version"]:
-                c.delete_registered_model_alias(MODEL, "challenger")
-        except Exception:  # noqa: BLE001 - no challenger alias
-            pass
+        _drop_challenger_alias(c, record["registry_version"])
     return MoveResult(record["version"], dep_id, services, rows)
 
 
@@ -261,3 +258,45 @@ def rollback(wait_s: float = 60.0) -> MoveResult:
 
 def set_challenger(record: dict) -> None:
     client().set_registered_model_alias(MODEL, "challenger", record["registry_version"])
+
+
+def record_trials() -> list[str]:
+    """Write every closed trial's decision and evidence to the registry (tags on the challenger's version; a
+    promotion moves `champion` there, the services having swapped already): one line each, oldest first."""
+    lines = []
+    with connect() as conn:
+        for t in trials.unrecorded(conn):
+            version = t.challenger_record.get("registry_version")
+            if version:
+                c = client()
+                tags = {"trial_id": t.id, "trial_status": t.status, "trial_reason": t.reason}
+                tags |= {f"trial_{k}": v for k, v in (t.evidence or {}).items() if k != "reason"}
+                for k, v in tags.items():
+                    c.set_model_version_tag(MODEL, version, k, str(v)[:5000])
+                if t.status == "promoted":
+                    _set_champion(c, t.challenger_record, [*history(), version])
+                    _drop_challenger_alias(c, version)
+            trials.mark_recorded(conn, t.id)
+            lines.append(f"trial {t.id}: {t.challenger} vs {t.champion}: {t.status} ({t.reason})")
+    return lines
+
+
+def start_trial(record: dict, params: TrialParams) -> trials.Trial:
+    """Put a registered challenger on trial against the champion (the similarity order before the first)."""
+    verify(record)
+    before = champion() or dict(SIMILARITY)
+    with connect() as conn:
+        trial = trials.start(conn, before, record, params)
+    c = client()
+    c.set_registered_model_alias(MODEL, "challenger", record["registry_version"])
+    for k, v in {"trial_id": trial.id, "trial_status": "running", "trial_champion": before["version"]}.items():
+        c.set_model_version_tag(MODEL, record["registry_version"], k, str(v))
+    return trial
+
+
+def _drop_challenger_alias(c, version: str) -> None:
+    try:
+        if c.get_model_version_by_alias(MODEL, "challenger").version == version:
+            c.delete_registered_model_alias(MODEL, "challenger")
+    except Exception:  # noqa: BLE001 - no challenger alias
+        pass

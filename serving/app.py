@@ -32,7 +32,7 @@ from .auth import TokenGate, admin_only, is_loopback, writers_only
 from .capture import CaptureWorker
 from .maintenance import MaintenanceLoop
 from .schemas import MAX_BODY_BYTES, MAX_ID, CaptureIn, FeedbackIn, IngestIn, QueryIn
-from .service import Service, run_query
+from .service import Service, run_query, settle_trial, trial_status
 
 READY_WAIT_S = 5.0  # how long a /query waits for the champion to load before a 503 "loading"
 
@@ -185,6 +185,7 @@ def create_app(service: Service) -> FastAPI:
             "selector": dict(service.picker.counts),  # topped_up: picks the floor filled from the first-stage order
             "embedded_on_query_path": service.picker.embedded(),  # stays 0: selectors use the stored vectors
             "maintenance": last,
+            "trial": trial_status(service),  # the running trial and its tallies so far, or null
         }
 
     @app.post("/query")
@@ -216,7 +217,10 @@ def create_app(service: Service) -> FastAPI:
                 rating=body.rating,
                 correction=body.correction,
             )
-        return {"query_id": body.query_id, "used_ranks": used}
+        out = {"query_id": body.query_id, "used_ranks": used}
+        if decided := settle_trial(service, body.query_id):
+            out["trial"] = {k: decided[k] for k in ("id", "status", "reason")}
+        return out
 
     @app.post("/ingest", dependencies=[Depends(require_writer)])
     def ingest(body: IngestIn) -> dict:

@@ -20,10 +20,11 @@ from concurrent.futures import TimeoutError as FutureTimeout
 import psycopg
 
 from retrieval.contracts.selection import PromptCandidate, parse_selection
+from retrieval.logs import trials
 from retrieval.logs.deployments import APP_NAME, CHANNEL, Deployment, last_good, latest, record_apply
 
 from .interface import Selector, SelectorLoadError
-from .picker import Picker
+from .picker import Picker, TrialArm
 from .selectors import resolve
 
 log = logging.getLogger("pai.hotswap")
@@ -117,6 +118,7 @@ class HotSwapper:
         self.since: float = time.time()
         self.last_error: str | None = None
         self._rejected: set[int] = set()
+        self._rejected_trials: set[int] = set()  # trials whose challenger did not load or failed its canary here
         self._force = False  # reload: apply the latest even if already seen
         self._stop = threading.Event()
         self._ready = threading.Event()
@@ -151,6 +153,7 @@ class HotSwapper:
             "since": self.since,
             "last_error": self.last_error,
             "service": self.name,
+            "trial": self.picker.trial.id if self.picker.trial else None,
         }
 
     def _run(self) -> None:
@@ -179,7 +182,41 @@ class HotSwapper:
                 backoff = min(backoff * 2, 10.0)
 
     def _catch_up(self, conn: psycopg.Connection, startup: bool) -> None:
-        """Apply the newest deployment (announcements that arrived meanwhile are coalesced)."""
+        """Apply the newest deployment (announcements that arrived meanwhile are coalesced), then follow the trial."""
+        self._follow_deployment(conn, startup)
+        self._follow_trial(conn)
+
+    def _follow_trial(self, conn: psycopg.Connection) -> None:
+        """Serve the running trial's challenger beside the champion (loaded and canaried first), or none."""
+        trial, arm = trials.running(conn), self.picker.trial
+        if trial is not None and arm is not None and arm.id == trial.id:
+            return
+        if arm is not None:  # the trial ended (or another replaced it): the champion serves alone again
+            self.picker.trial = None
+            _close_later(arm.selector, self.grace_s)
+            log.info("trial %d ended here", arm.id)
+        if trial is None or trial.id in self._rejected_trials:
+            return
+        try:
+            challenger = self.build(trial.challenger_record)
+        except Exception as e:  # noqa: BLE001 - a challenger that does not load stays out; the champion serves
+            self._rejected_trials.add(trial.id)
+            self.last_error = f"trial {trial.id} ({trial.challenger}) not served here: load: {type(e).__name__}: {e}"
+            log.warning("%s", self.last_error)
+            return
+        ok, detail = canary(challenger, self.canary_timeout_s, self.picker.k)
+        if not ok:
+            _close_later(challenger, 0)
+            self._rejected_trials.add(trial.id)
+            self.last_error = f"trial {trial.id} ({trial.challenger}) not served here: {detail}"
+            log.warning("%s", self.last_error)
+            return
+        self.picker.trial = TrialArm(trial.id, challenger, trial.share)
+        log.info(
+            "trial %d: %s vs %s on %.0f%% of queries", trial.id, trial.challenger, trial.champion, 100 * trial.share
+        )
+
+    def _follow_deployment(self, conn: psycopg.Connection, startup: bool) -> None:
         dep = latest(conn)
         if dep is None or (not self._force and (dep.id == self.deployment_id or dep.id in self._rejected)):
             return

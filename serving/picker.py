@@ -21,10 +21,11 @@ import time
 from collections import Counter, OrderedDict
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from retrieval.contracts.interleaving import team_draft
 from retrieval.contracts.selection import Pick, PromptCandidate, choose, similarity_order, top_up
 from retrieval.logs.feedback import normalize_query
 from retrieval.query.search import Candidate, take_budget
@@ -48,6 +49,17 @@ class Served:
     propensity: dict[int, float] = field(default_factory=dict)  # rank -> P(shown) under the policy (0 if absent)
     explored: int | None = None  # the rank given the context's last slot by exploration, if any
     replaced: int | None = None  # the rank exploration took that slot from
+    trial: int | None = None  # the trial this query was served in (interleaved), if any
+    teams: dict[int, str] = field(default_factory=dict)  # rank -> the team that placed it in the context (trial)
+
+
+@dataclass(frozen=True)
+class TrialArm:
+    """A running trial as a service holds it: the challenger loaded (and canaried) beside the champion."""
+
+    id: int
+    selector: Selector
+    share: float  # of queries served interleaved
 
 
 def split(selector: Selector) -> tuple[Selector | None, Selector | None]:
@@ -80,6 +92,7 @@ class Picker:
             explore_focus  # the j-th candidate below the cut is drawn with weight j ** -focus (0: uniform)
         )
         self._rng = random.Random(seed)
+        self.trial: TrialArm | None = None  # set and cleared by the hot-swapper, read once per query
         self.max_pending = max_pending  # background selections waiting or running; more are skipped, counted
         self._pending = 0
         self.counts: Counter = Counter()  # ok / repaired / fallback / timeout / error / cached / topped_up / ...
@@ -123,6 +136,11 @@ class Picker:
         else:
             at = {c.chunk_id: i for i, c in enumerate(shown, start=1)}
             numbers, version = [at[i] for i in pick.ids], pick.version
+        trial = self.trial  # read once, like the selector
+        if trial is not None and shown and self._draw(trial.share):
+            return self.interleave(
+                query, shown, query_vec, numbers, trial, Served([], version, status, later, selector.version)
+            )
         full = top_up(numbers, len(shown), self.min_chunks)
         if len(full) > len(numbers):
             self._count("topped_up")
@@ -141,6 +159,43 @@ class Picker:
             explored,
             planned[-1].rank if explored is not None else None,
         )
+
+    def interleave(
+        self,
+        query: str,
+        shown: list[Candidate],
+        query_vec: np.ndarray | None,
+        champion: list[int],
+        trial: TrialArm,
+        served: Served,
+    ) -> Served:
+        """A trial query: the champion's ranking (`champion`, candidate numbers) and the challenger's, each
+        completed by the first-stage order, merged by team-draft; the budget cuts the merge into the context.
+        No exploration: the coin of the draft already varies what is shown. The challenger runs inline (a slow
+        one within the timeout) and its pick is not cached, so it never serves a query outside the trial."""
+        fast, slow = split(trial.selector)
+        pick = self.select(query, shown, fast or slow, query_vec, remember=False)
+        at = {c.chunk_id: i for i, c in enumerate(shown, start=1)}
+        n = len(shown)
+        with self._lock:
+            merged = team_draft(top_up(champion, n, n), top_up([at[i] for i in pick.ids], n, n), self._rng)
+        chosen = [shown[i - 1] for i, _ in merged]
+        context = take_budget(chosen, self.token_budget, self.min_chunks)
+        team = {shown[i - 1].rank: t for i, t in merged}
+        self._count("interleaved")
+        return replace(
+            served,
+            chosen=chosen,
+            version=f"trial:{trial.id}",
+            context=context,
+            propensity={c.rank: 1.0 for c in context},
+            trial=trial.id,
+            teams={c.rank: team[c.rank] for c in context},
+        )
+
+    def _draw(self, share: float) -> bool:
+        with self._lock:
+            return self._rng.random() < share
 
     def expose(
         self, context: list[Candidate], shown: list[Candidate]
@@ -176,9 +231,11 @@ class Picker:
         candidates: list[Candidate],
         selector: Selector | None = None,
         query_vec: np.ndarray | None = None,
+        remember: bool = True,
     ) -> Pick:
         """Run `selector` (default: the current one) on `candidates` (numbered 1..N in this order);
-        never raises. `query_vec`: the query's embedding, when the caller computed it."""
+        never raises. `query_vec`: the query's embedding, when the caller computed it; `remember`: cache the
+        pick for the next same query."""
         selector = selector or self.selector
         n = len(candidates)
         shown = [PromptCandidate(c.source, c.heading, c.text, c.parent_heading, c.vector) for c in candidates]
@@ -196,7 +253,7 @@ class Picker:
             selector.version,
             tuple(c.rank for c in picked),
         )
-        if selection.status != "fallback":
+        if remember and selection.status != "fallback":
             with self._lock:
                 self._cache[normalize_query(query)] = pick
                 self._cache.move_to_end(normalize_query(query))

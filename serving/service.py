@@ -12,6 +12,7 @@ timeout.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -20,7 +21,7 @@ from psycopg_pool import ConnectionPool
 from retrieval.contracts.selection import PROMPT_VERSION, Pick
 from retrieval.conversation.capture import CaptureParams, Extractor
 from retrieval.embed import Embedder
-from retrieval.logs import feedback
+from retrieval.logs import feedback, trials
 from retrieval.params import IngestParams, MaintainParams, SearchParams, StagingParams
 from retrieval.query import staging
 from retrieval.query.search import Candidate, keyword_rankings, search_vector
@@ -53,6 +54,7 @@ class Service:
     capture_worker: CaptureWorker | None = None  # started with the pool
     maintain: MaintainParams = field(default_factory=lambda: MaintainParams(interval_minutes=0))  # off unless asked
     maintenance: MaintenanceLoop | None = None  # started with the app when maintain.interval_minutes > 0
+    relabel: Callable[[dict], dict] = lambda rec: rec  # the one definition of "used", applied to a trial's records
 
     def ready(self, wait_s: float = 0.0) -> bool:
         """The service serves what it must: a pinned selector (loaded before the app starts) at once; one that
@@ -85,6 +87,8 @@ def run_query(service: Service, text: str, inline: bool) -> dict:
             selection_status=status,
             staging_path=str(path),
             threshold=service.search.threshold,
+            trial_id=served.trial,
+            teams=served.teams,
         )
     if served.later is not None:  # the slow selector refines for next time
         service.picker.select_later(text, shown, lambda p: _log_pick(service, qid, p), served.later)
@@ -106,6 +110,28 @@ def run_query(service: Service, text: str, inline: bool) -> dict:
         "below_threshold": result.below_threshold,
         "staging_file": str(path),
     }
+
+
+def settle_trial(service: Service, query_id: int) -> dict | None:
+    """After feedback on `query_id`: if it was served in a running trial, read the trial's rule now. The closed
+    trial when this feedback decided it (a promotion is announced to every service), else None."""
+    with service.pool.connection() as conn:
+        row = conn.execute("SELECT trial_id FROM queries WHERE id = %s", (query_id,)).fetchone()
+        if row is None or row[0] is None:
+            return None
+        closed = trials.settle(conn, row[0], service.relabel)
+    return closed.as_dict() if closed else None
+
+
+def trial_status(service: Service) -> dict | None:
+    """The running trial, its evidence so far, and whether this service serves it; None when none runs."""
+    with service.pool.connection() as conn:
+        trial = trials.running(conn)
+        if trial is None:
+            return None
+        v = trials.verdict(conn, trial, service.relabel)
+    arm = service.picker.trial
+    return trial.as_dict() | {"evidence": v.as_dict(), "served_here": arm is not None and arm.id == trial.id}
 
 
 def _keyword_side(service: Service, text: str) -> list[list[int]]:

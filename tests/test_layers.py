@@ -23,7 +23,7 @@ ROOMS = {
     "contracts": set(),
     "query": set(),
     "corpus": {"contracts"},
-    "logs": {"query"},
+    "logs": {"query", "contracts"},
     "conversation": {"corpus"},
     "ops": {"contracts", "corpus", "query", "logs"},
 }

@@ -14,6 +14,7 @@ from eval.code_bench import CodeBenchParams
 from eval.deploy import DeployParams
 from eval.evaluate import EvaluateParams
 from eval.scifact_bench import BenchmarkParams
+from retrieval.contracts.interleaving import TrialParams
 from retrieval.conversation.capture import CaptureParams
 from retrieval.params import (
     EmbedParams,
@@ -46,6 +47,7 @@ SECTIONS = {
     "code_bench": CodeBenchParams,
     "evaluate": EvaluateParams,
     "deploy": DeployParams,
+    "trial": TrialParams,
     "maintain": MaintainParams,
 }
 # params.yaml sections no dataclass loads, each with the reason: none today, every section has its config.

@@ -124,6 +124,8 @@ def log_query(
     selection_status: str = "pending",
     staging_path: str | None = None,
     threshold: float | None = None,
+    trial_id: int | None = None,
+    teams: dict[int, str] | None = None,
 ) -> int:
     """Record a served query with its candidates: `picked`, the served order (candidate ranks, best
     first); `shown`, the ranks in the context given to the consumer (None: `picked`, all of them; neither
@@ -140,15 +142,15 @@ def log_query(
     }
     with conn.transaction():
         (qid,) = conn.execute(
-            "INSERT INTO queries (text, selector_version, prompt_version, selection_status, staging_path, threshold)"
-            " VALUES (%s, %s, %s, %s, %s, %s) RETURNING id",
-            (text, selector_version, prompt_version, selection_status, staging_path, threshold),
+            "INSERT INTO queries (text, selector_version, prompt_version, selection_status, staging_path, threshold,"
+            " trial_id) VALUES (%s, %s, %s, %s, %s, %s, %s) RETURNING id",
+            (text, selector_version, prompt_version, selection_status, staging_path, threshold, trial_id),
         ).fetchone()
         conn.execute(  # one statement for all N candidates (this is on the query path)
             "INSERT INTO query_candidates"
-            " (query_id, rank, chunk_id, content_hash, score, pick_rank, served_rank, shown, propensity)"
-            " SELECT %s, r, c, h, s, p, p, e, q FROM unnest("
-            "%s::int[], %s::bigint[], %s::text[], %s::real[], %s::int[], %s::bool[], %s::real[]) AS u(r, c, h, s, p, e, q)",
+            " (query_id, rank, chunk_id, content_hash, score, pick_rank, served_rank, shown, propensity, team)"
+            " SELECT %s, r, c, h, s, p, p, e, q, t FROM unnest(%s::int[], %s::bigint[], %s::text[], %s::real[],"
+            " %s::int[], %s::bool[], %s::real[], %s::text[]) AS u(r, c, h, s, p, e, q, t)",
             (
                 qid,
                 [c.rank for c in candidates],
@@ -158,6 +160,7 @@ def log_query(
                 [pick.get(c.rank) for c in candidates],
                 [None if exposed is None else c.rank in exposed for c in candidates],
                 [p[c.rank] for c in candidates],
+                [(teams or {}).get(c.rank) for c in candidates],
             ),
         )
     return qid

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from eval.deploy import DeployParams, challengers, deploy, gate
+from eval.deploy import DeployParams, challengers, deploy, gate, judged
 from eval.systems import chain_arg, chain_file
 
 REPO = Path(__file__).resolve().parents[2]
@@ -93,7 +93,22 @@ def test_every_gated_benchmark_must_pass_and_missing_results_fail():
     assert gate({"a": good}, DeployParams(in_domain="a,c", in_domain_guard="", out_of_domain="")).reasons == [
         "c: no selector result"
     ]
-    assert DeployParams(in_domain="").problems()  # a gate needs an in-domain split
+    assert DeployParams(in_domain="", promotion="judged").problems()  # a margin needs an in-domain split
+    assert not DeployParams(in_domain="").problems()  # auto: a trial decides where no judged split exists
+
+
+def test_where_no_judged_split_speaks_for_the_store_a_trial_decides_and_the_guards_still_gate():
+    """The user's own store: SciFact is not in it, so its in-domain split has no items (no result)."""
+    auto = DeployParams(in_domain="a", in_domain_guard="", out_of_domain="o")
+    good_ood = result(row(0.80), (-0.01, 0.02))
+    assert not judged({"o": good_ood}, auto, "selector")  # no in-domain result: a trial
+    assert judged({"a": good_ood, "o": good_ood}, auto, "selector")  # the lab's store: the margin
+    assert not judged({"a": good_ood}, replace(auto, promotion="trial"), "selector")
+    d = gate({"o": good_ood}, auto, by_margin=False)
+    assert d.passed and set(d.details) == {"o"}  # the margin is not asked for; the out-of-domain guard is
+    worse = result(row(0.69), (-0.05, -0.01))
+    d = gate({"o": worse}, auto, by_margin=False)
+    assert not d.passed and "out of domain" in d.reasons[0]  # a trial is earned by the label-free checks
 
 
 def test_each_challenger_is_gated_by_its_own_system_name():

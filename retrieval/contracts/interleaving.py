@@ -1,0 +1,124 @@
+"""The trial by interleaving: what serving, the trial's bookkeeping and the lab compute the same way.
+
+`team_draft` merges the champion's and the challenger's rankings into one served order and says which team put
+each item there (Radlinski, Kurup and Joachims 2008): the teams take turns, the one with fewer items in the
+list picks next (a coin decides a tie), each adding its best item not yet in the list. A consumer who cites
+what helped, not knowing the teams, credits them: a query whose cited items came more from the challenger's
+team is a win for it, more from the champion's a loss, equal (none cited, or as many each) a tie.
+
+`decide` is the pre-registered stopping rule: a sequential sign test on the wins and losses, read after every
+judged query. Its statistic is a mixture likelihood ratio (mSPRT; Robbins 1970, Johari et al. 2017): the
+likelihood of the wins and losses averaged over win rates p in (0.5, 0.5 + max_effect], divided by their
+likelihood at p = 0.5. Under "the challenger is no better" (p <= 0.5) it is a non-negative supermartingale, so
+by Ville's inequality it ever reaches 1 / alpha with probability at most alpha: the trial may be read after
+every query, by every service, with no correction for looks. The mirror statistic rejects a challenger that
+is surely worse; a trial that reaches `max_judged` cited queries without proof rejects it too (the champion
+stays: promotion needs evidence, rejection only needs its absence).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+
+CHAMPION, CHALLENGER = "champion", "challenger"
+TEAMS = (CHAMPION, CHALLENGER)
+_GRID = 64  # win rates the mixture averages over
+
+
+def team_draft(champion: Sequence[Hashable], challenger: Sequence[Hashable], rng: random.Random) -> list[tuple]:
+    """(item, team) in served order: both rankings merged by team-draft until every item of either is placed."""
+    out: list[tuple] = []
+    placed: set = set()
+    count = {CHAMPION: 0, CHALLENGER: 0}
+    rankings = {CHAMPION: list(champion), CHALLENGER: list(challenger)}
+    while True:
+        left = {t: [x for x in rankings[t] if x not in placed] for t in TEAMS}
+        if not left[CHAMPION] and not left[CHALLENGER]:
+            return out
+        if not left[CHAMPION] or not left[CHALLENGER]:
+            team = CHALLENGER if left[CHALLENGER] else CHAMPION
+        elif count[CHAMPION] != count[CHALLENGER]:
+            team = CHAMPION if count[CHAMPION] < count[CHALLENGER] else CHALLENGER
+        else:
+            team = CHALLENGER if rng.random() < 0.5 else CHAMPION
+        item = left[team][0]
+        out.append((item, team))
+        placed.add(item)
+        count[team] += 1
+
+
+def outcome(teams: dict[Hashable, str], used: set) -> int:
+    """+1 the challenger wins this query, -1 it loses, 0 a tie: the used items each team placed, compared.
+    `teams`: item -> team of the items the consumer was shown; used items outside it earn no team credit."""
+    champion = sum(1 for x in used if teams.get(x) == CHAMPION)
+    challenger = sum(1 for x in used if teams.get(x) == CHALLENGER)
+    return (challenger > champion) - (challenger < champion)
+
+
+@dataclass(frozen=True)
+class TrialParams:
+    """A trial's design (params.yaml `trial`), fixed when it starts and stored with it: pre-registered."""
+
+    share: float = 0.5  # of queries served interleaved while a trial runs (the others: the champion alone)
+    alpha: float = 0.05  # the chance of promoting a challenger that is no better, at most
+    max_judged: int = 800  # cited trial queries after which a challenger not yet proven better is rejected
+    max_effect: float = 0.2  # the mixture's win rates run from 0.5 to 0.5 + this
+
+    def problems(self) -> list[str]:
+        out = []
+        if not 0 < self.share <= 1:
+            out.append("trial.share must be in (0, 1]")
+        if not 0 < self.alpha < 1:
+            out.append("trial.alpha must be in (0, 1)")
+        if self.max_judged < 1:
+            out.append("trial.max_judged must be >= 1")
+        if not 0 < self.max_effect <= 0.5:
+            out.append("trial.max_effect must be in (0, 0.5]")
+        return out
+
+
+def log_evidence(wins: int, losses: int, max_effect: float) -> float:
+    """log of the mixture likelihood ratio for "the challenger wins more often than it loses"."""
+    terms = []
+    for i in range(1, _GRID + 1):
+        p = 0.5 + max_effect * i / _GRID
+        terms.append(wins * math.log(2 * p) + (losses * math.log(2 * (1 - p)) if losses else 0.0))
+    top = max(terms)
+    return top + math.log(sum(math.exp(t - top) for t in terms) / _GRID)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    decision: str | None  # "promote", "reject", or None (the trial goes on)
+    reason: str
+    wins: int
+    losses: int
+    ties: int
+    judged: int  # cited trial queries: wins + losses + ties where something shown was cited
+    evidence_for: float  # the mixture likelihood ratio for the challenger (promote at 1 / alpha)
+    evidence_against: float  # the mirror: the challenger loses more often (reject at 1 / alpha)
+
+    def as_dict(self) -> dict:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
+def decide(wins: int, losses: int, ties: int, rule: TrialParams) -> Verdict:
+    """The rule read on the trial's tallies so far (`ties`: cited queries whose credit was equal)."""
+    judged = wins + losses + ties
+    bound = math.log(1 / rule.alpha)
+    up, down = log_evidence(wins, losses, rule.max_effect), log_evidence(losses, wins, rule.max_effect)
+    shown = (round(math.exp(min(up, 700)), 3), round(math.exp(min(down, 700)), 3))
+    head = f"{wins} wins, {losses} losses, {ties} ties in {judged} cited queries"
+    if up >= bound:
+        why = f"{head}: evidence {shown[0]:g} >= {1 / rule.alpha:g} that the challenger is better"
+        return Verdict("promote", why, wins, losses, ties, judged, *shown)
+    if down >= bound:
+        why = f"{head}: evidence {shown[1]:g} >= {1 / rule.alpha:g} that the challenger is worse"
+        return Verdict("reject", why, wins, losses, ties, judged, *shown)
+    if judged >= rule.max_judged:
+        why = f"{head}: no proof of a gain within {rule.max_judged} (evidence {shown[0]:g} < {1 / rule.alpha:g})"
+        return Verdict("reject", why, wins, losses, ties, judged, *shown)
+    return Verdict(None, f"{head}: running", wins, losses, ties, judged, *shown)

@@ -1,0 +1,190 @@
+"""Trials by interleaving, in Postgres: which challenger is on trial against which champion, and what the
+log says of it. The rule and the merge are `retrieval.contracts.interleaving`; this module keeps the trial's
+row (migration 013) and reads its tallies from the feedback log, so every service on the store sees the same
+trial and the same evidence, and a restarted one resumes it.
+
+`start` opens a trial (stopping a running one) and tells the services (NOTIFY on the deployment channel);
+`settle` reads the tallies under the trial's row lock and, when the rule decides, closes it, announcing the
+challenger as the new champion in the same transaction when it won. Whichever service or command settles
+first decides; the others find it closed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from datetime import datetime
+
+import psycopg
+from psycopg.types.json import Jsonb
+
+from ..contracts.interleaving import TrialParams, Verdict, decide, outcome
+from .deployments import CHANNEL, announce
+
+TRIAL_NOTICE = "trial"  # the NOTIFY payload that says a trial started or ended
+
+
+@dataclass(frozen=True)
+class Trial:
+    id: int
+    champion: str
+    champion_record: dict
+    challenger: str
+    challenger_record: dict
+    share: float
+    rule: TrialParams  # the design it started with
+    status: str  # running | promoted | rejected | stopped
+    reason: str | None
+    evidence: dict | None
+    deployment_id: int | None
+    recorded: bool
+    created_at: datetime
+    decided_at: datetime | None
+
+    def as_dict(self) -> dict:
+        out = asdict(self)
+        out.pop("champion_record"), out.pop("challenger_record")
+        return out | {"created_at": self.created_at.isoformat(), "decided_at": _iso(self.decided_at)}
+
+
+_COLS = (
+    "id, champion, champion_record, challenger, challenger_record, share, rule, status, reason, evidence,"
+    " deployment_id, recorded, created_at, decided_at"
+)
+
+
+def _trial(row) -> Trial:
+    rule = TrialParams(**row[6])
+    return Trial(*row[:6], rule, *row[7:])
+
+
+def _iso(t: datetime | None) -> str | None:
+    return t.isoformat() if t else None
+
+
+def start(conn: psycopg.Connection, champion: dict, challenger: dict, rule: TrialParams) -> Trial:
+    """Put `challenger` (a version record) on trial against `champion`; a running trial is stopped."""
+    if problems := rule.problems():
+        raise ValueError("; ".join(problems))
+    with conn.transaction():
+        conn.execute(
+            "UPDATE selector_trials SET status = 'stopped', reason = %s, decided_at = clock_timestamp()"
+            " WHERE status = 'running'",
+            (f"replaced by a trial of {challenger['version']}",),
+        )
+        row = conn.execute(
+            f"INSERT INTO selector_trials (champion, champion_record, challenger, challenger_record, share, rule)"
+            f" VALUES (%s, %s, %s, %s, %s, %s) RETURNING {_COLS}",
+            (
+                champion["version"],
+                Jsonb(champion),
+                challenger["version"],
+                Jsonb(challenger),
+                rule.share,
+                Jsonb(asdict(rule)),
+            ),
+        ).fetchone()
+        conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, TRIAL_NOTICE))
+    return _trial(row)
+
+
+def running(conn: psycopg.Connection) -> Trial | None:
+    row = conn.execute(f"SELECT {_COLS} FROM selector_trials WHERE status = 'running'").fetchone()
+    return _trial(row) if row else None
+
+
+def get(conn: psycopg.Connection, trial_id: int) -> Trial | None:
+    row = conn.execute(f"SELECT {_COLS} FROM selector_trials WHERE id = %s", (trial_id,)).fetchone()
+    return _trial(row) if row else None
+
+
+def recent(conn: psycopg.Connection, limit: int = 5) -> list[Trial]:
+    return [_trial(r) for r in conn.execute(f"SELECT {_COLS} FROM selector_trials ORDER BY id DESC LIMIT %s", (limit,))]
+
+
+def stop(conn: psycopg.Connection, reason: str) -> Trial | None:
+    """End the running trial without a verdict (the champion stays); None when none runs."""
+    with conn.transaction():
+        row = conn.execute(
+            f"UPDATE selector_trials SET status = 'stopped', reason = %s, decided_at = clock_timestamp()"
+            f" WHERE status = 'running' RETURNING {_COLS}",
+            (reason,),
+        ).fetchone()
+        conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, TRIAL_NOTICE))
+    return _trial(row) if row else None
+
+
+def trial_records(conn: psycopg.Connection, trial_id: int) -> list[dict]:
+    """The trial's queries that have feedback, as feedback records (contract 3's keys the labels need) whose
+    candidates carry their `team`: what the one definition of "used" reads."""
+    rows = conn.execute(
+        """SELECT q.id, q.text, q.answer, q.rating, q.threshold,
+                  json_agg(json_build_object('rank', c.rank, 'chunk_id', c.chunk_id, 'score', c.score,
+                           'shown', c.shown, 'used', c.used, 'team', c.team, 'propensity', c.propensity,
+                           'text', k.text) ORDER BY c.rank)
+           FROM queries q JOIN query_candidates c ON c.query_id = q.id
+           LEFT JOIN chunks k ON k.id = c.chunk_id AND k.content_hash = c.content_hash
+           WHERE q.trial_id = %s AND (q.answer IS NOT NULL OR EXISTS
+                 (SELECT 1 FROM query_candidates u WHERE u.query_id = q.id AND u.used IS NOT NULL))
+           GROUP BY q.id ORDER BY q.id""",
+        (trial_id,),
+    ).fetchall()
+    keys = ("query_id", "query", "answer", "rating", "threshold", "candidates")
+    return [dict(zip(keys, r)) for r in rows]
+
+
+def tally(records: list[dict]) -> tuple[int, int, int]:
+    """(wins, losses, ties) of the challenger over the cited queries: those where something shown was used."""
+    wins = losses = ties = 0
+    for rec in records:
+        teams = {c["rank"]: c["team"] for c in rec["candidates"] if c.get("shown") and c.get("team")}
+        used = {c["rank"] for c in rec["candidates"] if c.get("used") and c["rank"] in teams}
+        if not used:
+            continue
+        o = outcome(teams, used)
+        wins, losses, ties = wins + (o > 0), losses + (o < 0), ties + (o == 0)
+    return wins, losses, ties
+
+
+def verdict(conn: psycopg.Connection, trial: Trial, relabel: Callable[[dict], dict]) -> Verdict:
+    """The rule read on the trial's log now; `relabel` is the one definition of "used" applied to each record."""
+    return decide(*tally([relabel(r) for r in trial_records(conn, trial.id)]), trial.rule)
+
+
+def settle(conn: psycopg.Connection, trial_id: int, relabel: Callable[[dict], dict]) -> Trial | None:
+    """Decide trial `trial_id` if its rule does now: the trial closed (promoted with the challenger announced
+    as champion, or rejected), else None (still running, or already closed by someone else)."""
+    with conn.transaction():
+        row = conn.execute(
+            f"SELECT {_COLS} FROM selector_trials WHERE id = %s AND status = 'running' FOR UPDATE", (trial_id,)
+        ).fetchone()
+        if row is None:
+            return None
+        trial = _trial(row)
+        v = verdict(conn, trial, relabel)
+        if v.decision is None:
+            return None
+        dep_id = None
+        if v.decision == "promote":
+            dep_id = announce(conn, trial.challenger_record, "promote", f"won trial {trial.id}: {v.reason}")
+        row = conn.execute(
+            f"UPDATE selector_trials SET status = %s, reason = %s, evidence = %s, deployment_id = %s,"
+            f" decided_at = clock_timestamp() WHERE id = %s RETURNING {_COLS}",
+            ("promoted" if v.decision == "promote" else "rejected", v.reason, Jsonb(v.as_dict()), dep_id, trial_id),
+        ).fetchone()
+        conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, TRIAL_NOTICE))
+    return _trial(row)
+
+
+def unrecorded(conn: psycopg.Connection) -> list[Trial]:
+    """Closed trials whose decision the MLflow registry does not hold yet, oldest first."""
+    return [
+        _trial(r)
+        for r in conn.execute(
+            f"SELECT {_COLS} FROM selector_trials WHERE status <> 'running' AND NOT recorded ORDER BY id"
+        )
+    ]
+
+
+def mark_recorded(conn: psycopg.Connection, trial_id: int) -> None:
+    conn.execute("UPDATE selector_trials SET recorded = true WHERE id = %s", (trial_id,))

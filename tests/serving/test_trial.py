@@ -1,0 +1,201 @@
+"""A trial by interleaving against a real Postgres and real services over HTTP: team-draft attribution in the
+log, citations credited to their teams, the rule's decision (a promotion hot-swaps every service), two services
+running one trial, and a restarted service resuming it."""
+
+import contextlib
+import json
+import time
+
+import httpx
+import pytest
+
+from retrieval.contracts.interleaving import CHALLENGER, CHAMPION, TrialParams
+from retrieval.db import connect
+from retrieval.logs import deployments, trials
+from retrieval.params import IngestParams, SearchParams, StagingParams
+from serving.hotswap import HotSwapper
+from serving.picker import Picker
+from serving.selectors import SIMILARITY, SimilaritySelector
+from serving.server import BackgroundServer
+from serving.service import Service
+
+NOTES = ("bees", "rivers", "compilers", "volcanoes", "tides", "orchids", "glaciers", "comets")
+RULE = TrialParams(share=1.0, max_judged=60)  # every query interleaved: a short test
+CHALLENGER_RECORD = {"kind": "reverse", "version": "challenger-v2"}
+
+
+class Reverse:
+    """Ranks the candidates bottom-up: easy to tell from the similarity order."""
+
+    answers_inline = True
+
+    def __init__(self, version):
+        self.version = version
+
+    def answer(self, query, cands, k, query_vec=None):
+        return json.dumps({"selected": list(range(len(cands), 0, -1))[:k]})
+
+
+class Broken(Reverse):
+    def answer(self, query, cands, k, query_vec=None):
+        return "no idea"
+
+
+def build(record):
+    return {"reverse": Reverse, "broken": Broken, "similarity": lambda v: SimilaritySelector()}[record["kind"]](
+        record["version"]
+    )
+
+
+def wait_for(fn, timeout=15.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if value := fn():
+            return value
+        time.sleep(0.05)
+    raise AssertionError("condition not reached")
+
+
+@contextlib.contextmanager
+def running_service(db_url, embedder, tmp_path, seed=0):
+    picker = Picker(SimilaritySelector(), timeout_s=5, seed=seed, token_budget=1, min_chunks=3)  # a context of 3
+    svc = Service(
+        db_url,
+        embedder,
+        picker,
+        SearchParams(threshold=0.0),
+        IngestParams(),
+        StagingParams(dir=str(tmp_path / "st")),
+        swapper=HotSwapper(picker, db_url, canary_timeout_s=5, grace_s=0, build=build),
+    )
+    with BackgroundServer(svc) as server, httpx.Client(base_url=server.url, timeout=30) as client:
+        yield client
+
+
+@pytest.fixture
+def notes(db_url, embedder, tmp_path):
+    with running_service(db_url, embedder, tmp_path) as client:
+        for name in NOTES:
+            client.post(
+                "/ingest", json={"source": name, "text": f"# {name}\n\nA note about {name}."}
+            ).raise_for_status()
+
+
+def ask_and_cite(client, team: str, query: str = "how do bees make honey?") -> dict:
+    """One trial query; the answer cites the first context item the given team placed."""
+    r = client.post("/query", json={"query": query}).json()
+    with connect(client.db_url) as conn:
+        teams = dict(
+            conn.execute(
+                "SELECT rank, team FROM query_candidates WHERE query_id = %s AND shown", (r["query_id"],)
+            ).fetchall()
+        )
+    cite = next(c["rank"] for c in r["context"] if teams[c["rank"]] == team)
+    return client.post("/feedback", json={"query_id": r["query_id"], "answer": f"So it is [{cite}]."}).json()
+
+
+def start(db_url, record=CHALLENGER_RECORD, rule=RULE):
+    with connect(db_url) as conn:
+        return trials.start(conn, dict(SIMILARITY), record, rule)
+
+
+def test_trial_queries_are_interleaved_and_each_shown_chunk_logs_its_team(notes, db_url, embedder, tmp_path):
+    with running_service(db_url, embedder, tmp_path) as client:
+        trial = start(db_url)
+        wait_for(lambda: client.get("/selector").json()["trial"] == trial.id)
+        r = client.post("/query", json={"query": "rivers and tides"}).json()
+        assert r["selector_version"] == f"trial:{trial.id}"
+        with connect(db_url) as conn:
+            (logged,) = conn.execute("SELECT trial_id FROM queries WHERE id = %s", (r["query_id"],)).fetchone()
+            rows = conn.execute(
+                "SELECT rank, shown, team FROM query_candidates WHERE query_id = %s ORDER BY rank", (r["query_id"],)
+            ).fetchall()
+        assert logged == trial.id
+        shown = [(rank, team) for rank, s, team in rows if s]
+        assert [rank for rank, _ in shown] == sorted(c["rank"] for c in r["context"])
+        assert {team for _, team in shown} == {CHAMPION, CHALLENGER}  # both teams placed items
+        assert all(team is None for _, s, team in rows if not s)  # nothing unshown carries a team
+        # the champion's best (rank 1) and the challenger's best (the last candidate) are both in the context
+        assert {1, len(rows)} <= {c["rank"] for c in r["context"]}
+        stats = client.get("/stats").json()["trial"]
+        assert stats["id"] == trial.id and stats["served_here"] and stats["evidence"]["judged"] == 0
+
+
+def test_citations_of_the_challengers_team_promote_it_and_every_service_swaps(notes, db_url, embedder, tmp_path):
+    with (
+        running_service(db_url, embedder, tmp_path, seed=1) as one,
+        running_service(db_url, embedder, tmp_path, seed=2) as two,
+    ):
+        one.db_url = two.db_url = db_url
+        trial = start(db_url)
+        for c in (one, two):
+            wait_for(lambda c=c: c.get("/selector").json()["trial"] == trial.id)
+        decided = None
+        for i in range(RULE.max_judged):  # two services, one trial: the feedback alternates between them
+            out = ask_and_cite((one, two)[i % 2], CHALLENGER)
+            if "trial" in out:
+                decided = out["trial"]
+                break
+        assert decided is not None and decided["status"] == "promoted", decided
+        assert 10 <= i < 30  # straight wins decide quickly, not at once
+        with connect(db_url) as conn:
+            closed = trials.get(conn, trial.id)
+            dep = deployments.latest(conn)
+        assert closed.evidence["wins"] == i + 1 and closed.evidence["losses"] == 0
+        assert dep.id == closed.deployment_id and dep.version == "challenger-v2" and dep.action == "promote"
+        for c in (one, two):  # the promotion hot-swaps both, and the trial arm is gone
+            wait_for(lambda c=c: c.get("/selector").json()["version"] == "challenger-v2")
+            wait_for(lambda c=c: c.get("/selector").json()["trial"] is None)
+        r = one.post("/query", json={"query": "comets"}).json()
+        assert r["selector_version"] == "challenger-v2"
+
+
+def test_citations_of_the_champions_team_reject_the_challenger(notes, db_url, embedder, tmp_path):
+    with running_service(db_url, embedder, tmp_path) as client:
+        client.db_url = db_url
+        trial = start(db_url)
+        wait_for(lambda: client.get("/selector").json()["trial"] == trial.id)
+        for _ in range(RULE.max_judged):
+            out = ask_and_cite(client, CHAMPION)
+            if "trial" in out:
+                break
+        assert out["trial"]["status"] == "rejected"
+        assert client.get("/selector").json()["version"] == "similarity"  # the champion stays
+        with connect(db_url) as conn:
+            assert trials.get(conn, trial.id).evidence["losses"] > 0 and deployments.latest(conn) is None
+
+
+def test_a_citation_of_a_chunk_never_shown_credits_no_team(notes, db_url, embedder, tmp_path):
+    with running_service(db_url, embedder, tmp_path) as client:
+        trial = start(db_url)
+        wait_for(lambda: client.get("/selector").json()["trial"] == trial.id)
+        r = client.post("/query", json={"query": "orchids"}).json()
+        unshown = next(c["rank"] for c in r["candidates"] if c["rank"] not in {x["rank"] for x in r["context"]})
+        client.post("/feedback", json={"query_id": r["query_id"], "answer": f"Maybe [{unshown}]."})
+        with connect(db_url) as conn:
+            v = trials.verdict(conn, trials.get(conn, trial.id), lambda rec: rec)
+        assert (v.wins, v.losses, v.judged) == (0, 0, 0)
+
+
+def test_a_restarted_service_resumes_the_running_trial_and_its_tallies(notes, db_url, embedder, tmp_path):
+    trial = start(db_url)
+    with running_service(db_url, embedder, tmp_path) as client:
+        client.db_url = db_url
+        wait_for(lambda: client.get("/selector").json()["trial"] == trial.id)
+        for _ in range(3):
+            ask_and_cite(client, CHALLENGER)
+    with running_service(db_url, embedder, tmp_path) as client:  # a new process would read the same rows
+        client.db_url = db_url
+        wait_for(lambda: client.get("/selector").json()["trial"] == trial.id)
+        assert client.get("/stats").json()["trial"]["evidence"]["wins"] == 3
+        ask_and_cite(client, CHALLENGER)
+        assert client.get("/stats").json()["trial"]["evidence"]["wins"] == 4
+
+
+def test_a_challenger_that_fails_its_canary_is_not_served(notes, db_url, embedder, tmp_path):
+    with running_service(db_url, embedder, tmp_path) as client:
+        trial = start(db_url, {"kind": "broken", "version": "bad"})
+        wait_for(lambda: "not served here" in (client.get("/selector").json()["last_error"] or ""))
+        assert client.get("/selector").json()["trial"] is None
+        assert client.post("/query", json={"query": "bees"}).json()["selector_version"] == "similarity"
+        assert client.get("/stats").json()["trial"]["id"] == trial.id  # still running: other services may serve it
