@@ -73,8 +73,8 @@ def run_cycle(params: Path, benchmark_dir: Path, split: str, bar, replay: bool |
     return result
 
 
-def dvc_repro(bar) -> None:
-    """`dvc repro`, its stages' `python` being this environment's (the README runs `.venv/bin/pai` with
+def dvc_repro(bar, targets: tuple[str, ...] = ()) -> None:
+    """`dvc repro [targets]`, its stages' `python` being this environment's (the README runs `.venv/bin/pai` with
     no venv activated), each stage's start and summary line shown as it runs."""
     env = os.environ | {
         "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
@@ -87,7 +87,7 @@ def dvc_repro(bar) -> None:
     task = bar.add_task("3. dvc repro", total=None)
     tail: deque[str] = deque(maxlen=80)
     with subprocess.Popen(
-        [str(Path(sys.executable).with_name("dvc")), "repro"],
+        [str(Path(sys.executable).with_name("dvc")), "repro", *targets],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,

@@ -38,7 +38,7 @@ from serving.live import watch as watch_inbox
 from serving.selectors import resolve
 from serving.server import build_service
 
-from . import assistant, bench, capture, jobs, lab, maintain, pipeline, promote
+from . import assistant, bench, capture, jobs, lab, maintain, pipeline, promote, retrain
 from .terminal import ParamsOpt, _fail, console, emit, progress_bar
 
 app = typer.Typer(
@@ -46,7 +46,8 @@ app = typer.Typer(
     no_args_is_help=True,
     help="pai-brain: retrieval on PostgreSQL + pgvector, a learned selector that picks the context, and a "
     "pipeline that retrains it from feedback.\n\n"
-    "Start with `pai cycle` (the main job), or `pai ingest PATH` and `pai query TEXT`. "
+    "Start with `pai ingest PATH` and `pai serve` (or `pai mcp`); once answers cite [n], `pai retrain`. "
+    "`pai cycle` is the lab's demo on SciFact. "
     "`pai COMMAND --help` for each; docs/ for the rest.",
 )
 
@@ -257,7 +258,10 @@ app.command("capture", rich_help_panel=USE, short_help="Capture facts from conve
     capture.capture_command
 )
 app.add_typer(hooks_app, name="hooks", rich_help_panel=USE, short_help="Git post-commit and assistant turn-end hooks.")
-app.command(rich_help_panel=RETRAIN, short_help="The main job: ingest SciFact, replay, dvc repro, measure.")(
+app.command(rich_help_panel=RETRAIN, short_help="Retrain on your store's feedback; a challenger goes on trial.")(
+    retrain.retrain
+)
+app.command(rich_help_panel=RETRAIN, short_help="The lab's demo: ingest SciFact, replay, dvc repro, measure.")(
     pipeline.cycle
 )
 app.command("eval", rich_help_panel=RETRAIN, short_help="Evaluate selectors on a benchmark file, side by side.")(

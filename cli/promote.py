@@ -9,12 +9,12 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from eval.promotion import RegistryError, champion, client, history, record_of
+from eval.promotion import RegistryError, champion, client, history, record_of, record_trials
 from eval.promotion import promote as do_promote
 from eval.promotion import rollback as do_rollback
 from retrieval.conversation import capture
 from retrieval.db import DatabaseError, connect
-from retrieval.logs import deployments
+from retrieval.logs import deployments, trials
 
 from .terminal import _fail, console
 
@@ -75,6 +75,7 @@ def rollback(wait: WaitOpt = 60.0, as_json: JsonOpt = False) -> None:
 def status(as_json: JsonOpt = False) -> None:
     """Registry aliases, the latest deployments and what each service did about them."""
     try:
+        settled = record_trials()  # trials closed since the last look: into the registry first
         champ = champion()
         try:
             challenger = record_of("challenger")["version"]
@@ -86,6 +87,9 @@ def status(as_json: JsonOpt = False) -> None:
             deps = [(d, deployments.applies(conn, d.id)) for d in deployments.deployments(conn, 8)]
             services = deployments.listening_services(conn)
             captured = capture.counters(conn)
+            running = trials.running(conn)
+            evidence = trials.verdict(conn, running, lambda rec: rec).as_dict() if running else None
+            recent = [t.as_dict() for t in trials.recent(conn, 5)]
     except (RegistryError, DatabaseError) as e:
         _fail(str(e))
     out = {
@@ -94,6 +98,8 @@ def status(as_json: JsonOpt = False) -> None:
         "champion_history": hist,
         "services_listening": services,
         "capture": captured,
+        "trial": running.as_dict() | {"evidence": evidence} if running else None,
+        "trials": recent,
         "deployments": [
             {
                 "id": d.id,
@@ -107,8 +113,17 @@ def status(as_json: JsonOpt = False) -> None:
         ],
     }
     if as_json:
-        print(json.dumps(out, indent=2))
+        print(json.dumps(out, indent=2, default=str))
         return
+    for line in settled:
+        console.print(line, soft_wrap=True)
+    if running:
+        console.print(
+            f"trial {running.id}: [bold]{running.challenger}[/bold] vs {running.champion} on {running.share:.0%} of queries: "
+            f"{evidence['reason']}; evidence for {evidence['evidence_for']:g}, against {evidence['evidence_against']:g} "
+            f"(decides at {1 / running.rule.alpha:g}, or after {running.rule.max_judged} cited queries)",
+            soft_wrap=True,
+        )
     console.print(
         f"champion: [bold]{out['champion']}[/bold]   challenger: {challenger or '-'}   "
         f"services listening: {services}   history: {' -> '.join(hist) or '-'}",
