@@ -10,20 +10,26 @@ file, `--benchmark-dir` is the shared benchmark folder, `--max-queries` caps the
 from __future__ import annotations
 
 import json
+import sysconfig
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 from rich.table import Table
 
+from eval.bench import trial_power
+from eval.code_bench import build as build_code_items
+from eval.items import checked_items
+from retrieval.contracts.interleaving import TrialParams
+from retrieval.embed import get_embedder
 from retrieval.logs.feedback import FEEDBACK_FILE
 from retrieval.logs.grounding import grounding_report, regrounded_counts
-from retrieval.params import ParamsError, load_section
+from retrieval.params import BENCHMARK_DIR, ParamsError, load_section
 from training import gpu_smoke
 from training.build import BuildParams
 
 from . import pipeline
-from .terminal import JsonOpt, ParamsOpt, _fail, console, emit
+from .terminal import BenchDirOpt, JsonOpt, ParamsOpt, _fail, console, emit, progress_bar
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -149,6 +155,80 @@ app.command("grounding", rich_help_panel=FEEDBACK, short_help="What reading the 
     grounding_command
 )
 loop_app.command("report", short_help="Held-out Recall@5 after each retrain, with 95 % CIs.")(pipeline.loop_report)
+
+
+def trial_command(
+    domains: Annotated[str, typer.Option(help="hotpotqa, scifact, code, or contract-5 files, comma-separated")] = (
+        "hotpotqa,scifact,code"
+    ),
+    seeds: Annotated[int, typer.Option(help="simulated trials per challenger")] = 20,
+    champion: Annotated[
+        str, typer.Option(help="the ranker serving as champion: hybrid (the first stage) or cosine")
+    ] = ("hybrid"),
+    max_queries: Annotated[int, typer.Option(help="items per domain (0 = all)")] = 0,
+    benchmark_dir: BenchDirOpt = BENCHMARK_DIR,
+    params: ParamsOpt = Path("params.yaml"),
+    as_json: JsonOpt = False,
+    out: Annotated[Optional[Path], typer.Option(help="write the report as JSON here")] = None,
+) -> None:
+    """Power of the trial by interleaving: share of simulated trials that promote each challenger, against its
+    judged Recall@5 gain over the champion (hybrid), per domain (eval/bench/trial_power.py)."""
+    try:
+        rule = load_section(params, "trial", TrialParams)
+    except ParamsError as e:
+        _fail(str(e))
+    embedder, report = get_embedder(), {"rule": rule.__dict__, "domains": {}}
+    for name in [d for d in domains.split(",") if d]:
+        if name == "hotpotqa":
+            items = checked_items(benchmark_dir / "hotpotqa" / "test.jsonl")
+        elif name == "scifact":
+            items = trial_power.scifact_items(benchmark_dir, embedder)
+        elif name == "code":
+            items = build_code_items(Path(sysconfig.get_paths()["purelib"]), embedder, 300)
+        else:
+            items = checked_items(Path(name))
+        items = items[:max_queries] if max_queries else items
+        with progress_bar() as bar:
+            task = bar.add_task(f"{name}: {len(items)} queries, {seeds} trials per challenger", total=10)
+            rows = trial_power.domain_report(
+                items,
+                embedder,
+                rule,
+                trial_power.Consumer(),
+                seeds,
+                progress=lambda t=task: bar.advance(t),
+                champion=champion,
+            )
+        report["domains"][name] = {"queries": len(items), "champion": champion, "challengers": rows}
+        if not as_json:
+            t = Table(title=f"{name}: {len(items)} queries; champion {champion}; {seeds} trials per challenger")
+            for col in (
+                "challenger",
+                "recall@5",
+                "gain [95% CI]",
+                "promoted",
+                "rejected",
+                "cited to promote",
+                "max cost",
+            ):
+                t.add_column(col, justify="right")
+            for r in rows:
+                t.add_row(
+                    r["challenger"],
+                    f"{r['recall@5']:.3f}",
+                    f"{r['gain']:+.3f} [{r['ci95'][0]:+.3f}, {r['ci95'][1]:+.3f}]",
+                    f"{r['promoted']:.0%}",
+                    f"{r['rejected']:.0%}",
+                    str(r["median_judged_to_promote"] or "-"),
+                    f"{r['max_cost']:.4f}",
+                )
+            console.print(t)
+    emit(report, as_json, out, lambda console: None)  # the tables are printed above, domain by domain
+
+
+app.command("trial", rich_help_panel=FEEDBACK, short_help="Power of the trial by interleaving, per domain.")(
+    trial_command
+)
 app.command("gpu-smoke", rich_help_panel=GPU, short_help="The train stage on random weights: VRAM, step time.")(
     gpu_smoke_command
 )

@@ -62,7 +62,7 @@ def outcome(teams: dict[Hashable, str], used: set) -> int:
 class TrialParams:
     """A trial's design (params.yaml `trial`), fixed when it starts and stored with it: pre-registered."""
 
-    share: float = 0.5  # of queries served interleaved while a trial runs (the others: the champion alone)
+    share: float = 0.2  # of queries served interleaved while a trial runs (the others: the champion alone)
     alpha: float = 0.05  # the chance of promoting a challenger that is no better, at most
     max_judged: int = 800  # cited trial queries after which a challenger not yet proven better is rejected
     max_effect: float = 0.2  # the mixture's win rates run from 0.5 to 0.5 + this

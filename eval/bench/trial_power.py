@@ -1,0 +1,175 @@
+"""`pai lab trial`: how often the trial by interleaving promotes a challenger, against its judged gain.
+
+Per domain (a judged contract-5 set), real rankers' orders over each query's candidates: the champion is the
+first stage's fusion (`hybrid`: cosine and BM25 by reciprocal rank); the challengers are cosine, BM25, the
+general weights' family (standardised cosine + w x BM25, several w), and rankers made worse on purpose (cosine
+with noise, cosine against BM25). Each challenger's judged gain is its Recall@5 minus the champion's on the
+set (paired 95 % CI). Then, per seed, a trial as the service runs it: queries drawn from the set, the two
+rankings merged by team-draft (`retrieval.contracts.interleaving`), the context the first `k` of the merge, a
+consumer who cites a relevant context item with `p_relevant` and any other with `p_other`, and the stopping
+rule read after every cited query (`trial` params). Reported: the share of seeds that promote, the cited
+queries to a decision, and what users got during the trial against the champion alone (its cost).
+
+The statistics alone, on real orders: the service's own path (logging, teams, settle) is tested in
+tests/serving/test_trial.py.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import random
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from retrieval.contracts.interleaving import TrialParams, decide, outcome, team_draft
+from retrieval.contracts.lexical import lexical_scores
+from retrieval.contracts.metrics import paired_bootstrap, recall_at_k
+from retrieval.contracts.passage import passage_text
+from retrieval.embed import Embedder
+from retrieval.query.search import rrf
+
+CHAMPION = "hybrid"
+
+
+@dataclass(frozen=True)
+class Consumer:
+    p_relevant: float = 0.8  # a relevant item in the context is cited
+    p_other: float = 0.05  # any other is cited anyway
+
+
+def _z(x: np.ndarray) -> np.ndarray:
+    return (x - x.mean()) / max(float(x.std()), 1e-9)
+
+
+def rankings(items: list[dict], embedder: Embedder, seed: int = 0) -> dict[str, dict[str, list[str]]]:
+    """name -> qid -> candidate ids best first, for the champion and every challenger."""
+    rng = np.random.default_rng(seed)
+    out: dict[str, dict[str, list[str]]] = {}
+    for it in items:
+        cands = it["candidates"]
+        ids = [c["id"] for c in cands]
+        q = embedder.encode([it["query"]])[0]
+        vecs = embedder.encode_passages(
+            [passage_text(c.get("title"), c["text"], c.get("parent_heading")) for c in cands]
+        )
+        cos = _z(vecs @ q)
+        bm = _z(np.asarray(lexical_scores(it["query"], [f"{c.get('title') or ''} {c['text']}" for c in cands])))
+        order = {
+            "cosine": cos,
+            "bm25": bm,
+            **{f"cosine+{w:g}bm25": cos + w * bm for w in (0.25, 0.5, 1.0, 2.0)},
+            "cosine-0.5bm25": cos - 0.5 * bm,
+            **{f"cosine+noise{s:g}": cos + rng.normal(0, s, len(cos)) for s in (0.5, 1.0, 2.0)},
+        }
+        ranked = {name: [ids[i] for i in np.argsort(-score, kind="stable")] for name, score in order.items()}
+        ranked[CHAMPION] = rrf([ranked["cosine"], ranked["bm25"]], 60)
+        for name, r in ranked.items():
+            out.setdefault(name, {})[it["qid"]] = r
+    return out
+
+
+def trial(
+    items: list[dict], champ: dict, chall: dict, rule: TrialParams, consumer: Consumer, k: int, seed: int
+) -> dict:
+    """One simulated trial: its decision, the cited queries it took, and the served Recall@k it cost."""
+    rng = random.Random(seed)
+    wins = losses = ties = queries = 0
+    cost = 0.0
+    while queries < 50 * rule.max_judged:
+        it = items[rng.randrange(len(items))]
+        rel, q = set(it["relevant_ids"]), it["qid"]
+        context = team_draft(champ[q], chall[q], rng)[:k]
+        queries += 1
+        cost += recall_at_k(rel, champ[q], k) - recall_at_k(rel, [x for x, _ in context], k)
+        used = {x for x, _ in context if rng.random() < (consumer.p_relevant if x in rel else consumer.p_other)}
+        if not used:
+            continue
+        o = outcome(dict(context), used)
+        wins, losses, ties = wins + (o > 0), losses + (o < 0), ties + (o == 0)
+        v = decide(wins, losses, ties, rule)
+        if v.decision:
+            return {"decision": v.decision, "judged": v.judged, "queries": queries, "cost": rule.share * cost / queries}
+    return {
+        "decision": "undecided",
+        "judged": wins + losses + ties,
+        "queries": queries,
+        "cost": rule.share * cost / queries,
+    }
+
+
+def domain_report(
+    items: list[dict],
+    embedder: Embedder,
+    rule: TrialParams,
+    consumer: Consumer,
+    seeds: int,
+    k: int = 5,
+    progress=None,
+    champion: str = CHAMPION,
+) -> list[dict]:
+    """One row per challenger against `champion` (one of the rankers: the first stage's `hybrid`, or another to
+    see the trial from a weaker champion's side)."""
+    ranked = rankings(items, embedder)
+    rel = {it["qid"]: set(it["relevant_ids"]) for it in items}
+    base = np.array([recall_at_k(rel[q], ranked[champion][q], k) for q in rel])
+    rows = []
+    for name, chall in ranked.items():
+        if name == champion:
+            continue
+        mine = np.array([recall_at_k(rel[q], chall[q], k) for q in rel])
+        diff, lo, hi = paired_bootstrap(mine, base)
+        runs = [trial(items, ranked[champion], chall, rule, consumer, k, s) for s in range(seeds)]
+        judged = sorted(r["judged"] for r in runs if r["decision"] == "promote") or [0]
+        rows.append(
+            {
+                "challenger": name,
+                "recall@5": round(float(mine.mean()), 4),
+                "gain": round(float(diff), 4),
+                "ci95": [round(float(lo), 4), round(float(hi), 4)],
+                "promoted": round(sum(r["decision"] == "promote" for r in runs) / seeds, 3),
+                "rejected": round(sum(r["decision"] == "reject" for r in runs) / seeds, 3),
+                "median_judged_to_promote": judged[len(judged) // 2],
+                "median_judged": sorted(r["judged"] for r in runs)[seeds // 2],
+                "max_cost": round(max(r["cost"] for r in runs), 4),
+                "mean_cost": round(float(np.mean([r["cost"] for r in runs])), 4),
+            }
+        )
+        if progress:
+            progress()
+    return sorted(rows, key=lambda r: r["gain"])
+
+
+def scifact_items(benchmark_dir: Path, embedder: Embedder, split: str = "test", n: int = 20) -> list[dict]:
+    """SciFact claims with the corpus's top-n by our fused first stage (cosine and BM25 over the whole corpus)."""
+    sf = benchmark_dir / "scifact"
+    corpus = [json.loads(line) for line in open(sf / "corpus.jsonl", encoding="utf-8")]
+    texts = [f"{d['title']} {d['text']}" for d in corpus]
+    vecs = np.concatenate(
+        [
+            embedder.encode_passages([passage_text(d["title"], d["text"]) for d in corpus[i : i + 256]])
+            for i in range(0, len(corpus), 256)
+        ]
+    )
+    rel: dict[str, set[str]] = {}
+    with open(sf / "qrels" / f"{split}.tsv", encoding="utf-8") as f:
+        for row in csv.DictReader(f, delimiter="\t"):
+            rel.setdefault(row["query-id"], set()).add(row["corpus-id"])
+    claims = {q["_id"]: q["text"] for q in map(json.loads, open(sf / "queries.jsonl", encoding="utf-8"))}
+    items = []
+    for qid, docs in rel.items():
+        q = embedder.encode([claims[qid]])[0]
+        dense = list(np.argsort(-(vecs @ q))[: 4 * n])
+        sparse = list(np.argsort(-np.asarray(lexical_scores(claims[qid], texts)))[: 4 * n])
+        cands = [corpus[int(i)] for i in rrf([dense, sparse], 60)[:n]]
+        items.append(
+            {
+                "qid": qid,
+                "query": claims[qid],
+                "candidates": [{"id": d["_id"], "title": d["title"], "text": d["text"]} for d in cands],
+                "relevant_ids": sorted(docs),
+            }
+        )
+    return items
