@@ -29,6 +29,7 @@ from training import gpu_smoke
 from training.build import BuildParams
 
 from . import pipeline
+from .replay import write_notes
 from .terminal import BenchDirOpt, JsonOpt, ParamsOpt, _fail, console, emit, progress_bar
 
 app = typer.Typer(
@@ -157,6 +158,21 @@ app.command("grounding", rich_help_panel=FEEDBACK, short_help="What reading the 
 loop_app.command("report", short_help="Held-out Recall@5 after each retrain, with 95 % CIs.")(pipeline.loop_report)
 
 
+def notes_command(
+    out: Annotated[Path, typer.Argument(help="the folder to write the notes into")],
+    dataset: Annotated[str, typer.Option(help="scifact or hotpotqa (under --benchmark-dir)")] = "scifact",
+    corpus_limit: Annotated[Optional[int], typer.Option(help="the train queries' documents + N others")] = None,
+    benchmark_dir: BenchDirOpt = BENCHMARK_DIR,
+) -> None:
+    """Write a benchmark's corpus as markdown notes named by document id: a store of notes to `pai ingest`,
+    whose queries `pai lab simulate --no-ingest` can still judge."""
+    try:
+        n = write_notes(benchmark_dir, dataset, out, corpus_limit)
+    except (OSError, ValueError) as e:
+        _fail(str(e))
+    console.print(f"wrote {n} notes to {out}")
+
+
 def trial_command(
     domains: Annotated[str, typer.Option(help="hotpotqa, scifact, code, or contract-5 files, comma-separated")] = (
         "hotpotqa,scifact,code"
@@ -226,6 +242,9 @@ def trial_command(
     emit(report, as_json, out, lambda console: None)  # the tables are printed above, domain by domain
 
 
+app.command("notes", rich_help_panel=FEEDBACK, short_help="A benchmark's corpus as a folder of markdown notes.")(
+    notes_command
+)
 app.command("trial", rich_help_panel=FEEDBACK, short_help="Power of the trial by interleaving, per domain.")(
     trial_command
 )

@@ -37,6 +37,9 @@ def simulate(
     url: Annotated[Optional[str], typer.Option(help="a running service; default: start one in-process")] = None,
     max_queries: Annotated[Optional[int], typer.Option(help="replay only the first N queries")] = None,
     corpus_limit: Annotated[Optional[int], typer.Option(help="ingest only the relevant documents + N others")] = None,
+    ingest: Annotated[
+        bool, typer.Option(help="ingest the corpus first (--no-ingest: the store holds it, e.g. as `pai lab notes`)")
+    ] = True,
     benchmark_dir: BenchDirOpt = BENCHMARK_DIR,
     params: ParamsOpt = Path("params.yaml"),
     as_json: Annotated[bool, typer.Option("--json", help="print the summary as JSON")] = False,
@@ -45,7 +48,15 @@ def simulate(
     try:
         with progress_bar() as bar:
             summary = run_replay(
-                params, benchmark_dir, dataset, split, bar, url=url, limit=max_queries, corpus_limit=corpus_limit
+                params,
+                benchmark_dir,
+                dataset,
+                split,
+                bar,
+                url=url,
+                limit=max_queries,
+                corpus_limit=corpus_limit,
+                ingest=ingest,
             )
     except (ParamsError, DatabaseError, FileNotFoundError, ValueError) as e:
         _fail(str(e))

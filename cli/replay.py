@@ -222,21 +222,37 @@ def run_replay(
     url: str | None = None,
     limit: int | None = None,
     corpus_limit: int | None = None,
+    ingest: bool = True,
 ) -> ReplaySummary:
-    """Ingest the benchmark corpus, then replay `split` through a service (`url`, or one started here)."""
+    """Ingest the benchmark corpus (unless `ingest` is off: a store that holds it already, e.g. as notes from
+    `write_notes`), then replay `split` through a service (`url`, or one started here)."""
     queries = load_queries(benchmark_dir, benchmark, split)[:limit]
     consumer = load_section(params, "replay", ReplayParams)
     service = build_service(params)
-    docs = corpus_documents(
-        benchmark_files(benchmark_dir, benchmark), queries, corpus_limit, service.ingest.max_file_bytes
-    )
-    task = bar.add_task(f"ingest {benchmark} corpus", total=len(docs))
-    with connect(service.db_url) as conn:
-        for start in range(0, len(docs), 512):
-            ingest_documents(conn, docs[start : start + 512], service.ingest, service.search, service.embedder)
-            bar.update(task, completed=min(start + 512, len(docs)))
+    if ingest:
+        docs = corpus_documents(
+            benchmark_files(benchmark_dir, benchmark), queries, corpus_limit, service.ingest.max_file_bytes
+        )
+        task = bar.add_task(f"ingest {benchmark} corpus", total=len(docs))
+        with connect(service.db_url) as conn:
+            for start in range(0, len(docs), 512):
+                ingest_documents(conn, docs[start : start + 512], service.ingest, service.search, service.embedder)
+                bar.update(task, completed=min(start + 512, len(docs)))
     task = bar.add_task(f"replay {len(queries)} {benchmark} {split} queries", total=len(queries))
     if url:
         return replay(url, queries, lambda: bar.advance(task), consumer)
     with BackgroundServer(service) as srv:
         return replay(srv.url, queries, lambda: bar.advance(task), consumer)
+
+
+def write_notes(benchmark_dir: Path, benchmark: str, out: Path, limit: int | None = None, split: str = "train") -> int:
+    """The benchmark's corpus as a folder of markdown notes, one per document, named by its id (`# title`, then
+    the text): a user's store of notes whose relevance the replay still knows. With `limit`, the relevant
+    documents of `split`'s queries plus the first `limit` others. Returns the notes written."""
+    queries = load_queries(benchmark_dir, benchmark, split)
+    docs = corpus_documents(benchmark_files(benchmark_dir, benchmark), queries, limit, 5_000_000)
+    out.mkdir(parents=True, exist_ok=True)
+    for d in docs:
+        name = d.source.rsplit("#", 1)[-1].replace("/", "_")
+        (out / f"{name}.md").write_text(f"# {d.title or name}\n\n{d.text.strip()}\n", encoding="utf-8")
+    return len(docs)

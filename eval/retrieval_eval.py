@@ -35,8 +35,9 @@ def load_scifact(benchmark_dir: Path, split: str) -> list[tuple[str, str, set[st
 
 
 def doc_ids(sources: list[str]) -> list[str]:
-    """Corpus ids in rank order, one per document (a document can have several chunks)."""
-    return list(dict.fromkeys(s.rsplit("#", 1)[-1] for s in sources))
+    """Corpus ids in rank order, one per document (a document can have several chunks): a corpus record's id
+    after its `#`, a note's file name without its suffix (`pai lab notes` names each note by its id)."""
+    return list(dict.fromkeys(s.rsplit("#", 1)[-1] if "#" in s else Path(s).stem for s in sources))
 
 
 def evaluate(
