@@ -36,15 +36,20 @@ class Reverse:
         return json.dumps({"selected": list(range(len(cands), 0, -1))[:k]})
 
 
+class SlowReverse(Reverse):
+    """A slow selector (an LLM's kind): outside a trial it refines in the background; on trial it answers inline."""
+
+    answers_inline = False
+
+
 class Broken(Reverse):
     def answer(self, query, cands, k, query_vec=None):
         return "no idea"
 
 
 def build(record):
-    return {"reverse": Reverse, "broken": Broken, "similarity": lambda v: SimilaritySelector()}[record["kind"]](
-        record["version"]
-    )
+    kinds = {"reverse": Reverse, "slow": SlowReverse, "broken": Broken, "similarity": lambda v: SimilaritySelector()}
+    return kinds[record["kind"]](record["version"])
 
 
 def wait_for(fn, timeout=15.0):
@@ -99,9 +104,10 @@ def start(db_url, record=CHALLENGER_RECORD, rule=RULE):
         return trials.start(conn, dict(SIMILARITY), record, rule)
 
 
-def test_trial_queries_are_interleaved_and_each_shown_chunk_logs_its_team(notes, db_url, embedder, tmp_path):
+@pytest.mark.parametrize("kind", ["reverse", "slow"])  # a ranker's kind, and an LLM's (the same trial)
+def test_trial_queries_are_interleaved_and_each_shown_chunk_logs_its_team(notes, db_url, embedder, tmp_path, kind):
     with running_service(db_url, embedder, tmp_path) as client:
-        trial = start(db_url)
+        trial = start(db_url, {"kind": kind, "version": f"{kind}-v2"})
         wait_for(lambda: client.get("/selector").json()["trial"] == trial.id)
         r = client.post("/query", json={"query": "rivers and tides"}).json()
         assert r["selector_version"] == f"trial:{trial.id}"
