@@ -228,6 +228,7 @@ def move_champion(
         except Exception:
             _set_champion(c, before, old_hist)
             raise
+        trials.stop(conn, f"the champion was moved by hand ({action} {record['version']})")  # its evidence is moot
         services = deployments.listening_services(conn)
         rows = deployments.wait_for_applies(conn, dep_id, services, wait_s) if services and wait_s > 0 else []
         failed = [r for r in rows if not r["ok"]]

@@ -110,7 +110,8 @@ def stop(conn: psycopg.Connection, reason: str) -> Trial | None:
             f" WHERE status = 'running' RETURNING {_COLS}",
             (reason,),
         ).fetchone()
-        conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, TRIAL_NOTICE))
+        if row:
+            conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, TRIAL_NOTICE))
     return _trial(row) if row else None
 
 

@@ -160,3 +160,34 @@ def test_a_version_whose_gguf_does_not_load_is_rejected_and_nothing_stays_promot
     shutil.copyfile(exports["q8_0"]["gguf"], broken_file)  # the file changed after registration
     with pytest.raises(promotion.RegistryError, match="does not match its registered sha256"):
         promotion.promote(broken["registry_version"])
+
+
+def test_a_trial_is_recorded_on_the_challengers_version_and_a_win_moves_the_champion(exports, env, db_url):
+    from eval import promotion
+    from retrieval.contracts.interleaving import TrialParams
+    from retrieval.db import connect
+    from retrieval.logs import trials
+
+    v1 = promotion.register(exports["q8_0"], {})
+    trial = promotion.start_trial(v1, TrialParams())
+    assert promotion.record_of("challenger")["version"] == v1["version"] and promotion.champion() is None
+    tags = promotion.client().get_model_version(promotion.MODEL, "1").tags
+    assert tags["trial_status"] == "running" and tags["trial_champion"] == "similarity"
+    assert promotion.record_trials() == []  # a running trial is not recorded yet
+    with connect(db_url) as conn:  # the rule decided (as a service's settle does): closed, won
+        conn.execute(
+            "UPDATE selector_trials SET status = 'promoted', reason = 'won', evidence = %s WHERE id = %s",
+            ('{"wins": 31, "losses": 9, "judged": 52}', trial.id),
+        )
+    (line,) = promotion.record_trials()
+    assert line.startswith(f"trial {trial.id}: pai-selector:1 vs similarity: promoted")
+    tags = promotion.client().get_model_version(promotion.MODEL, "1").tags
+    assert (tags["trial_status"], tags["trial_wins"], tags["trial_losses"]) == ("promoted", "31", "9")
+    assert promotion.champion()["version"] == "pai-selector:1" and promotion.history() == ["1"]
+    assert promotion.record_trials() == []  # once
+    # a new trial, then a manual promotion: the trial's evidence is moot, it stops
+    v2 = promotion.register(exports["q4_k_m"], {})
+    promotion.start_trial(v2, TrialParams())
+    promotion.promote("1", wait_s=0)
+    with connect(db_url) as conn:
+        assert trials.running(conn) is None and trials.recent(conn, 1)[0].status == "stopped"
