@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from retrieval.contracts.interleaving import team_draft
+from retrieval.contracts.interleaving import sides, team_draft
 from retrieval.contracts.selection import Pick, PromptCandidate, choose, similarity_order, top_up
 from retrieval.logs.feedback import normalize_query
 from retrieval.query.search import Candidate, take_budget
@@ -50,7 +50,7 @@ class Served:
     explored: int | None = None  # the rank given the context's last slot by exploration, if any
     replaced: int | None = None  # the rank exploration took that slot from
     trial: int | None = None  # the trial this query was served in (interleaved), if any
-    teams: dict[int, str] = field(default_factory=dict)  # rank -> the team that placed it in the context (trial)
+    teams: dict[int, str] = field(default_factory=dict)  # rank -> whose context alone held it: champion/challenger/both
 
 
 @dataclass(frozen=True)
@@ -170,18 +170,21 @@ class Picker:
         served: Served,
     ) -> Served:
         """A trial query: the champion's ranking (`champion`, candidate numbers) and the challenger's, each
-        completed by the first-stage order, merged by team-draft; the budget cuts the merge into the context.
+        completed by the first-stage order, merged by team-draft; the budget cuts the merge into the context,
+        and each chunk in it is logged with its side (`retrieval.contracts.interleaving.sides`).
         No exploration: the coin of the draft already varies what is shown. The challenger runs inline (a slow
         one within the timeout) and its pick is not cached, so it never serves a query outside the trial."""
         fast, slow = split(trial.selector)
         pick = self.select(query, shown, fast or slow, query_vec, remember=False)
         at = {c.chunk_id: i for i, c in enumerate(shown, start=1)}
         n = len(shown)
+        ours, theirs = top_up(champion, n, n), top_up([at[i] for i in pick.ids], n, n)
         with self._lock:
-            merged = team_draft(top_up(champion, n, n), top_up([at[i] for i in pick.ids], n, n), self._rng)
+            merged = team_draft(ours, theirs, self._rng)
         chosen = [shown[i - 1] for i, _ in merged]
         context = take_budget(chosen, self.token_budget, self.min_chunks)
-        team = {shown[i - 1].rank: t for i, t in merged}
+        side = sides([i for i, _ in merged[: len(context)]], ours, theirs)
+        team = {shown[i - 1].rank: t for i, t in side.items()}
         self._count("interleaved")
         return replace(
             served,

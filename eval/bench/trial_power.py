@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from retrieval.contracts.interleaving import TrialParams, decide, outcome, team_draft
+from retrieval.contracts.interleaving import TrialParams, decide, outcome, sides, team_draft
 from retrieval.contracts.lexical import lexical_scores
 from retrieval.contracts.metrics import paired_bootstrap, recall_at_k
 from retrieval.contracts.passage import passage_text
@@ -81,13 +81,13 @@ def trial(
     while queries < 50 * rule.max_judged:
         it = items[rng.randrange(len(items))]
         rel, q = set(it["relevant_ids"]), it["qid"]
-        context = team_draft(champ[q], chall[q], rng)[:k]
+        context = [x for x, _ in team_draft(champ[q], chall[q], rng)[:k]]
         queries += 1
-        cost += recall_at_k(rel, champ[q], k) - recall_at_k(rel, [x for x, _ in context], k)
-        used = {x for x, _ in context if rng.random() < (consumer.p_relevant if x in rel else consumer.p_other)}
+        cost += recall_at_k(rel, champ[q], k) - recall_at_k(rel, context, k)
+        used = {x for x in context if rng.random() < (consumer.p_relevant if x in rel else consumer.p_other)}
         if not used:
             continue
-        o = outcome(dict(context), used)
+        o = outcome(sides(context, champ[q], chall[q]), used)
         wins, losses, ties = wins + (o > 0), losses + (o < 0), ties + (o == 0)
         v = decide(wins, losses, ties, rule)
         if v.decision:

@@ -2,9 +2,16 @@
 
 `team_draft` merges the champion's and the challenger's rankings into one served order and says which team put
 each item there (Radlinski, Kurup and Joachims 2008): the teams take turns, the one with fewer items in the
-list picks next (a coin decides a tie), each adding its best item not yet in the list. A consumer who cites
-what helped, not knowing the teams, credits them: a query whose cited items came more from the challenger's
-team is a win for it, more from the champion's a loss, equal (none cited, or as many each) a tie.
+list picks next (a coin decides a tie), each adding its best item not yet in the list. The context is the
+merge's first k items (the token budget's cut), so each team places about half of it.
+
+`sides` says, of each item in that context, whose own context of the same size would have held it: the
+champion's alone, the challenger's alone, or both. Only the first two earn credit: an item both would have
+served says nothing about which is better, and crediting it to whichever team the coin let place it adds
+noise and a bias to the top (a team that puts a relevant item first would be credited for an item the other
+also serves at rank 4). What is left is the served context's difference, the thing Recall@k compares: a query
+whose cited items were more the challenger's alone is a win for it, more the champion's alone a loss, else a
+tie. `pai lab trial` measured both credits on real orders (docs/measurements.md, "The trial by interleaving").
 
 `decide` is the pre-registered stopping rule: a sequential sign test on the wins and losses, read after every
 judged query. Its statistic is a mixture likelihood ratio (mSPRT; Robbins 1970, Johari et al. 2017): the
@@ -23,7 +30,7 @@ import random
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
-CHAMPION, CHALLENGER = "champion", "challenger"
+CHAMPION, CHALLENGER, BOTH = "champion", "challenger", "both"
 TEAMS = (CHAMPION, CHALLENGER)
 _GRID = 64  # win rates the mixture averages over
 
@@ -50,9 +57,17 @@ def team_draft(champion: Sequence[Hashable], challenger: Sequence[Hashable], rng
         count[team] += 1
 
 
+def sides(context: Sequence[Hashable], champion: Sequence[Hashable], challenger: Sequence[Hashable]) -> dict:
+    """item -> CHAMPION, CHALLENGER or BOTH: whose top len(context) holds each item of the served `context`."""
+    k = len(context)
+    mine, theirs = set(champion[:k]), set(challenger[:k])
+    return {x: BOTH if x in mine and x in theirs else CHAMPION if x in mine else CHALLENGER for x in context}
+
+
 def outcome(teams: dict[Hashable, str], used: set) -> int:
-    """+1 the challenger wins this query, -1 it loses, 0 a tie: the used items each team placed, compared.
-    `teams`: item -> team of the items the consumer was shown; used items outside it earn no team credit."""
+    """+1 the challenger wins this query, -1 it loses, 0 a tie: the used items of each side, compared.
+    `teams`: item -> side (`sides`) of the items the consumer was shown; used items outside it, or on both
+    sides, earn no credit."""
     champion = sum(1 for x in used if teams.get(x) == CHAMPION)
     challenger = sum(1 for x in used if teams.get(x) == CHALLENGER)
     return (challenger > champion) - (challenger < champion)

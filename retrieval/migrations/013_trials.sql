@@ -22,7 +22,8 @@ CREATE TABLE selector_trials (
 -- One trial at a time: a new one stops the running one in the same transaction.
 CREATE UNIQUE INDEX selector_trials_one_running ON selector_trials ((true)) WHERE status = 'running';
 
--- The trial a query was served in (NULL: the champion alone), and which team placed each shown candidate.
+-- The trial a query was served in (NULL: the champion alone), and of each shown candidate whose context of the
+-- same size would have held it: the champion's alone, the challenger's alone (these two earn credit), or both.
 ALTER TABLE queries ADD COLUMN trial_id bigint;
-ALTER TABLE query_candidates ADD COLUMN team text CHECK (team IN ('champion', 'challenger'));
+ALTER TABLE query_candidates ADD COLUMN team text CHECK (team IN ('champion', 'challenger', 'both'));
 CREATE INDEX queries_trial ON queries (trial_id) WHERE trial_id IS NOT NULL;

@@ -5,12 +5,14 @@ import random
 import pytest
 
 from retrieval.contracts.interleaving import (
+    BOTH,
     CHALLENGER,
     CHAMPION,
     TrialParams,
     decide,
     log_evidence,
     outcome,
+    sides,
     team_draft,
 )
 
@@ -42,6 +44,15 @@ def test_team_draft_literal():
     assert merged[0] in ((3, CHALLENGER), (1, CHAMPION))
     assert {x for x, _ in merged} == {1, 2, 3}
     assert team_draft([1, 2], [], random.Random(0)) == [(1, CHAMPION), (2, CHAMPION)]
+
+
+def test_sides_say_whose_context_of_the_same_size_held_each_item():
+    # champion 1 2 3 4, challenger 3 9 1 8: a context of 3 from the merge
+    assert sides([1, 3, 9], [1, 2, 3, 4], [3, 9, 1, 8]) == {1: BOTH, 3: BOTH, 9: CHALLENGER}
+    assert sides([1, 3, 2, 9], [1, 2, 3, 4], [3, 9, 1, 8]) == {1: BOTH, 3: BOTH, 2: CHAMPION, 9: CHALLENGER}
+    # a relevant item both serve earns nobody credit: only what one side alone would serve decides
+    s = sides([1, 3, 9], [1, 2, 3, 4], [3, 9, 1, 8])
+    assert outcome(s, {1, 3}) == 0 and outcome(s, {1, 9}) == 1
 
 
 def test_outcome_credits_only_shown_items_by_team():
