@@ -36,6 +36,7 @@ def simulate(
     split: Annotated[str, typer.Option(help="which queries to replay")] = "train",
     url: Annotated[Optional[str], typer.Option(help="a running service; default: start one in-process")] = None,
     max_queries: Annotated[Optional[int], typer.Option(help="replay only the first N queries")] = None,
+    offset: Annotated[int, typer.Option(help="skip the first N queries of the split")] = 0,
     corpus_limit: Annotated[Optional[int], typer.Option(help="ingest only the relevant documents + N others")] = None,
     ingest: Annotated[
         bool, typer.Option(help="ingest the corpus first (--no-ingest: the store holds it, e.g. as `pai lab notes`)")
@@ -57,6 +58,7 @@ def simulate(
                 limit=max_queries,
                 corpus_limit=corpus_limit,
                 ingest=ingest,
+                offset=offset,
             )
     except (ParamsError, DatabaseError, FileNotFoundError, ValueError) as e:
         _fail(str(e))

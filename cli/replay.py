@@ -223,10 +223,12 @@ def run_replay(
     limit: int | None = None,
     corpus_limit: int | None = None,
     ingest: bool = True,
+    offset: int = 0,
 ) -> ReplaySummary:
     """Ingest the benchmark corpus (unless `ingest` is off: a store that holds it already, e.g. as notes from
     `write_notes`), then replay `split` through a service (`url`, or one started here)."""
-    queries = load_queries(benchmark_dir, benchmark, split)[:limit]
+    queries = load_queries(benchmark_dir, benchmark, split)[offset:]
+    queries = queries[:limit] if limit else queries
     consumer = load_section(params, "replay", ReplayParams)
     service = build_service(params)
     if ingest:
