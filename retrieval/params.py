@@ -105,6 +105,20 @@ class SearchParams:
 
 
 @dataclass(frozen=True)
+class UsedParams:
+    """What counts as a use of a shown chunk: the one definition (`retrieval.logs.used.used_labels`) that build,
+    train_ranker, evaluate's held-out feedback and the trial read the feedback log by."""
+
+    min_support: float = 0.0  # a citation whose sentence shares less of its words with the chunk is not a use (0 = off)
+    min_uncited: float = 0.8  # a shown chunk holding this share of a sentence left uncited was used (0 = off)
+    void_thumbs_down: bool = True  # a query rated -1: the citations of its context are not uses
+
+    def problems(self) -> list[str]:
+        ok = 0 <= self.min_support <= 1 and 0 <= self.min_uncited <= 1
+        return [] if ok else ["used: need min_support and min_uncited in [0, 1]"]
+
+
+@dataclass(frozen=True)
 class StagingParams:
     dir: str = "staging"  # one markdown file per query; a relative path is under $PAI_HOME
     git: bool = False  # commit the staging dir once per query batch
