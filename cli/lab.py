@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import sysconfig
+from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -23,10 +24,10 @@ from eval.items import checked_items
 from retrieval.contracts.interleaving import TrialParams
 from retrieval.embed import get_embedder
 from retrieval.logs.feedback import FEEDBACK_FILE
-from retrieval.logs.grounding import grounding_report, regrounded_counts
-from retrieval.params import BENCHMARK_DIR, ParamsError, load_section
+from retrieval.logs.grounding import grounding_report
+from retrieval.logs.used import label_changes, used_labels
+from retrieval.params import BENCHMARK_DIR, ParamsError, UsedParams, load_section
 from training import gpu_smoke
-from training.build import BuildParams
 
 from . import pipeline
 from .replay import write_notes
@@ -84,10 +85,11 @@ def gpu_smoke_command(
 
 
 def _feedback_record(rec) -> bool:
-    """The fields `grounding_report` reads, with their types."""
+    """The fields `grounding_report` and `used_labels` read, with their types."""
     return (
         isinstance(rec, dict)
         and isinstance(rec.get("answer"), (str, type(None)))
+        and isinstance(rec.get("rating"), (int, type(None)))
         and isinstance(rec.get("candidates"), list)
         and all(
             isinstance(c, dict)
@@ -105,11 +107,12 @@ def grounding_command(
     params: ParamsOpt = Path("params.yaml"),
     as_json: JsonOpt = False,
 ) -> None:
-    """How the answers in the feedback log ground their citations, and what build.min_support / min_uncited would
-    change: choose them on your consumer's answers (retrieval/logs/grounding.py)."""
+    """How the answers in the feedback log ground their citations, and what params.yaml's `used` section (the one
+    definition of used: min_support, min_uncited, void_thumbs_down) changes: choose them on your consumer's answers
+    (retrieval/logs/grounding.py, retrieval/logs/used.py)."""
     path = feedback / FEEDBACK_FILE
     try:
-        p = load_section(params, "build", BuildParams)
+        p = load_section(params, "used", UsedParams)
     except (OSError, ParamsError) as e:
         _fail(f"{params}: {e}")
     try:
@@ -127,8 +130,7 @@ def grounding_command(
         if rec is not None:
             records.append(rec)
     result = grounding_report(records) | {
-        "at_params": {"min_support": p.min_support, "min_uncited": p.min_uncited}
-        | regrounded_counts(records, p.min_support, p.min_uncited)
+        "at_params": asdict(p) | label_changes(records, [used_labels(r, p) for r in records], p)
     }
 
     def show(c) -> None:
@@ -141,7 +143,7 @@ def grounding_command(
         for th, share in result["taken_back_below"].items():
             t.add_row(th, f"{share:.1%}", str(result["uncited_quotes_at"][th]))
         c.print(t)
-        c.print(f"at params.yaml's build: {result['at_params']}", soft_wrap=True)
+        c.print(f"at params.yaml's used: {result['at_params']}", soft_wrap=True)
 
     emit(result, as_json, None, show)
 

@@ -27,7 +27,7 @@ from eval.systems import BASELINES, run_systems
 from retrieval.contracts.metrics import mean_ci, paired_bootstrap, per_query
 from retrieval.embed import get_embedder
 from retrieval.files import write_atomic
-from retrieval.params import load_section
+from retrieval.params import UsedParams, load_section
 from retrieval.tracking import use_mlflow
 from serving.ranker import RankerSelector
 from training import train_ranker
@@ -50,13 +50,14 @@ def run_loop(params: Path, slices: int, max_queries: int, log: Callable[[str], N
     ep = replace(load_section(params, "evaluate", EvaluateParams), max_queries=max_queries)
     rp = load_section(params, "train_ranker", RankerParams)
     val_fraction = load_section(params, "build", BuildParams).val_fraction
+    used = load_section(params, "used", UsedParams)
     records = scifact_records(Path(rp.feedback) / "feedback.jsonl")
     if len(records) < slices:
         raise ValueError(
             f"{len(records)} SciFact queries in the feedback log: run `pai lab simulate --dataset scifact` first"
         )
     benches = {bench_name(b): load_items(Path(b), ep.max_queries) for b in ep.benchmarks.split(",") if b}
-    benches["feedback/val"] = feedback_items(Path(ep.feedback), val_fraction, ep.max_queries)
+    benches["feedback/val"] = feedback_items(Path(ep.feedback), val_fraction, ep.max_queries, used=used)
     benches = {name: items for name, items in benches.items() if items}
     embedder = get_embedder()
     relevant = {name: {it["qid"]: set(it["relevant_ids"]) for it in items} for name, items in benches.items()}
@@ -76,7 +77,7 @@ def run_loop(params: Path, slices: int, max_queries: int, log: Callable[[str], N
             folder = Path(tmp) / f"cycle{cycle}"
             folder.mkdir()
             (folder / "feedback.jsonl").write_text("".join(json.dumps(r) + "\n" for r in seen))
-            w, vecs, record, m = train_ranker.train(replace(rp, feedback=str(folder)), val_fraction)
+            w, vecs, record, m = train_ranker.train(replace(rp, feedback=str(folder)), val_fraction, used)
             train_ranker.write(folder / "ranker", w, vecs, record, m)
             selector = RankerSelector(folder / "ranker", f"ranker:cycle{cycle}")
             log(f"loop: cycle {cycle}: trained on {len(seen)} queries ({m['train_queries']} train, {m['seconds']} s)")

@@ -38,7 +38,7 @@ from retrieval.db import connect
 from retrieval.embed import get_embedder
 from retrieval.files import write_atomic
 from retrieval.logs.scratch import scratch_log
-from retrieval.params import SearchParams, load_section
+from retrieval.params import SearchParams, UsedParams, load_section
 from serving.ranker import RankerSelector
 from serving.selectors import SimilaritySelector
 from serving.server import BackgroundServer, build_service
@@ -79,6 +79,7 @@ def run_on_policy(
         lp = loop_params(params, tmp, consumer, explore_rate, ipw)
         rp, cp = load_section(lp, "train_ranker", RankerParams), load_section(lp, "replay", ReplayParams)
         val_fraction = load_section(lp, "build", BuildParams).val_fraction
+        used = load_section(lp, "used", UsedParams)
         ep = load_section(lp, "evaluate", EvaluateParams)
         tests = [b for b in ep.benchmarks.split(",") if "scifact" in b]
         if not tests or not Path(tests[0]).exists():
@@ -120,7 +121,7 @@ def run_on_policy(
                     served = replay(srv.url, part, consumer=replace(cp, seed=cp.seed + cycle)).as_dict()
                 folder = tmp / f"cycle{cycle}"
                 logged = pull(PullParams(out=str(folder), lag_seconds=0.0), url=lab_url)["queries"]
-                w, vecs, record, m = train_ranker.train(replace(rp, feedback=str(folder)), val_fraction)
+                w, vecs, record, m = train_ranker.train(replace(rp, feedback=str(folder)), val_fraction, used)
                 train_ranker.write(folder / "ranker", w, vecs, record, m)
                 new = RankerSelector(folder / "ranker", f"ranker:cycle{cycle}")
                 v = recalls(run_systems(items, embedder, 5, others={"ranker": new})["ranker"])
@@ -134,8 +135,10 @@ def run_on_policy(
                     "served_recall_without_exploration": served["served_recall_without_exploration"],
                     "explored_queries": served["explored"],
                     "labels": {"used": served["used"], "ignored": served["ignored"]},
-                    # labels the answers' sentences changed (train_ranker.min_support, min_uncited)
-                    "regrounded": {x: m[x] for x in ("citations_taken_back", "uncited_quotes_used")},
+                    # labels the one definition of used changed (params.yaml `used`)
+                    "relabelled": {
+                        x: m[x] for x in ("citations_taken_back", "uncited_quotes_used", "thumbs_down_voided")
+                    },
                     "logged_queries": logged,
                     "champion": new.version,
                     "scifact_test_recall@5": round(mean, 4),
@@ -172,8 +175,9 @@ def run_on_policy(
         "miss_rate": cp.miss_rate if consumer == "realistic" else None,
         "false_cite_rate": cp.false_cite_rate if consumer == "realistic" else None,
         "false_cite_grounded": cp.false_cite_grounded if consumer == "realistic" else None,
-        "min_support": rp.min_support,
-        "min_uncited": rp.min_uncited,
+        "min_support": used.min_support,
+        "min_uncited": used.min_uncited,
+        "void_thumbs_down": used.void_thumbs_down,
         "miss_quoted": cp.miss_quoted if consumer == "realistic" else None,
         "held_out": {
             "benchmark": bench_name(tests[0]),

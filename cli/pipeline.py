@@ -19,7 +19,7 @@ from eval.evaluate import print_table as print_eval_table
 from eval.retrieval_eval import load_scifact
 from retrieval.db import DatabaseError
 from retrieval.embed import get_embedder
-from retrieval.params import BENCHMARK_DIR, EmbedParams, ParamsError, SearchParams, load_section
+from retrieval.params import BENCHMARK_DIR, EmbedParams, ParamsError, SearchParams, UsedParams, load_section
 from serving.interface import SelectorLoadError
 from serving.selectors import resolve
 from training.build import BuildParams
@@ -168,6 +168,7 @@ def eval_command(
                 lambda name, n: lambda t=bar.add_task(name, total=n): bar.advance(t),
                 champ,
                 val_fraction=load_section(params, "build", BuildParams).val_fraction,  # no feedback split read here
+                used=load_section(params, "used", UsedParams),
             )
     except (ParamsError, json.JSONDecodeError, KeyError, ValueError, promotion.RegistryError, SelectorLoadError) as e:
         _fail(f"{benchmark}: {e}")

@@ -24,7 +24,7 @@ from rich.table import Table
 from retrieval.contracts.metrics import METRICS
 from retrieval.embed import Embedder, get_embedder
 from retrieval.files import write_atomic
-from retrieval.params import BENCHMARK_DIR, SearchParams, load_key, load_section
+from retrieval.params import BENCHMARK_DIR, SearchParams, UsedParams, load_key, load_section
 from retrieval.progress import make_progress
 from retrieval.tracking import use_mlflow
 from serving.interface import SelectorLoadError
@@ -67,11 +67,13 @@ def evaluate(
     floor: int = SearchParams().min_chunks,
     *,
     val_fraction: float,
+    used: UsedParams,
 ) -> tuple[dict, list[dict]]:
     """Every benchmark's table; a selector's pick is topped up to `floor` (search.min_chunks), as served.
-    The held-out feedback is the val split of `val_fraction` (build.val_fraction: build's split, exactly)."""
+    The held-out feedback is the val split of `val_fraction` (build.val_fraction: build's split, exactly), its
+    labels read by the one definition of used (`used`, as build and train_ranker read them)."""
     benches = {bench_name(b): load_items(Path(b), p.max_queries) for b in p.benchmarks.split(",") if b}
-    held_out = feedback_items(Path(p.feedback), val_fraction, p.max_queries, p.ipw_clip)
+    held_out = feedback_items(Path(p.feedback), val_fraction, p.max_queries, p.ipw_clip, used=used)
     if held_out:
         benches[FEEDBACK_VAL] = held_out
     result, curve = {}, []
@@ -130,6 +132,7 @@ def main(argv: list[str] | None = None) -> None:
             others,
             load_section("params.yaml", "search", SearchParams).min_chunks,
             val_fraction=val_fraction,
+            used=load_section("params.yaml", "used", UsedParams),
         )
     out_json.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(out_json, json.dumps(result, indent=2) + "\n")

@@ -1,5 +1,6 @@
 """Benchmark items (contract 5) for the evaluation: a file of them read and checked, and the held-out
-feedback split as items (relevant = used, each weighed by its inverse propensity)."""
+feedback split as items (relevant = used by the one definition build and train_ranker read, each weighed by
+its inverse propensity)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import json
 from pathlib import Path
 
 from retrieval.logs.feedback import ipw, shown_candidates, split_of
+from retrieval.logs.used import used_labels
+from retrieval.params import UsedParams
 
 
 def bench_name(path: str) -> str:
@@ -40,25 +43,31 @@ def checked_items(path: Path, max_queries: int = 0) -> list[dict]:
     return items
 
 
-def feedback_items(feedback_dir: Path, val_fraction: float, limit: int, ipw_clip: float = 1.0) -> list[dict]:
-    """Held-out feedback queries as contract-5 items: the candidates the selector was shown, relevant = used,
-    each used one with its inverse-propensity weight in `relevant_weights` (`retrieval.logs.feedback.ipw`)."""
+def feedback_items(
+    feedback_dir: Path, val_fraction: float, limit: int, ipw_clip: float = 1.0, *, used: UsedParams
+) -> list[dict]:
+    """Held-out feedback queries as contract-5 items: the candidates the selector was shown, relevant = used as
+    build and train_ranker read it (`retrieval.logs.used.used_labels`, params.yaml `used`), each used one with
+    its inverse-propensity weight in `relevant_weights` (`retrieval.logs.feedback.ipw`)."""
     items = []
     path = feedback_dir / "feedback.jsonl"
     if not path.exists():
         return items
     for line in open(path, encoding="utf-8"):
         rec = json.loads(line)
+        if split_of(rec["query"], val_fraction) != "val":
+            continue
+        rec = used_labels(rec, used)
         shown = shown_candidates(rec)
-        used = [str(c["chunk_id"]) for c in shown if c["used"]]
-        if split_of(rec["query"], val_fraction) != "val" or not used or any(c["text"] is None for c in shown):
+        relevant = [str(c["chunk_id"]) for c in shown if c["used"]]
+        if not relevant or any(c["text"] is None for c in shown):
             continue
         weights = {str(c["chunk_id"]): ipw(c, ipw_clip) for c in shown if c["used"]}
         items.append(
             {
                 "qid": str(rec["query_id"]),
                 "query": rec["query"],
-                "relevant_ids": used,
+                "relevant_ids": relevant,
                 "relevant_weights": weights,
                 "answers": [],
                 "candidates": [

@@ -22,6 +22,7 @@ from retrieval.params import (
     MaintainParams,
     SearchParams,
     StagingParams,
+    UsedParams,
     load_section,
 )
 from training.build import BuildParams
@@ -39,6 +40,7 @@ SECTIONS = {
     "replay": ReplayParams,
     "capture": CaptureParams,
     "pull": PullParams,
+    "used": UsedParams,
     "build": BuildParams,
     "train": TrainParams,
     "train_ranker": RankerParams,

@@ -2,7 +2,8 @@
 
 One example per query: the system and user turns are the selection contract's prompt over the
 candidates the selector was shown (score >= the query's threshold), the assistant turn is
-`{"selected": [...]}` of the candidates the consumer used, by retrieval rank. Train/val are split by
+`{"selected": [...]}` of the candidates the consumer used (read by the one definition,
+`retrieval.logs.used`), by retrieval rank. Train/val are split by
 query text, so no query leaks across. Position-bias augmentation adds shuffled copies of train
 examples with their labels remapped.
 """
@@ -23,8 +24,8 @@ from retrieval.chunking import approx_tokens
 from retrieval.contracts.selection import PROMPT_VERSION, PromptCandidate, render_answer, render_messages
 from retrieval.files import write_atomic
 from retrieval.logs.feedback import FEEDBACK_FILE, shown_candidates, split_of
-from retrieval.logs.grounding import regrounded
-from retrieval.params import load_section
+from retrieval.logs.used import used_labels
+from retrieval.params import UsedParams, load_section
 
 
 @dataclass(frozen=True)
@@ -37,8 +38,6 @@ class BuildParams:
     max_tokens: int = 6000  # examples longer than this (prompt + answer) are dropped and counted
     chunk_tokens: int = 24  # per-candidate text budget in the prompt (the CPU profile's; a GPU box: 200)
     k: int = 5  # at most this many picks
-    min_support: float = 0.0  # a citation whose sentence shares less of its words with the chunk is not a use
-    min_uncited: float = 0.8  # a shown chunk holding this much of an uncited sentence was used (0 = off)
     seed: int = 13
 
     def problems(self) -> list[str]:
@@ -47,8 +46,6 @@ class BuildParams:
             out.append("build.val_fraction must be in (0, 1)")
         if self.shuffles < 0 or self.max_tokens < 64 or self.chunk_tokens < 8 or self.k < 1:
             out.append("build: need shuffles >= 0, max_tokens >= 64, chunk_tokens >= 8, k >= 1")
-        if not (0 <= self.min_support <= 1 and 0 <= self.min_uncited <= 1):
-            out.append("build: need min_support and min_uncited in [0, 1]")
         return out
 
 
@@ -63,14 +60,15 @@ def example(query: str, shown: list[dict], used_ranks: set[int], p: BuildParams,
 
 
 def build_examples(
-    records: list[dict], p: BuildParams, count_tokens: Callable[[str], int] = approx_tokens
+    records: list[dict], p: BuildParams, used: UsedParams, count_tokens: Callable[[str], int] = approx_tokens
 ) -> tuple[dict[str, list[dict]], list[dict], Counter]:
-    """(examples by split, pairs, skipped reasons) from pulled feedback records."""
+    """(examples by split, pairs, skipped reasons) from pulled feedback records, their labels read by the one
+    definition of used (`used_labels`)."""
     rng = random.Random(p.seed)
     splits: dict[str, list[dict]] = {"train": [], "val": []}
     pairs, skipped = [], Counter()
     for rec in records:
-        rec = regrounded(rec, p.min_support, p.min_uncited)  # labels read again from the answer (grounding.py)
+        rec = used_labels(rec, used)  # what counts as used, defined once (retrieval/logs/used.py)
         shown = shown_candidates(rec)
         if not shown:
             skipped["no candidate above threshold"] += 1
@@ -84,11 +82,11 @@ def build_examples(
         # exposed candidates only: one never shown to the consumer has no label, and is not taught as a negative
         shown = [c for c in shown if c["used"] is not None]
         all_used = {c["rank"] for c in rec["candidates"] if c["used"]}
-        used = {c["rank"] for c in shown if c["used"]}
-        if all_used - used:
+        used_ranks = {c["rank"] for c in shown if c["used"]}
+        if all_used - used_ranks:
             skipped["used chunk was below threshold (not shown)"] += 1
             continue
-        if not used and not p.include_empty:
+        if not used_ranks and not p.include_empty:
             skipped["nothing used"] += 1
             continue
         split = split_of(rec["query"], p.val_fraction)
@@ -98,7 +96,7 @@ def build_examples(
             "selector_version": rec["selector_version"],
             "shuffled": False,
         }
-        ex = example(rec["query"], shown, used, p, meta)
+        ex = example(rec["query"], shown, used_ranks, p, meta)
         if sum(count_tokens(m["content"]) for m in ex["messages"]) > p.max_tokens:
             skipped["longer than build.max_tokens"] += 1
             continue
@@ -107,7 +105,7 @@ def build_examples(
             for _ in range(p.shuffles):
                 order = shown[:]
                 rng.shuffle(order)
-                splits["train"].append(example(rec["query"], order, used, p, {**meta, "shuffled": True}))
+                splits["train"].append(example(rec["query"], order, used_ranks, p, {**meta, "shuffled": True}))
         pos = [c["text"] for c in shown if c["used"]]
         neg = [c["text"] for c in shown if c["used"] is False]
         if pos and neg:
@@ -142,6 +140,7 @@ def stats(
 
 def main() -> None:
     p = load_section("params.yaml", "build", BuildParams)
+    used = load_section("params.yaml", "used", UsedParams)
     console = Console(stderr=True)
     src = Path(p.feedback) / FEEDBACK_FILE
     records, bad = [], 0
@@ -151,7 +150,7 @@ def main() -> None:
         except json.JSONDecodeError:
             bad += 1
             console.print(f"[yellow]skipped:[/yellow] {src}:{n}: malformed row")
-    splits, pairs, skipped = build_examples(records, p)
+    splits, pairs, skipped = build_examples(records, p, used)
     if bad:
         skipped["malformed row"] += bad
     if not splits["train"] or not splits["val"]:

@@ -16,7 +16,6 @@ from retrieval.contracts.metrics import recall_at_k
 from retrieval.contracts.passage import passage_text
 from retrieval.embed import get_embedder
 from retrieval.logs.feedback import ipw, query_position, shown_candidates, split_of
-from retrieval.logs.grounding import regrounded
 
 
 def split_of3(query: str, val_fraction: float, calibration_fraction: float) -> str:
@@ -38,43 +37,31 @@ def rankings(
     calibration_fraction: float = 0.0,
     ipw_clip: float = 1.0,
     unlabelled: bool = False,
-    void_thumbs_down: bool = False,
     false_cite: float = 0.0,
-    min_support: float = 0.0,
-    min_uncited: float = 0.0,
 ) -> list[dict]:
     """A split's queries as the selector sees them: `{"query", "texts"}` of every labelled candidate in
     retrieval order (a candidate never shown has no label, so it is left out: never a negative), `used`, the
     0-based positions the consumer used (queries with none are left out), and `weights`, each labelled
-    candidate's inverse-propensity weight (`ipw`; `ipw_clip` 1 = all 1, no correction).
+    candidate's inverse-propensity weight (`ipw`; `ipw_clip` 1 = all 1, no correction). The labels are read as
+    given: `records` come relabelled by the one definition of used (`retrieval.logs.used.used_labels`, which
+    train_ranker applies once to the whole log).
 
     `unlabelled` keeps the candidates without a label too (weight 0, never in `used`): what a held-out estimate
     must rank, and the softmax's normaliser where `train_ranker.normaliser` is "all". On labelled candidates
     alone every order of the ~5 that were shown puts all of them in the top 5, and the estimate says 1.000 for
     any ranker; among all 20 an order that hides a cited chunk loses it.
 
-    `void_thumbs_down`: a query rated -1 says its context did not answer it, so the chunks of that context its
-    answer cited are not evidence of use (a consumer's false cites; on-policy they reward the ranker's own
-    misses): they count as not used. A judge's labels outside the context stay.
-
     `false_cite` (`false_cite_rate`, estimated from the log): a consumer cites a chunk of its context that did not
     answer at this rate, so being shown earns a chunk that much "use" whatever it is worth, and an order learned
     from citations drifts toward the order that chose the context. Each shown candidate gets `offsets` =
     false_cite x its weight, subtracted from its target (the affine correction for trust bias: Vardasbi et al.,
-    CIKM 2020): in expectation the target is then the consumer's hit rate times relevance, shown or not.
-
-    `min_support`, `min_uncited`: the labels read again from the exported answer (`grounding.regrounded`): a
-    citation whose sentence shares less than `min_support` of its content words with the chunk it cites is a
-    misattribution, not evidence of use (the chunk counts as shown and not used; a citation without a sentence
-    to judge by stands); a shown chunk holding `min_uncited` of a sentence the answer left uncited was used."""
+    CIKM 2020): in expectation the target is then the consumer's hit rate times relevance, shown or not."""
     out = []
     for rec in records:
         if split_of3(rec["query"], val_fraction, calibration_fraction) != split:
             continue
-        rec = regrounded(rec, min_support, min_uncited)
         cands = [c for c in shown_candidates(rec) if c["text"] is not None] if unlabelled else labelled(rec)
-        void = void_thumbs_down and rec.get("rating") == -1
-        used = [i for i, c in enumerate(cands) if c["used"] and not (void and c.get("shown"))]
+        used = [i for i, c in enumerate(cands) if c["used"]]
         if used:
             out.append(
                 {

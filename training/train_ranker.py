@@ -50,8 +50,8 @@ from retrieval.contracts.ranking_features import (
 )
 from retrieval.files import write_atomic
 from retrieval.logs.feedback import FEEDBACK_FILE
-from retrieval.logs.grounding import label_changes, regrounded
-from retrieval.params import load_section
+from retrieval.logs.used import label_changes, used_labels
+from retrieval.params import UsedParams, load_section
 from retrieval.progress import make_progress
 from retrieval.tracking import git_commit, use_mlflow
 
@@ -86,9 +86,6 @@ class RankerParams:
     k: int = 5  # Recall@k of the val ranking (the selector picks k)
     ipw_clip: float = 0.05  # labels weigh 1 / max(propensity, this) (inverse propensity); 1 = no correction
     normaliser: str = "all"  # the softmax over all candidates (unlabelled: target 0), or "labelled" ones only
-    void_thumbs_down: bool = True  # a thumbs-down query's cited context chunks are not used (`rankings`)
-    min_support: float = 0.0  # a citation whose sentence shares less of its words with the chunk is not a use
-    min_uncited: float = 0.8  # a shown chunk holding this much of an uncited sentence was used (0 = off)
     trust_correction: bool = False  # subtract the false-cite rate (from thumbs-down queries) from shown chunks' targets
     fallback_tolerance: float = 0.05  # held out: the fitted may trail the general weights by this (surely more: those)
     cross_folds: int = 5  # >= 2: the adapter cross-fitted over train + calibration, the fusion on its held-out scores
@@ -106,8 +103,8 @@ class RankerParams:
             )
         if not (self.bm25_sd_floor >= 0 and self.general_plain_floor >= 0):
             out.append("train_ranker: need bm25_sd_floor >= 0 and general_plain_floor >= 0")
-        if not all(0 <= x <= 1 for x in (self.name_ramp, self.min_support, self.min_uncited)):
-            out.append("train_ranker: need name_ramp, min_support and min_uncited in [0, 1]")
+        if not 0 <= self.name_ramp <= 1:
+            out.append("train_ranker: need name_ramp in [0, 1]")
         if not 0 < self.ipw_clip <= 1:
             out.append("train_ranker: need 0 < ipw_clip <= 1")
         if self.normaliser not in ("labelled", "all"):
@@ -117,29 +114,41 @@ class RankerParams:
         return out
 
 
-def train(p: RankerParams, val_fraction: float, progress=None) -> tuple[np.ndarray, np.ndarray, dict, dict]:
-    """(adapter W, the gate's train query vectors, config record, metrics) from the feedback log."""
-    t0 = time.perf_counter()
-    raw = (Path(p.feedback) / FEEDBACK_FILE).read_bytes()  # hashed as read: the pull stage may rewrite the file
-    records = [json.loads(line) for line in raw.decode("utf-8").splitlines() if line.strip()]
-    fit = [r for r in records if split_of3(r["query"], val_fraction, p.calibration_fraction) != "val"]
-    false_cite = round(false_cite_rate(fit), 4) if p.trust_correction else 0.0
-    grounded = [regrounded(r, p.min_support, p.min_uncited) for r in records]  # labels read again from the answers
+def feedback_groups(
+    records: list[dict], p: RankerParams, used: UsedParams, val_fraction: float, false_cite: float = 0.0
+) -> tuple[dict[str, list[dict]], dict[str, int]]:
+    """(each split's rankings, what the one definition of used changed) from the pulled records: their labels
+    read once by `used_labels`, then `rankings` per split."""
+    labelled = [used_labels(r, used) for r in records]
     groups = {
         # val keeps its unlabelled candidates: a held-out estimate ranks all of them (`rankings`); train and
         # calibration too with normaliser "all": a cited chunk then beats every candidate, not only those shown
         s: rankings(
-            grounded,
+            labelled,
             s,
             val_fraction,
             p.calibration_fraction,
             p.ipw_clip,
             unlabelled=s == "val" or p.normaliser == "all",
-            void_thumbs_down=p.void_thumbs_down,
             false_cite=false_cite if s != "val" else 0.0,  # val: an estimate of Recall, not a loss
         )
         for s in ("train", "calibration", "val")
     }
+    return groups, label_changes(records, labelled, used)
+
+
+def train(
+    p: RankerParams, val_fraction: float, used: UsedParams, progress=None
+) -> tuple[np.ndarray, np.ndarray, dict, dict]:
+    """(adapter W, the gate's train query vectors, config record, metrics) from the feedback log, its labels
+    the one definition of used (`used`, params.yaml's section)."""
+    t0 = time.perf_counter()
+    raw = (Path(p.feedback) / FEEDBACK_FILE).read_bytes()  # hashed as read: the pull stage may rewrite the file
+    records = [json.loads(line) for line in raw.decode("utf-8").splitlines() if line.strip()]
+    fit = [r for r in records if split_of3(r["query"], val_fraction, p.calibration_fraction) != "val"]
+    # the consumer's own citations on the -1 queries, before any are voided: the rate it cites what did not answer
+    false_cite = round(false_cite_rate(fit), 4) if p.trust_correction else 0.0
+    groups, changes = feedback_groups(records, p, used, val_fraction, false_cite)
     if not groups["train"]:
         raise SystemExit(
             f"train_ranker: no train query with a used candidate ({ {s: len(g) for s, g in groups.items()} })"
@@ -217,7 +226,7 @@ def train(p: RankerParams, val_fraction: float, progress=None) -> tuple[np.ndarr
         "val_ips_fitted_minus_general": [round(float(diff), 4), round(float(diff_hi), 4)],  # mean, CI high
         "adapter_norm": round(float(np.linalg.norm(w)), 4),
         "false_cite_rate": false_cite,  # estimated on the train and calibration queries rated -1
-        **label_changes(records, grounded),  # labels the answers' sentences changed
+        **changes,  # labels the one definition of used changed: the answers' sentences, the -1 queries
         "val_gate_mean": round(float(np.mean(shares)), 4) if shares else None,  # the fitted weights' share
         "gate_lo": gate["lo"],
         "gate_hi": gate["hi"],
@@ -229,6 +238,7 @@ def train(p: RankerParams, val_fraction: float, progress=None) -> tuple[np.ndarr
         "base_model_name": "sentence-transformers/all-MiniLM-L6-v2",
         "val_fraction": val_fraction,
         **asdict(p),
+        **{f"used.{k}": v for k, v in asdict(used).items()},  # the labels' definition it learned from
         "weights": weights,
         "general_weights": general,
         "domain_gate": gate,
@@ -270,10 +280,13 @@ def fusion_of(m: dict) -> str:
 def main(params: str = "params.yaml") -> None:
     p = load_section(params, "train_ranker", RankerParams)
     val_fraction = load_section(params, "build", BuildParams).val_fraction  # the build stage's split, exactly
+    used = load_section(params, "used", UsedParams)
     console = Console(stderr=True)
     with make_progress(*Progress.get_default_columns(), console=console, transient=True) as bar:
         task = bar.add_task("train_ranker: embed feedback", total=None)
-        w, vecs, record, m = train(p, val_fraction, lambda done, total: bar.update(task, completed=done, total=total))
+        w, vecs, record, m = train(
+            p, val_fraction, used, lambda done, total: bar.update(task, completed=done, total=total)
+        )
     write(Path(p.out), w, vecs, record, m, track=True)
     k = p.k
     console.print(

@@ -3,8 +3,9 @@ it in the sentence that carries `[n]`; one that attaches `[n]` to a claim chunk 
 misattribution: the claim came from another chunk or from the assistant itself) cited a chunk it did not use.
 `citation_support` measures, per cited candidate, the share of its citing sentence's content words that the
 chunk holds (containment; the sentence, not the chunk, is the denominator: a long chunk is not penalised for
-what the answer left out). Training reads it from the exported answer and candidate texts (`train_ranker.
-min_support`), so every log that kept its answers can be re-judged, and nothing is stored twice.
+what the answer left out). Every reader of the log reads it from the exported answer and candidate texts
+(`used.used_labels`, params.yaml `used.min_support`), so every log that kept its answers can be re-judged, and
+nothing is stored twice.
 
 Lexical on purpose: cheap, explainable, the same on every machine. A close paraphrase keeps most content
 words; a claim about something else keeps few. Its limit: a chunk the assistant quoted although it did not
@@ -103,21 +104,6 @@ def regrounded(rec: dict, min_support: float, min_uncited: float = 0.0) -> dict:
         return c if used == c["used"] else {**c, "used": used}
 
     return {**rec, "candidates": [relabel(c) for c in rec["candidates"]]}
-
-
-def regrounded_counts(records: list[dict], min_support: float, min_uncited: float = 0.0) -> dict[str, int]:
-    """How many citations `regrounded` takes back, and how many uncited quotes it counts as uses, over `records`."""
-    return label_changes(records, [regrounded(r, min_support, min_uncited) for r in records])
-
-
-def label_changes(records: list[dict], grounded: list[dict]) -> dict[str, int]:
-    """`regrounded_counts` of records already read again (`grounded[i]` = `regrounded(records[i], ...)`)."""
-    out = {"citations_taken_back": 0, "uncited_quotes_used": 0}
-    for r, g in zip(records, grounded):
-        for a, b in zip(r["candidates"], g["candidates"]):
-            if a.get("used") != b.get("used"):
-                out["citations_taken_back" if a.get("used") else "uncited_quotes_used"] += 1
-    return out
 
 
 def best_sentence(text: str, query: str, max_chars: int = 300) -> str:

@@ -39,7 +39,7 @@ def test_grounding_reports_what_reading_the_answers_would_change(tmp_path):
     (tmp_path / "fb" / "feedback.jsonl").write_text("\n".join(json.dumps(r) for r in records) + "\n")
     params = tmp_path / "params.yaml"
     params.write_text(
-        (repo / "params.yaml").read_text().replace("min_support: &min_support 0.0", "min_support: &min_support 0.5")
+        (repo / "params.yaml").read_text().replace("  min_support: 0.0 ", "  min_support: 0.5 ")  # the used section's
     )
     r = runner.invoke(app, ["lab", "grounding", "--feedback", str(tmp_path / "fb"), "--params", str(params), "--json"])
     assert r.exit_code == 0, r.output
@@ -49,8 +49,10 @@ def test_grounding_reports_what_reading_the_answers_would_change(tmp_path):
     assert out["at_params"] == {
         "min_support": 0.5,
         "min_uncited": 0.8,  # the default: the one uncited quote counts
+        "void_thumbs_down": True,
         "citations_taken_back": 1,
         "uncited_quotes_used": 1,
+        "thumbs_down_voided": 0,  # no query rated -1
     }
 
 

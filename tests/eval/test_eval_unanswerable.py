@@ -7,6 +7,7 @@ from typer.testing import CliRunner
 
 from cli.main import app
 from eval.evaluate import EvaluateParams, evaluate
+from retrieval.params import UsedParams
 
 
 def items():
@@ -28,7 +29,11 @@ def test_queries_without_a_relevant_id_are_skipped_and_counted(tmp_path, embedde
     path.parent.mkdir()
     path.write_text("".join(json.dumps(it) + "\n" for it in items()))
     result, curve = evaluate(
-        EvaluateParams(benchmarks=str(path), feedback="", max_queries=0), embedder, None, val_fraction=0.15
+        EvaluateParams(benchmarks=str(path), feedback="", max_queries=0),
+        embedder,
+        None,
+        val_fraction=0.15,
+        used=UsedParams(),
     )
     r = result["marco/dev"]
     assert r["skipped_no_relevant"] == 1 and r["systems"]["similarity"]["queries"] == 2

@@ -97,6 +97,7 @@ def test_held_out_feedback_is_scored_naively_and_by_inverse_propensity(tmp_path)
     the 20 (1 / clip) chunks like it the policy hid, so an order that leaves it below the cut scores ~0.05."""
     from eval.items import feedback_items
     from retrieval.contracts.selection import Pick
+    from retrieval.params import UsedParams
 
     def cand(rank, used, shown, p):
         return {
@@ -108,7 +109,7 @@ def test_held_out_feedback_is_scored_naively_and_by_inverse_propensity(tmp_path)
     cands[11] = cand(12, True, True, 0.01)
     rec = {"query_id": 7, "query": "which passage", "threshold": None, "candidates": cands}
     (tmp_path / "feedback.jsonl").write_text(json.dumps(rec) + "\n")
-    (it,) = feedback_items(tmp_path, val_fraction=1.0, limit=0, ipw_clip=0.05)
+    (it,) = feedback_items(tmp_path, val_fraction=1.0, limit=0, ipw_clip=0.05, used=UsedParams())
     assert it["relevant_ids"] == ["1", "12"] and len(it["candidates"]) == 20
     assert it["relevant_weights"] == pytest.approx({"1": 1 / 0.95, "12": 20.0})
     served, lifted = ("1", "2", "3", "4", "5"), ("1", "12", "2", "3", "4")

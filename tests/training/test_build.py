@@ -4,9 +4,11 @@ import json
 
 from retrieval.contracts.selection import parse_selection
 from retrieval.logs.feedback import split_of
+from retrieval.params import UsedParams
 from training.build import BuildParams, build_examples, stats
 
 P = BuildParams(val_fraction=0.5, shuffles=1, seed=1, max_tokens=400, chunk_tokens=200)
+U = UsedParams()  # params.yaml's: what counts as used
 
 
 def rec(qid, query, used, threshold=0.2, scores=(0.9, 0.8, 0.5, 0.1), text=None):
@@ -36,7 +38,7 @@ def test_split_is_by_normalised_query():
 
 
 def test_example_shape_and_labels():
-    splits, pairs, skipped = build_examples([rec(1, "alpha", {3, 1})], BuildParams(val_fraction=0.01, shuffles=0))
+    splits, pairs, skipped = build_examples([rec(1, "alpha", {3, 1})], BuildParams(val_fraction=0.01, shuffles=0), U)
     (ex,) = splits["train"]
     assert [m["role"] for m in ex["messages"]] == ["system", "user", "assistant"]
     assert json.loads(ex["messages"][2]["content"]) == {"selected": [1, 3]}  # by retrieval rank
@@ -49,7 +51,7 @@ def test_example_shape_and_labels():
 
 
 def test_shuffled_copies_remap_labels():
-    splits, _, _ = build_examples([rec(1, "alpha", {2})], BuildParams(val_fraction=0.01, shuffles=3, seed=7))
+    splits, _, _ = build_examples([rec(1, "alpha", {2})], BuildParams(val_fraction=0.01, shuffles=3, seed=7), U)
     assert len(splits["train"]) == 4
     for ex in splits["train"]:
         user = ex["messages"][1]["content"]
@@ -67,7 +69,7 @@ def test_bad_rows_are_skipped_and_counted():
         rec(6, "too long", {1}, text="x" * 40_000),
         rec(7, "fine", {1}),
     ]
-    splits, _, skipped = build_examples(records, P)
+    splits, _, skipped = build_examples(records, P, U)
     assert skipped == {
         "nothing used": 1,
         "used chunk was below threshold (not shown)": 1,
@@ -77,13 +79,15 @@ def test_bad_rows_are_skipped_and_counted():
         "longer than build.max_tokens": 1,
     }
     assert sum(len(v) for v in splits.values()) in (1, 2)  # query 7, plus its shuffled copy if in train
-    splits, _, skipped = build_examples(records[:1], BuildParams(include_empty=True, shuffles=0))
+    splits, _, skipped = build_examples(records[:1], BuildParams(include_empty=True, shuffles=0), U)
     assert json.loads(next(ex for v in splits.values() for ex in v)["messages"][2]["content"]) == {"selected": []}
 
 
 def test_stats_literals():
     splits, pairs, skipped = build_examples(
-        [rec(1, "alpha", {1}), rec(2, "beta", {1, 2})], BuildParams(val_fraction=0.01, shuffles=0)
+        [rec(1, "alpha", {1}), rec(2, "beta", {1, 2})],
+        BuildParams(val_fraction=0.01, shuffles=0),
+        U,
     )
     s = stats(splits, pairs, skipped)
     assert (s["train_examples"], s["val_examples"], s["pairs"], s["used_ratio"]) == (2, 0, 2, 0.5)
@@ -94,26 +98,28 @@ def test_only_exposed_candidates_are_taught():
     pick to learn nor a negative; the example's candidates are the labelled ones, in retrieval order."""
     r = rec(1, "alpha", {2})
     r["candidates"][2]["used"] = None
-    splits, pairs, _ = build_examples([r], BuildParams(val_fraction=0.01, shuffles=0))
+    splits, pairs, _ = build_examples([r], BuildParams(val_fraction=0.01, shuffles=0), U)
     (ex,) = splits["train"]
     assert ex["meta"]["n"] == 2 and "passage 3" not in ex["messages"][1]["content"]  # 4: below threshold
     assert json.loads(ex["messages"][2]["content"]) == {"selected": [2]}
     assert pairs[0]["pos"] == ["passage 2"] and pairs[0]["neg"] == ["passage 1"]
 
 
-def test_the_selector_learns_the_answer_s_grounded_uses():
-    """With min_support / min_uncited the labels are read again from the answer: [1] on a claim chunk 1 does not
-    hold is not a pick, chunk 2 quoted without its [n] is."""
+def test_the_selector_learns_the_one_definition_of_used():
+    """The labels are read by `used_labels`: with min_support [1] on a claim chunk 1 does not hold is not a pick,
+    chunk 2 quoted without its [n] is; rated -1, the context's citations are not picks (nothing used: skipped)."""
     r = rec(1, "alpha", {1}, scores=(0.9, 0.8))
+    for c in r["candidates"]:
+        c["shown"] = True
     r["candidates"][0]["text"] = "Bees dance to show where the flowers are."
     r["candidates"][1]["text"] = "Aspirin lowers fever in adults within hours."
     r["answer"] = "Aspirin lowers fever in adults within hours. Vaccines prevent measles outbreaks [1]."
-    grounded = BuildParams(val_fraction=0.01, shuffles=0, min_support=0.5, min_uncited=0.8)
-    (ex,) = build_examples([r], grounded)[0]["train"]
+    p = BuildParams(val_fraction=0.01, shuffles=0)
+    (ex,) = build_examples([r], p, UsedParams(min_support=0.5))[0]["train"]
     assert json.loads(ex["messages"][2]["content"]) == {"selected": [2]}
-    (ex,) = build_examples([r], BuildParams(val_fraction=0.01, shuffles=0))[0]["train"]  # the defaults: the quote
-    assert json.loads(ex["messages"][2]["content"]) == {"selected": [1, 2]}  # counts, the citation stands
-    off = BuildParams(val_fraction=0.01, shuffles=0, min_uncited=0.0)
-    (ex,) = build_examples([r], off)[0]["train"]  # both off: as logged
+    (ex,) = build_examples([r], p, U)[0]["train"]  # the defaults: the quote counts, the citation stands
+    assert json.loads(ex["messages"][2]["content"]) == {"selected": [1, 2]}
+    (ex,) = build_examples([r], p, UsedParams(min_uncited=0.0))[0]["train"]  # both off: as logged
     assert json.loads(ex["messages"][2]["content"]) == {"selected": [1]}
-    assert BuildParams(min_uncited=1.5).problems() != []
+    splits, _, skipped = build_examples([{**r, "rating": -1}], p, U)
+    assert splits == {"train": [], "val": []} and skipped == {"nothing used": 1}

@@ -52,22 +52,6 @@ def test_the_all_normaliser_ranks_an_unshown_candidate_without_a_label():
     assert mask.tolist() == [[True, True, True]] and target.tolist() == [[0.0, 0.0, 4.0]]
 
 
-def test_a_thumbs_down_voids_the_citations_of_its_context_only():
-    """Rated -1, the context did not answer: the chunk its answer cited anyway is not a positive (on-policy a
-    false cite rewards the ranker's own miss), and a query with nothing else used drops out. A judge's label on
-    a chunk outside the context stays; rated +1 (or unrated), a citation counts."""
-    cited = [cand(1, False, True, 1.0), cand(2, True, True, 1.0), cand(3, None, False, 0.0)]
-    down, up = {**record("q", cited), "rating": -1}, {**record("q", cited), "rating": 1}
-    assert rankings([down], "train", val_fraction=0.0, void_thumbs_down=True) == []
-    (g,) = rankings([down], "train", val_fraction=0.0, void_thumbs_down=False)
-    assert g["used"] == [1]
-    (g,) = rankings([up], "train", val_fraction=0.0, void_thumbs_down=True)
-    assert g["used"] == [1]
-    judged = [cand(1, False, True, 1.0), cand(2, False, True, 1.0), cand(3, True, False, 0.0)]  # the oracle's
-    (g,) = rankings([{**record("q", judged), "rating": -1}], "train", val_fraction=0.0, void_thumbs_down=True)
-    assert g["texts"] == ["passage 1", "passage 2", "passage 3"] and g["used"] == [2]
-
-
 def test_the_false_cite_rate_is_read_off_the_thumbs_down_queries():
     """Rated -1, nothing in the context answered: 1 of its 4 shown chunks cited anyway = 0.25; a +1 query's
     citations and the unshown candidates say nothing about the rate; a judge (no citation in a -1 context): 0."""
@@ -124,23 +108,3 @@ def test_weighted_recall_is_recall_with_unit_weights():
     assert weighted_recall_at_k({"a": 1.0, "d": 20.0}, ranked, 2) == pytest.approx(1 / 21)
     assert weighted_recall_at_k({"a": 1.0, "d": 20.0}, ["d", "x"], 2) == pytest.approx(20 / 21)
     assert weighted_recall_at_k({}, ranked, 2) == 0.0
-
-
-def test_a_misattributed_citation_is_not_a_use():
-    """min_support: the answer's sentence with [2] is chunk 1's claim, so chunk 2 counts as shown and not used;
-    [1] quotes its chunk and stands. Off (0), every citation stands; a sentence too short to judge stands too."""
-    cands = [cand(1, True, True, 1.0), cand(2, True, True, 1.0), cand(3, False, True, 1.0)]
-    cands[0]["text"], cands[1]["text"] = "Aspirin lowers fever in adults.", "Bees dance to show where flowers are."
-    rec = {**record("q", cands), "answer": "Aspirin lowers fever in adults [1]. Aspirin helps adults with fever [2]."}
-    (g,) = rankings([rec], "train", val_fraction=0.0, min_support=0.5)
-    assert g["used"] == [0] and g["texts"][1].startswith("Bees")
-    (g,) = rankings([rec], "train", val_fraction=0.0)
-    assert g["used"] == [0, 1]
-    (g,) = rankings([{**rec, "answer": "From the notes [1][2]"}], "train", val_fraction=0.0, min_support=0.5)
-    assert g["used"] == [0, 1]
-    only_false = {
-        **rec,
-        "answer": "Aspirin helps adults with fever [2].",
-        "candidates": [{**cands[0], "used": False}, *cands[1:]],
-    }
-    assert rankings([only_false], "train", val_fraction=0.0, min_support=0.5) == []  # nothing used: left out

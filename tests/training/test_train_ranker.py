@@ -11,6 +11,7 @@ from eval.promotion import folder_record
 from retrieval.contracts.ranking_features import features, gated_scores, general_floor, ranker_scores
 from retrieval.contracts.selection import PromptCandidate, parse_selection
 from retrieval.embed import get_embedder
+from retrieval.params import UsedParams
 from serving.ranker import RankerSelector
 from serving.selectors import resolve
 from training import train_ranker
@@ -60,7 +61,7 @@ def trained(benchmark_dir, tmp_path_factory):
     records = feedback_from_hotpotqa(benchmark_dir / "hotpotqa" / "train.jsonl", 200)
     (tmp / "fb" / "feedback.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
     p = RankerParams(feedback=str(tmp / "fb"), out=str(tmp / "ranker"), calibration_fraction=0.3)
-    w, vecs, record, m = train(p, val_fraction=0.2)
+    w, vecs, record, m = train(p, 0.2, UsedParams())
     return tmp, p, w, vecs, record, m
 
 
@@ -93,7 +94,7 @@ def test_a_fusion_fit_that_learned_noise_is_not_served(benchmark_dir, tmp_path):
     p = RankerParams(
         feedback=str(tmp_path / "fb"), out=str(tmp_path / "ranker"), calibration_fraction=0.3, cross_folds=0
     )  # the fusion fitted on the calibration band alone
-    _, _, record, m = train(p, val_fraction=0.2)
+    _, _, record, m = train(p, 0.2, UsedParams())
     assert m["fusion_fallback"] and record["weights"] == record["general_weights"]
     assert m["val_recall@5_ips_fitted"] < m["val_recall@5_ips_general"] - 0.05
     assert m["val_recall@5_ips"] == m["val_recall@5_ips_general"]  # what is served is what the general weights score
@@ -122,7 +123,7 @@ def test_cross_fitted_ranker_serves_an_adapter_that_learned_the_calibration_quer
     scores, and the served adapter on all of them: it knows the calibration queries better than the adapter of
     cross_folds 0 that never saw them; val stays held out of every fit."""
     tmp, p, w2, vecs2, record2, m2 = trained
-    w, _, record, m = train(replace(p, cross_folds=0), val_fraction=0.2)
+    w, _, record, m = train(replace(p, cross_folds=0), 0.2, UsedParams())
     assert m["adapter_queries"] == m["train_queries"] and m["fusion_fitted_on"] == "calibration"
     assert m2["adapter_queries"] == m2["train_queries"] + m2["calibration_queries"] == len(vecs2)
     assert m2["fusion_fitted_on"] == "cross-fitted" and record2["cross_folds"] == 5
