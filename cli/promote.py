@@ -4,6 +4,8 @@ announced to running services (the deployment log, retrieval/logs/deployments.py
 from __future__ import annotations
 
 import json
+from functools import partial
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -15,8 +17,10 @@ from eval.promotion import rollback as do_rollback
 from retrieval.conversation import capture
 from retrieval.db import DatabaseError, connect
 from retrieval.logs import deployments, trials
+from retrieval.logs.used import used_labels
+from retrieval.params import ParamsError, UsedParams, load_section
 
-from .terminal import _fail, console
+from .terminal import ParamsOpt, _fail, console
 
 WaitOpt = Annotated[float, typer.Option(help="seconds to wait for running services' canaries (0: don't wait)")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="print the result as JSON")]
@@ -72,7 +76,12 @@ def rollback(wait: WaitOpt = 60.0, as_json: JsonOpt = False) -> None:
         _fail(str(e))
 
 
-def status(as_json: JsonOpt = False) -> None:
+def used_params(params: Path) -> UsedParams:
+    """The params file's `used` section (what the services credit a trial by); its defaults without one."""
+    return load_section(params, "used", UsedParams) if params.exists() else UsedParams()
+
+
+def status(as_json: JsonOpt = False, params: ParamsOpt = Path("params.yaml")) -> None:
     """Registry aliases, the latest deployments and what each service did about them."""
     try:
         settled = record_trials()  # trials closed since the last look: into the registry first
@@ -88,9 +97,10 @@ def status(as_json: JsonOpt = False) -> None:
             services = deployments.listening_services(conn)
             captured = capture.counters(conn)
             running = trials.running(conn)
-            evidence = trials.verdict(conn, running, lambda rec: rec).as_dict() if running else None
+            relabel = partial(used_labels, p=used_params(params))
+            evidence = trials.verdict(conn, running, relabel).as_dict() if running else None
             recent = [t.as_dict() for t in trials.recent(conn, 5)]
-    except (RegistryError, DatabaseError) as e:
+    except (RegistryError, DatabaseError, ParamsError) as e:
         _fail(str(e))
     out = {
         "champion": champ["version"] if champ else "similarity (none promoted)",

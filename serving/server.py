@@ -6,6 +6,7 @@ from __future__ import annotations
 import socket
 import threading
 import time
+from functools import partial
 from pathlib import Path
 
 import uvicorn
@@ -13,7 +14,16 @@ import uvicorn
 from retrieval.conversation.capture import CaptureParams
 from retrieval.db import database_url
 from retrieval.embed import get_embedder
-from retrieval.params import EmbedParams, IngestParams, MaintainParams, SearchParams, StagingParams, load_section
+from retrieval.logs.used import used_labels
+from retrieval.params import (
+    EmbedParams,
+    IngestParams,
+    MaintainParams,
+    SearchParams,
+    StagingParams,
+    UsedParams,
+    load_section,
+)
 
 from .app import create_app
 from .auth import check_exposure
@@ -68,6 +78,7 @@ def build_service(
         capture=cp,
         extractor=build_extractor(cp),
         maintain=load_section(params, "maintain", MaintainParams),
+        relabel=partial(used_labels, p=load_section(params, "used", UsedParams)),
     )
 
 

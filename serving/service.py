@@ -15,6 +15,7 @@ import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 
 from psycopg_pool import ConnectionPool
 
@@ -22,7 +23,8 @@ from retrieval.contracts.selection import PROMPT_VERSION, Pick
 from retrieval.conversation.capture import CaptureParams, Extractor
 from retrieval.embed import Embedder
 from retrieval.logs import feedback, trials
-from retrieval.params import IngestParams, MaintainParams, SearchParams, StagingParams
+from retrieval.logs.used import used_labels
+from retrieval.params import IngestParams, MaintainParams, SearchParams, StagingParams, UsedParams
 from retrieval.query import staging
 from retrieval.query.search import Candidate, keyword_rankings, search_vector
 
@@ -54,7 +56,8 @@ class Service:
     capture_worker: CaptureWorker | None = None  # started with the pool
     maintain: MaintainParams = field(default_factory=lambda: MaintainParams(interval_minutes=0))  # off unless asked
     maintenance: MaintenanceLoop | None = None  # started with the app when maintain.interval_minutes > 0
-    relabel: Callable[[dict], dict] = lambda rec: rec  # the one definition of "used", applied to a trial's records
+    # the one definition of "used" (params.yaml `used`), read into a trial's records before they are credited
+    relabel: Callable[[dict], dict] = partial(used_labels, p=UsedParams())
 
     def ready(self, wait_s: float = 0.0) -> bool:
         """The service serves what it must: a pinned selector (loaded before the app starts) at once; one that

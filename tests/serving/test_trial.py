@@ -205,3 +205,19 @@ def test_a_challenger_that_fails_its_canary_is_not_served(notes, db_url, embedde
         assert client.get("/selector").json()["trial"] is None
         assert client.post("/query", json={"query": "bees"}).json()["selector_version"] == "similarity"
         assert client.get("/stats").json()["trial"]["id"] == trial.id  # still running: other services may serve it
+
+
+def test_the_trial_credits_by_the_one_definition_of_used(notes, db_url, embedder, tmp_path):
+    """A query rated -1 (its context did not answer) has its citations voided: no win for anyone."""
+    with running_service(db_url, embedder, tmp_path) as client:
+        client.db_url = db_url
+        trial = start(db_url)
+        wait_for(lambda: client.get("/selector").json()["trial"] == trial.id)
+        ask_and_cite(client, CHALLENGER)
+        r = client.post("/query", json={"query": "volcanoes"}).json()
+        with connect(db_url) as conn:
+            teams = dict(conn.execute("SELECT rank, team FROM query_candidates WHERE query_id = %s", (r["query_id"],)))
+        cite = next(rank for rank, team in teams.items() if team == CHALLENGER)
+        client.post("/feedback", json={"query_id": r["query_id"], "answer": f"Yes [{cite}].", "rating": -1})
+        evidence = client.get("/stats").json()["trial"]["evidence"]
+        assert (evidence["wins"], evidence["judged"]) == (1, 1)  # the first query's win; the voided one is no query
