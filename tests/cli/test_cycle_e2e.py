@@ -16,7 +16,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 def scifact_slice(src: Path, dst: Path, n_train: int = 30, n_test: int = 10, others: int = 150) -> None:
     """Real SciFact, cut down: some train and test claims, their abstracts, and distractors."""
-    (dst / "qrels").mkdir(parents=True)
+    (dst / "qrels").mkdir(parents=True, exist_ok=True)
     keep_docs, keep_queries = set(), set()
     for split, n in (("train", n_train), ("test", n_test)):
         rows = list(csv.DictReader(open(src / "qrels" / f"{split}.tsv"), delimiter="\t"))
