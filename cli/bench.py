@@ -5,7 +5,7 @@ cores cli/bench_*.py), `usage` and `capture` beside the commands of the store th
 (cli/maintain.py, cli/capture.py).
 
 Flags mean the same in every command: `--json` prints JSON to stdout, `--out FILE` writes it to a
-file, `--benchmark-dir` is the shared benchmark folder, `--max-queries` caps the queries."""
+file, `--benchmark-dir` is the judged benchmark folder, `--max-queries` caps the queries."""
 
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ pulled log (retrieval/logs/grounding.py); `gpu-smoke` runs the train stage's GPU
 weights (training/gpu_smoke.py). The benchmarks proper are `pai bench` (cli/bench.py).
 
 Flags mean the same in every command: `--json` prints JSON to stdout, `--out FILE` writes it to a
-file, `--benchmark-dir` is the shared benchmark folder, `--max-queries` caps the queries."""
+file, `--benchmark-dir` is the judged benchmark folder, `--max-queries` caps the queries."""
 
 from __future__ import annotations
 

@@ -17,6 +17,7 @@ import typer
 import uvicorn
 from rich.table import Table
 
+from eval import judged_sets
 from retrieval.corpus.ingest import ingest_paths
 from retrieval.db import DatabaseError, connect, pai_home
 from retrieval.embed import get_embedder
@@ -50,6 +51,19 @@ app = typer.Typer(
     "`pai cycle` is the lab's demo on SciFact. "
     "`pai COMMAND --help` for each; docs/ for the rest.",
 )
+
+
+@app.callback()
+def unpack_judged_sets() -> None:
+    # Before any command: the judged benchmark sets the repository ships (data/judged/), unpacked where missing,
+    # so a fresh clone's commands and `dvc repro` read them at their default paths. One line when it unpacks.
+    try:
+        written = judged_sets.unpack(judged_sets.JUDGED)
+    except OSError as e:  # a read-only checkout: only the commands that read them will miss them
+        console.print(f"[yellow]warning:[/yellow] could not unpack the judged benchmark sets: {e}", soft_wrap=True)
+        return
+    if written:
+        console.print(f"unpacked {len(written)} judged benchmark files into {judged_sets.JUDGED}", soft_wrap=True)
 
 
 def ingest(

@@ -31,7 +31,7 @@ ParamsOpt = Annotated[Path, typer.Option("--params", help="params.yaml to read")
 JsonOpt = Annotated[bool, typer.Option("--json", help="print the result as JSON on stdout")]
 OutOpt = Annotated[Optional[Path], typer.Option("--out", help="also write the result (JSON) to this file")]
 # --benchmark-dir: its default is retrieval.params.BENCHMARK_DIR wherever it is taken
-BenchDirOpt = Annotated[Path, typer.Option(help="the shared benchmark folder")]
+BenchDirOpt = Annotated[Path, typer.Option(help="the judged benchmark folder (SciFact, HotpotQA)")]
 
 
 def _fail(msg: str) -> None:

@@ -13,7 +13,7 @@ from retrieval.params import UsedParams
 
 
 def bench_name(path: str) -> str:
-    """ "hotpotqa/test" for ../shared/benchmark/hotpotqa/test.jsonl; "scifact-test" for data/benchmarks/scifact-test.jsonl."""
+    """ "hotpotqa/test" for data/judged/hotpotqa/test.jsonl; "scifact-test" for data/benchmarks/scifact-test.jsonl."""
     p = Path(path)
     return p.stem if p.parent.name == "benchmarks" else f"{p.parent.name}/{p.stem}"
 

@@ -26,7 +26,7 @@ from .retrieval_eval import load_scifact
 
 @dataclass(frozen=True)
 class BenchmarkParams:
-    benchmark_dir: str = str(BENCHMARK_DIR)  # SciFact queries and qrels (read-only)
+    benchmark_dir: str = str(BENCHMARK_DIR)  # SciFact queries and qrels (the judged sets, data/judged/)
     split: str = "test"
     out: str = "data/benchmarks"  # scifact-<split>.jsonl (contract-5 items) and stats.json
 

@@ -13,9 +13,10 @@ from .db import pai_home
 
 T = TypeVar("T")
 
-# The shared benchmark data (SciFact, HotpotQA; read-only), relative to the repository root. Every default in
-# code that reads it starts here; params.yaml spells it in benchmark.benchmark_dir and evaluate.benchmarks.
-BENCHMARK_DIR = Path("../shared/benchmark")
+# The judged benchmark sets (SciFact, HotpotQA, LoCoMo), shipped compressed in the repository and unpacked in
+# place (eval/judged_sets.py), relative to the repository root. Every default in code that reads them starts
+# here; params.yaml spells it in benchmark.benchmark_dir and evaluate.benchmarks.
+BENCHMARK_DIR = Path("data/judged")
 
 
 class ParamsError(ValueError):

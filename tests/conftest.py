@@ -14,19 +14,18 @@ import psycopg
 import pytest
 from psycopg.conninfo import make_conninfo
 
+from eval import judged_sets
 from retrieval.db import connect
 
 REPO = Path(__file__).resolve().parents[1]
-BENCHMARK = REPO.parent / "shared" / "benchmark"
 PG15 = Path("/usr/lib/postgresql/15")  # Debian's postgresql-15; pgvector is built into it by .ci/pg15
 
 
 @pytest.fixture(scope="session")
 def benchmark_dir() -> Path:
-    """../shared/benchmark (read-only); CI lays shared/ beside the clone as well."""
-    if not (BENCHMARK / "scifact" / "corpus.jsonl").exists():
-        pytest.fail(f"benchmark data not found at {BENCHMARK}")
-    return BENCHMARK
+    """The judged benchmark sets the repository ships (data/judged/), unpacked where missing."""
+    judged_sets.unpack()
+    return judged_sets.JUDGED
 
 
 @pytest.fixture(scope="session")

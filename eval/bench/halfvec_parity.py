@@ -11,7 +11,6 @@ for inspection; drop it when done."""
 import json
 import sys
 from dataclasses import replace
-from pathlib import Path
 
 import psycopg
 from psycopg.conninfo import make_conninfo
@@ -21,7 +20,7 @@ from retrieval.contracts.metrics import recall_at_k
 from retrieval.corpus.ingest import ingest_paths
 from retrieval.db import connect, database_url
 from retrieval.embed import get_embedder
-from retrieval.params import IngestParams, SearchParams, load_section
+from retrieval.params import BENCHMARK_DIR, IngestParams, SearchParams, load_section
 from retrieval.query.search import search_vector
 
 
@@ -48,7 +47,7 @@ def main() -> None:
         if phase == "before":
             r = ingest_paths(
                 conn,
-                [Path("../shared/benchmark/scifact/corpus.jsonl")],
+                [BENCHMARK_DIR / "scifact" / "corpus.jsonl"],
                 load_section("params.yaml", "ingest", IngestParams),
                 sp,
                 emb,
@@ -64,7 +63,7 @@ def main() -> None:
                 "SELECT pg_size_pretty(pg_relation_size('chunks_embedding_hnsw')), pg_size_pretty(pg_total_relation_size('chunks'))"
             ).fetchone()
         )
-        qs = load_scifact(Path("../shared/benchmark"), "test")
+        qs = load_scifact(BENCHMARK_DIR, "test")
         qv = emb.encode([q for _, q, _ in qs])
         res = {}
         for label, p in (("vector", replace(sp, hybrid=False)), ("hybrid", replace(sp, hybrid=True))):

@@ -8,7 +8,7 @@ first load, which builds the HNSW index after the vectors are in (`retrieval.cor
 once more with the index kept throughout (`ingest.bulk_max_chunks: 0`, what a store that has chunks does), and
 twice with the vectors cached (no embedding: a GPU embedder's case), index after and index kept.
 
-    pai bench ingest --corpus ../shared/benchmark/scifact/corpus.jsonl
+    pai bench ingest --corpus data/judged/scifact/corpus.jsonl
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ grep -q "def scratch_database" "$old/tree/retrieval/db.py" || {
 ln -s "$here/.pai" "$old/tree/.pai"
 for tree in "$old/tree" "$here"; do
   echo "== $(git -C "$tree" rev-parse --short HEAD)$([ "$tree" = "$here" ] && echo ' + working tree')"
-  (cd "$tree" && CORPUS="$here/../shared/benchmark/scifact/corpus.jsonl" "$here/.venv/bin/python" - <<'PY'
+  (cd "$tree" && CORPUS="$here/data/judged/scifact/corpus.jsonl" "$here/.venv/bin/python" - <<'PY'
 import json
 import os
 from pathlib import Path

@@ -16,7 +16,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 def scifact_slice(src: Path, dst: Path, n_train: int = 30, n_test: int = 10, others: int = 150) -> None:
     """Real SciFact, cut down: some train and test claims, their abstracts, and distractors."""
-    (dst / "qrels").mkdir(parents=True)
+    (dst / "qrels").mkdir(parents=True, exist_ok=True)
     keep_docs, keep_queries = set(), set()
     for split, n in (("train", n_train), ("test", n_test)):
         rows = list(csv.DictReader(open(src / "qrels" / f"{split}.tsv"), delimiter="\t"))
@@ -39,10 +39,11 @@ def scifact_slice(src: Path, dst: Path, n_train: int = 30, n_test: int = 10, oth
 def test_pai_cycle_in_a_fresh_clone(db_url, benchmark_dir, tmp_path):
     clone = tmp_path / "p"
     subprocess.run(["git", "clone", "-q", str(REPO), str(clone)], check=True)
-    # the clone reads ../shared/benchmark like a checkout does: SciFact cut down, HotpotQA as it is
-    bench = tmp_path / "shared" / "benchmark"
+    # the clone holds the judged sets compressed; SciFact, cut down, is laid where it unpacks (its files then
+    # count as unpacked), and `pai cycle` unpacks the rest (HotpotQA as it is) before it starts
+    bench = clone / "data" / "judged"
+    assert not list(bench.rglob("*.jsonl"))  # nothing unpacked is committed
     scifact_slice(benchmark_dir / "scifact", bench / "scifact")
-    (bench / "hotpotqa").symlink_to(benchmark_dir / "hotpotqa")
     params = (clone / "params.yaml").read_text().replace("lag_seconds: 5.0", "lag_seconds: 0.0")
     params = params.replace("  max_queries: 0 ", "  max_queries: 10 ").replace(
         "llm_max_queries: 20 ", "llm_max_queries: 10 "
@@ -59,7 +60,7 @@ def test_pai_cycle_in_a_fresh_clone(db_url, benchmark_dir, tmp_path):
     path = os.pathsep.join(d for d in os.environ["PATH"].split(os.pathsep) if Path(d) != venv_bin)
     env = os.environ | {"PAI_HOME": str(home), "DATABASE_URL": db_url, "PYTHONPATH": str(clone), "PATH": path}
     run = subprocess.run(
-        [sys.executable, "-m", "cli.main", "cycle", "--benchmark-dir", str(bench), "--json"],
+        [sys.executable, "-m", "cli.main", "cycle", "--json"],
         cwd=clone,
         env=env,
         capture_output=True,
@@ -67,6 +68,7 @@ def test_pai_cycle_in_a_fresh_clone(db_url, benchmark_dir, tmp_path):
         timeout=1200,
     )
     assert run.returncode == 0, run.stderr[-3000:]
+    assert "unpacked 7 judged benchmark files" in run.stderr  # all but the slice's 4
     result = json.loads(run.stdout)
     assert result["ingest"]["documents_new"] >= 150
     assert result["replay"]["queries"] == 30 and result["replay"]["errors"] == 0

@@ -2,10 +2,12 @@
 map `pai --help` shows."""
 
 import json
+import shutil
 
 from typer.testing import CliRunner
 
 from cli.main import app
+from eval import judged_sets
 from retrieval.query import staging
 
 runner = CliRunner()
@@ -80,3 +82,15 @@ def test_help_is_a_map_daily_commands_on_top_the_lab_tools_under_lab():
     assert [(n, t) for n, t in lines if "\n" in t or len(t) > 66] == []
     r = runner.invoke(app, ["--help"])
     assert r.exit_code == 0 and all(p in r.output for p in ("Use", "Retrain and deploy", "Upkeep", "Measure"))
+
+
+def test_a_command_unpacks_the_judged_sets_first_in_one_line(tmp_path, monkeypatch):
+    """A fresh clone has only the committed .xz: any `pai` command unpacks them first, saying so once."""
+    committed = tmp_path / "judged"  # what git holds: the .xz, the manifest, the README
+    shutil.copytree(judged_sets.JUDGED, committed, ignore=shutil.ignore_patterns("*.jsonl", "*.json", "*.tsv"))
+    monkeypatch.setattr(judged_sets, "JUDGED", committed)
+    r = runner.invoke(app, ["mcp", "--transport", "carrier-pigeon", "--url", "http://127.0.0.1:9"])
+    assert r.exit_code == 2 and r.output.count("unpacked 11 judged benchmark files") == 1, r.output
+    assert judged_sets.mismatches(committed) == []
+    r = runner.invoke(app, ["mcp", "--transport", "carrier-pigeon", "--url", "http://127.0.0.1:9"])
+    assert "unpacked" not in r.output

@@ -29,4 +29,4 @@ def test_scifact_benchmark_items_mark_chunks_of_relevant_abstracts():
     (it,) = items
     assert it["relevant_ids"] == ["101", "103"] and [c["id"] for c in it["candidates"]] == ["101", "102", "103", "104"]
     assert bench_name("data/benchmarks/scifact-test.jsonl") == "scifact-test"
-    assert bench_name("../shared/benchmark/hotpotqa/test.jsonl") == "hotpotqa/test"
+    assert bench_name("data/judged/hotpotqa/test.jsonl") == "hotpotqa/test"

@@ -14,16 +14,14 @@ import pytest
 from retrieval.embed import Embedder, openvino_ir, resolve_backend
 from retrieval.params import EmbedParams, ParamsError, _build
 
-CORPUS = Path(__file__).parents[3] / "shared" / "benchmark" / "scifact" / "corpus.jsonl"
-
 pytestmark = pytest.mark.skipif(resolve_backend("auto") != "openvino", reason="openvino is not installed")
 
 
 @pytest.fixture(scope="module")
-def passages() -> list[str]:
+def passages(benchmark_dir) -> list[str]:
     """300 real abstracts (truncated at 256 word pieces, as stored) plus short, empty-ish and odd texts."""
     rows = []
-    with open(CORPUS, encoding="utf-8") as f:
+    with open(benchmark_dir / "scifact" / "corpus.jsonl", encoding="utf-8") as f:
         for line in f:
             d = json.loads(line)
             rows.append(f"{d['title']}\n{d['text']}")

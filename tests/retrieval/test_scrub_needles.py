@@ -34,21 +34,19 @@ DETECT_SECRETS_LINES = [  # one a gated detect-secrets plugin reports, each (che
 ]
 
 
-def _texts() -> list[str]:
+def _texts(benchmark_dir: Path) -> list[str]:
     data = REPO / "tests" / "data"
     texts = list(DETECT_SECRETS_LINES)
     texts += [json.loads(line)["text"] for line in open(data / "provider_corpus.jsonl")]
     texts += [json.loads(line)["text"] for line in open(data / "secrets_corpus.jsonl")]
     texts += [p.read_text() for p in sorted((REPO / "retrieval" / "scrub").glob("*.py"))]  # code full of the names
-    scifact = REPO.parent / "shared" / "benchmark" / "scifact" / "corpus.jsonl"
-    if scifact.is_file():
-        with open(scifact) as f:
-            texts += [json.loads(next(f))["text"] for _ in range(300)]
+    with open(benchmark_dir / "scifact" / "corpus.jsonl") as f:
+        texts += [json.loads(next(f))["text"] for _ in range(300)]
     return texts + [t.translate(LOOKALIKES) for t in texts] + [t.upper() for t in texts]
 
 
-def test_needles_change_no_output(monkeypatch):
-    texts = _texts()
+def test_needles_change_no_output(monkeypatch, benchmark_dir):
+    texts = _texts(benchmark_dir)
     with_needles = [scrub(t) for t in texts]
     scan_line, _ = rule_sets._detect_secrets_scanner()
     assert all(list(scan_line(line)) for line in DETECT_SECRETS_LINES)
