@@ -100,6 +100,16 @@ def nearest(
     return out
 
 
+def chunk_texts(conn: psycopg.Connection, chunk_ids: list[int]) -> dict[int, tuple[str | None, str | None, str]]:
+    """chunk id -> (parent heading, heading, text), for the chunks that still exist."""
+    if not chunk_ids:
+        return {}
+    rows = conn.execute(
+        "SELECT id, parent_heading, heading, text FROM chunks WHERE id = ANY(%s)", (chunk_ids,)
+    ).fetchall()
+    return {i: (p, h, t) for i, p, h, t in rows}
+
+
 @dataclass(frozen=True)
 class BatchNear:
     """A near chunk written in the same `write_documents` call (its id is known only once it is inserted)."""
