@@ -285,6 +285,7 @@ def _write_batch(
                 [c for c in unique if (k, c.content_hash) not in skipped],
                 near.get(k, {}),
                 scrub_version(),
+                d.written,
             )
             for k, (d, h, _, unique) in enumerate(plans)
         ]

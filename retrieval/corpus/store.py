@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 
 import numpy as np
 import psycopg
@@ -127,6 +128,7 @@ class DocumentWrite:
     chunks: list[Chunk]  # exactly the chunks the document keeps, in order
     near: dict[str, Near | BatchNear] = field(default_factory=dict)
     scrubbed_with: str | None = None
+    written: datetime | None = None  # documents.written_at; None: now
 
 
 def write_documents(
@@ -143,11 +145,12 @@ def write_documents(
     with conn.transaction():
         rows = conn.execute(
             """
-            INSERT INTO documents (source, path, content_hash, n_chunks, scrubbed_with)
-            SELECT * FROM unnest(%s::text[], %s::text[], %s::text[], %s::int[], %s::text[])
+            INSERT INTO documents (source, path, content_hash, n_chunks, scrubbed_with, written_at)
+            SELECT s, p, h, n, sw, coalesce(w, now())
+            FROM unnest(%s::text[], %s::text[], %s::text[], %s::int[], %s::text[], %s::timestamptz[]) AS u(s, p, h, n, sw, w)
             ON CONFLICT (source) DO UPDATE
-            SET path = EXCLUDED.path, content_hash = EXCLUDED.content_hash,
-                n_chunks = EXCLUDED.n_chunks, scrubbed_with = EXCLUDED.scrubbed_with, updated_at = now()
+            SET path = EXCLUDED.path, content_hash = EXCLUDED.content_hash, n_chunks = EXCLUDED.n_chunks,
+                scrubbed_with = EXCLUDED.scrubbed_with, written_at = EXCLUDED.written_at, updated_at = now()
             RETURNING source, id
             """,
             (
@@ -156,6 +159,7 @@ def write_documents(
                 [d.content_hash for d in docs],
                 [len(d.chunks) for d in docs],
                 [d.scrubbed_with for d in docs],
+                [d.written for d in docs],
             ),
         ).fetchall()
         ids = dict(rows)
