@@ -28,12 +28,19 @@ def duplicate_key(parent_heading: str | None, heading: str | None, text: str, ki
 
 
 def dedup(
-    new: list, matrix: np.ndarray, in_store: list, stored: dict[int, tuple], plans: list, params: IngestParams
+    new: list,
+    keys: list[str],
+    matrix: np.ndarray,
+    in_store: list,
+    stored: dict[int, tuple],
+    plans: list,
+    params: IngestParams,
 ) -> tuple[set, dict]:
-    """Per new chunk (plan index k, chunk), in batch order: an exact duplicate of its stored nearest (`stored`:
-    chunk id -> (parent heading, heading, text), read for those at `IDENTICAL_MIN_COSINE`) or of a chunk kept for
-    an earlier document of the batch is skipped; else the nearest of both (unit vectors: a dot product is the
-    cosine) at or above `near_threshold` is linked. -> ({(k, hash)} skipped, {k: {hash: Near | BatchNear}} linked)."""
+    """Per new chunk (plan index k, chunk) with its `duplicate_key`, in batch order: an exact duplicate of its
+    stored nearest (`stored`: chunk id -> (parent heading, heading, text), read for those at
+    `IDENTICAL_MIN_COSINE`) or of a chunk kept for an earlier document of the batch is skipped; else the nearest of
+    both (unit vectors: a dot product is the cosine) at or above `near_threshold` is linked.
+    -> ({(k, hash)} skipped, {k: {hash: Near | BatchNear}} linked)."""
     skipped: set = set()
     near: dict[int, dict] = {}
     kept: list[int] = []  # rows of `matrix` kept for earlier documents of the batch
@@ -41,11 +48,11 @@ def dedup(
     for k, group in groupby(range(len(new)), key=lambda j: new[j][0]):
         rows = list(group)
         kind = plans[k][0].kind
+        code = kind == "code"
         for j in rows:
             c, best = new[j][1], in_store[j]
-            key = duplicate_key(c.parent_heading, c.heading, c.text, kind)
             twin = stored.get(best.chunk_id) if best else None
-            if key in kept_keys[kind == "code"] or (twin and duplicate_key(*twin, kind) == key):
+            if keys[j] in kept_keys[code] or (twin and duplicate_key(*twin, kind) == keys[j]):
                 skipped.add((k, c.content_hash))
                 continue
             score = best.score if best else -1.0
@@ -61,6 +68,6 @@ def dedup(
             c = new[j][1]
             if (k, c.content_hash) not in skipped:
                 kept.append(j)
-                kept_keys[True].add(duplicate_key(c.parent_heading, c.heading, c.text, "code"))
-                kept_keys[False].add(duplicate_key(c.parent_heading, c.heading, c.text, "text"))
+                kept_keys[code].add(keys[j])
+                kept_keys[not code].add(duplicate_key(c.parent_heading, c.heading, c.text, "text" if code else "code"))
     return skipped, near

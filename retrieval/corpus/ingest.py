@@ -248,6 +248,7 @@ def _write_batch(
         store.lock_sources(conn, [d.source for d, *_ in todo])
         current = store.document_hashes(conn, [d.source for d, *_ in todo])
         plans = []
+        keys: dict[tuple[int, str], str] = {}  # (plan, chunk hash) -> its duplicate key, computed once
         for d, h, chunks, _ in todo:
             if d.source in current and current[d.source][1] == h:  # another writer stored this very text meanwhile
                 r.documents_unchanged += 1
@@ -256,6 +257,7 @@ def _write_batch(
             for c in chunks:
                 unique.setdefault(duplicate_key(c.parent_heading, c.heading, c.text, d.kind), c)
             r.duplicates_skipped += len(chunks) - len(unique)
+            keys.update(((len(plans), c.content_hash), key) for key, c in unique.items())
             plans.append((d, h, current.get(d.source, (None,))[0], list(unique.values())))
         existing = [doc_id for *_, doc_id, _ in plans if doc_id]
         old = store.chunk_hashes_of(conn, existing)
@@ -276,7 +278,8 @@ def _write_batch(
         )
         in_store = bulk.nearest(conn, run, matrix, [plans[k][2] for k, _ in new], search.ef_search)
         twins = {n.chunk_id for n in in_store if n and n.score >= IDENTICAL_MIN_COSINE}
-        skipped, near = dedup(new, matrix, in_store, store.chunk_texts(conn, sorted(twins)), plans, params)
+        new_keys = [keys[(k, c.content_hash)] for k, c in new]
+        skipped, near = dedup(new, new_keys, matrix, in_store, store.chunk_texts(conn, sorted(twins)), plans, params)
         writes = [
             store.DocumentWrite(
                 d.source,
