@@ -42,8 +42,7 @@ class EmbedParams:
 class IngestParams:
     max_file_bytes: int = 5_000_000  # larger files are refused
     chunk_tokens: int = 200  # target chunk size, approximate tokens
-    dup_threshold: float = 0.92  # cosine at/above which a new chunk is a duplicate (skipped)
-    near_threshold: float = 0.75  # cosine at/above which a chunk of another source is linked as "near"
+    near_threshold: float = 0.75  # cosine at/above which a chunk of another source is linked as "near" (never skipped)
     batch_docs: int = 64  # documents written in one transaction
     embed_docs: int = 512  # documents embedded in one call (passages length-sorted together)
     bulk_max_chunks: int = (
@@ -56,8 +55,8 @@ class IngestParams:
             out.append("ingest.max_file_bytes must be >= 1")
         if self.chunk_tokens < 16:
             out.append("ingest.chunk_tokens must be >= 16")
-        if not 0 < self.near_threshold <= self.dup_threshold <= 1:
-            out.append("ingest: need 0 < near_threshold <= dup_threshold <= 1")
+        if not 0 < self.near_threshold <= 1:
+            out.append("ingest.near_threshold must be a cosine in (0, 1]")
         if not 1 <= self.batch_docs <= self.embed_docs:
             out.append("ingest: need 1 <= batch_docs <= embed_docs")
         if self.bulk_max_chunks < 0:

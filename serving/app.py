@@ -237,7 +237,8 @@ def create_app(service: Service) -> FastAPI:
             "source": doc.source,
             "chunks_inserted": report.chunks_inserted,
             "chunks_kept": report.chunks_kept,
-            "duplicates_skipped": report.duplicates_skipped,
+            "duplicates_skipped": report.duplicates_skipped,  # exact duplicates only
+            "near_linked": report.near_linked,  # stored, linked to a near chunk of another note
             "redactions": dict(report.redactions),
             "seconds": round(report.seconds, 4),
         }

@@ -15,7 +15,7 @@ a bearer token (needed beyond loopback: the read token for `context`, the write 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import httpx
 
@@ -39,11 +39,15 @@ class Chunk:
     start_line: int | None
     end_line: int | None
     text: str
+    date: str | None = None  # when its document was written (ISO 8601, UTC)
+    newer_than: tuple[int, ...] = ()  # the [n] of near chunks in this context whose documents are older
 
     def cite(self) -> str:
         lines = f":{self.start_line}-{self.end_line}" if self.start_line is not None else ""
         heading = f" — {self.heading}" if self.heading else ""
-        return f"[{self.n}] {self.source}{lines}{heading}"
+        when = [f"written {self.date[:10]}"] if self.date else []
+        when += [f"newer than {', '.join(f'[{n}]' for n in self.newer_than)}"] if self.newer_than else []
+        return f"[{self.n}] {self.source}{lines}{heading}" + (f" ({', '.join(when)})" if when else "")
 
 
 @dataclass(frozen=True)
@@ -56,7 +60,8 @@ class Context:
     learned: list[dict] = field(default_factory=list)
 
     def prompt(self) -> str:
-        """The context as an assistant reads it: each chunk under its [n], source, heading and lines."""
+        """The context as an assistant reads it: each chunk under its [n], source, lines, heading, the day it was
+        written and the [n] of the near ones it is newer than."""
         parts = [f"{c.cite()}\n{c.text.strip()}" for c in self.chunks]
         for qa in self.learned:
             parts.append(f"(learned answer to a similar question: {qa['question']})\n{qa['answer']}")
@@ -114,13 +119,27 @@ class Client:
             raise ClientError(422, f"k must be a positive integer, not {k!r}")
         body = self._call("POST", "/query", json={"query": query})
         chunks = [
-            Chunk(c["rank"], c["chunk_id"], c["source"], c["heading"], c["start_line"], c["end_line"], c["text"])
+            Chunk(
+                c["rank"],
+                c["chunk_id"],
+                c["source"],
+                c["heading"],
+                c["start_line"],
+                c["end_line"],
+                c["text"],
+                c.get("date"),  # a service from before dates: none
+                tuple(c.get("newer_than") or ()),
+            )
             for c in body["context"]
         ]
+        if k:  # a kept chunk names only kept ones as older
+            chunks = chunks[:k]
+            ns = {c.n for c in chunks}
+            chunks = [replace(c, newer_than=tuple(n for n in c.newer_than if n in ns)) for c in chunks]
         return Context(
             body["query_id"],
             query,
-            chunks[:k] if k else chunks,
+            chunks,
             body["selector_version"],
             body["staging_file"],
             body.get("learned") or [],

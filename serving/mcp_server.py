@@ -69,8 +69,10 @@ def build_mcp(client: Client) -> MCPServer:
     @server.tool()
     def context(query: StrictStr, k: StrictInt | None = None) -> str:
         """Search the user's memory. Returns the chunks that best answer `query`, each under its number [n]
-        with source, line range and heading, and a query id. Use only chunks that answer the question and cite
-        each one you use as [n] in your answer; then call `feedback` with the query id and that answer."""
+        with source, line range, heading and the day it was written, and a query id. A chunk "newer than [m]"
+        resembles [m] and was written later (a correction, or an update of it). Use only chunks that answer the
+        question and cite each one you use as [n] in your answer; then call `feedback` with the query id and
+        that answer."""
         _checked("query", query, 4000)
         _int("k", k, 1, 20, required=False)
         ctx = call(client.context, query, k)
@@ -119,7 +121,10 @@ def build_mcp(client: Client) -> MCPServer:
         slug = re.sub(r"[^A-Za-z0-9._-]+", "-", title or "").strip("-")[:80] or "note"
         source = f"mcp-{slug}-{hashlib.sha256(key.encode('utf-8')).hexdigest()[:10]}"  # one note per exact title
         r = call(client.ingest, source, text, title=title)
-        return f"stored {r['source']}: {r['chunks_inserted']} new chunks, {r['duplicates_skipped']} duplicates skipped"
+        return (
+            f"stored {r['source']}: {r['chunks_inserted']} new chunks ({r.get('near_linked', 0)} near a stored note),"
+            f" {r['duplicates_skipped']} exact duplicates skipped"
+        )
 
     @server.tool()
     def staging_file(query_id: StrictInt) -> str:

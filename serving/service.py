@@ -26,7 +26,7 @@ from retrieval.logs import feedback, trials
 from retrieval.logs.used import used_labels
 from retrieval.params import IngestParams, MaintainParams, SearchParams, StagingParams, UsedParams
 from retrieval.query import staging
-from retrieval.query.search import Candidate, keyword_rankings, search_vector
+from retrieval.query.search import Candidate, keyword_rankings, newer_than, search_vector
 
 from .capture import CaptureWorker
 from .hotswap import HotSwapper
@@ -75,6 +75,7 @@ def run_query(service: Service, text: str, inline: bool) -> dict:
     shown = result.above  # what the staging file lists and the selector sees, numbered 1..N
     served = service.picker.serve(text, shown, qvec, inline)  # the policy: fast inline, slow in the background
     chosen, version, status, context = served.chosen, served.version, served.status, served.context
+    newer = newer_than(context)  # of two near chunks both in the context, which was written later
     sf = staging.from_result(result)
     path = staging.write(sf, service.staging.path(), display_root=os.getcwd())
     with service.pool.connection() as conn:
@@ -100,7 +101,7 @@ def run_query(service: Service, text: str, inline: bool) -> dict:
         "selector_version": version,  # what chose this context ("similarity" while a slow pick is pending)
         "active_selector": served.active,  # the selector this request ran (inline) or queued (background)
         "selection_status": status,
-        "context": [_context_item(c) for c in context],
+        "context": [_context_item(c, newer) for c in context],
         # exploration gave the context's last slot to a candidate below the cut (search.explore_rate), or null
         "exploration": {"explored_rank": served.explored, "replaced_rank": served.replaced}
         if served.explored is not None
@@ -147,7 +148,7 @@ def _log_pick(service: Service, query_id: int, pick: Pick) -> None:
         feedback.record_pick(conn, query_id, list(pick.ranks), pick.status, pick.version)
 
 
-def _context_item(c: Candidate) -> dict:
+def _context_item(c: Candidate, newer: dict[int, list[int]]) -> dict:
     return {
         "rank": c.rank,
         "chunk_id": c.chunk_id,
@@ -156,5 +157,7 @@ def _context_item(c: Candidate) -> dict:
         "start_line": c.start_line,
         "end_line": c.end_line,
         "score": round(c.score, 4),
+        "date": c.date,  # when its document was written (ISO 8601, UTC)
+        "newer_than": newer.get(c.rank, []),  # ranks of near chunks in this context whose documents are older
         "text": c.text,
     }

@@ -2,7 +2,8 @@
 # `pai bench ingest`'s measurement on an older revision and on this working tree, one after the other on one
 # machine: SciFact's corpus embedded alone, then ingested into a fresh database. A revision from before
 # `pai bench ingest` gets this tree's eval/bench/ingest.py and retrieval/db.py's scratch_database() copied in
-# (the bench; its ingest code stays its own).   usage: eval/bench/ingest_side_by_side.sh OLD_REV
+# (the bench; its ingest code stays its own).   usage: [MAX_DOCS=N] eval/bench/ingest_side_by_side.sh OLD_REV
+# MAX_DOCS: the corpus's first N documents only (0, the default: all of it)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 here=$PWD old=$(mktemp -d)
@@ -24,7 +25,7 @@ from eval.bench import ingest
 from retrieval.embed import get_embedder
 from retrieval.params import EmbedParams, IngestParams, SearchParams, load_section
 ip, sp = load_section("params.yaml", "ingest", IngestParams), load_section("params.yaml", "search", SearchParams)
-docs = ingest.corpus_documents(Path(os.environ["CORPUS"]), 0, ip.max_file_bytes)
+docs = ingest.corpus_documents(Path(os.environ["CORPUS"]), int(os.environ.get("MAX_DOCS", "0")), ip.max_file_bytes)
 r = ingest.run(docs, get_embedder(load_section("params.yaml", "embed", EmbedParams)), ip, sp)
 print(json.dumps({k: v for k, v in r.items() if k != "errors"}))
 PY

@@ -36,8 +36,8 @@ def supersede(conn, fact_ids: list[int], threshold: float) -> int:
 def store_facts(
     conn, capture_id: int, facts: list[str], ingest: IngestParams, search: SearchParams, embedder: Embedder
 ) -> tuple[list[int], list[int], int]:
-    """Each fact a document of its own, through ingest (scrub, dedup >= dup_threshold skipped, near
-    ones linked); duplicates leave no document, only the id of the chunk they duplicate."""
+    """Each fact a document of its own, through ingest (scrub, exact duplicates skipped, near ones linked);
+    duplicates leave no document, only the id of the chunk they duplicate."""
     docs = [Document(f"capture:{capture_id}#{i}", FACT_PATH, f, "text") for i, f in enumerate(facts, start=1)]
     report = ingest_documents(conn, docs, ingest, search, embedder)
     if report.errors:

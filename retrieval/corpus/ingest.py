@@ -26,7 +26,7 @@ from ..params import IngestParams, SearchParams
 from ..scrub import scrub, scrub_text
 from ..scrub import version as scrub_version
 from . import bulk, store
-from .dedup import dedup
+from .dedup import IDENTICAL_MIN_COSINE, dedup, duplicate_key
 from .sources import CORPUS_SUFFIXES, Document, InputError, discover, read_documents, resolved
 
 
@@ -240,21 +240,24 @@ def _write_batch(
     `pai ingest`, the watcher, the hook, the webhook) take turns: state is read again under the locks, and dedup
     compares only with committed chunks of other documents (HNSW, after this batch's stale chunks are gone) and
     with the chunks this batch writes for its earlier documents (exactly, in memory), so no writer can skip a
-    chunk because of its own document's rows. Within a document only exact repeats are dropped: its chunks share
-    a title, so cosine says little there."""
+    chunk because of its own document's rows. Only exact duplicates are dropped (`dedup.duplicate_key`), within a
+    document as across documents; near ones are kept, linked across documents only (a document's chunks share a
+    title, so cosine says little there)."""
     r = IngestReport()
     with conn.transaction():
         store.lock_sources(conn, [d.source for d, *_ in todo])
         current = store.document_hashes(conn, [d.source for d, *_ in todo])
         plans = []
+        keys: dict[tuple[int, str], str] = {}  # (plan, chunk hash) -> its duplicate key, computed once
         for d, h, chunks, _ in todo:
             if d.source in current and current[d.source][1] == h:  # another writer stored this very text meanwhile
                 r.documents_unchanged += 1
                 continue
             unique: dict[str, Chunk] = {}
             for c in chunks:
-                unique.setdefault(c.content_hash, c)
+                unique.setdefault(duplicate_key(c.parent_heading, c.heading, c.text, d.kind), c)
             r.duplicates_skipped += len(chunks) - len(unique)
+            keys.update(((len(plans), c.content_hash), key) for key, c in unique.items())
             plans.append((d, h, current.get(d.source, (None,))[0], list(unique.values())))
         existing = [doc_id for *_, doc_id, _ in plans if doc_id]
         old = store.chunk_hashes_of(conn, existing)
@@ -274,7 +277,9 @@ def _write_batch(
             len(new), -1 if new else 0
         )
         in_store = bulk.nearest(conn, run, matrix, [plans[k][2] for k, _ in new], search.ef_search)
-        skipped, near = dedup(new, matrix, in_store, plans, params)
+        twins = {n.chunk_id for n in in_store if n and n.score >= IDENTICAL_MIN_COSINE}
+        new_keys = [keys[(k, c.content_hash)] for k, c in new]
+        skipped, near = dedup(new, new_keys, matrix, in_store, store.chunk_texts(conn, sorted(twins)), plans, params)
         writes = [
             store.DocumentWrite(
                 d.source,
@@ -283,6 +288,7 @@ def _write_batch(
                 [c for c in unique if (k, c.content_hash) not in skipped],
                 near.get(k, {}),
                 scrub_version(),
+                d.written,
             )
             for k, (d, h, _, unique) in enumerate(plans)
         ]

@@ -9,6 +9,7 @@ import json
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 from ..chunking import CODE_SUFFIXES, MARKDOWN_SUFFIXES, TEXT_SUFFIXES, kind_for_suffix
@@ -29,6 +30,7 @@ class Document:
     text: str
     kind: str  # markdown | code | text
     title: str | None = None
+    written: datetime | None = None  # when it was written: its file's modification time; None: when it is stored
 
 
 MAX_ID_CHARS = 300  # a corpus record's id becomes part of a unique (b-tree indexed) key
@@ -56,11 +58,11 @@ def resolved(path: Path) -> str:
 def read_documents(path: Path, max_bytes: int) -> Iterator[Document | InputError]:
     """The documents in one file. A JSONL corpus is streamed: one document per record, the size cap
     applies per record, and bad records come back as errors while the rest go on."""
-    _check_file(path)
+    written = datetime.fromtimestamp(_check_file(path).st_mtime, UTC)
     abspath = resolved(path)
     if path.suffix.lower() not in CORPUS_SUFFIXES:
         text = _read_text(path, max_bytes)
-        yield Document(abspath, abspath, text, kind_for_suffix(path.suffix))
+        yield Document(abspath, abspath, text, kind_for_suffix(path.suffix), written=written)
         return
     seen: set[str] = set()
     n_records = 0
@@ -83,7 +85,7 @@ def read_documents(path: Path, max_bytes: int) -> Iterator[Document | InputError
             # benchmark records (contract 5) carry their paragraphs as candidates: pool them as the corpus
             records = record.get("candidates") if isinstance(record, dict) else None
             for r in records if isinstance(records, list) else [record]:
-                doc = _record_document(r, abspath)
+                doc = _record_document(r, abspath, written)
                 if isinstance(doc, str):
                     yield InputError(f"{path}:{n}: {doc}")
                 elif doc.source not in seen:
@@ -93,7 +95,7 @@ def read_documents(path: Path, max_bytes: int) -> Iterator[Document | InputError
         yield InputError(f"{path}: empty file (no records)")
 
 
-def _record_document(record: object, abspath: str) -> Document | str:
+def _record_document(record: object, abspath: str, written: datetime) -> Document | str:
     if not isinstance(record, dict):
         return "record is not a JSON object"
     rid = record.get("_id", record.get("id", record.get("doc_id")))
@@ -109,12 +111,12 @@ def _record_document(record: object, abspath: str) -> Document | str:
             return f"record {rid[:80]!r}: {name} {why}" if name != "id" else f"record id {why}"
     if not text.strip():
         return f"record {rid}: empty text"
-    return Document(f"{abspath}#{rid}", abspath, text, "text", title or None)
+    return Document(f"{abspath}#{rid}", abspath, text, "text", title or None, written)
 
 
-def _check_file(path: Path) -> int:
+def _check_file(path: Path) -> os.stat_result:
     try:
-        return path.stat().st_size
+        return path.stat()
     except FileNotFoundError:
         raise InputError(f"{path}: no such file or directory") from None
     except OSError as e:
@@ -122,7 +124,7 @@ def _check_file(path: Path) -> int:
 
 
 def _read_text(path: Path, max_bytes: int) -> str:
-    size = _check_file(path)
+    size = _check_file(path).st_size
     if size > max_bytes:
         raise InputError(f"{path}: {size:,} bytes is over the {max_bytes:,}-byte cap (ingest.max_file_bytes)")
     try:

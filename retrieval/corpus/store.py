@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 
 import numpy as np
 import psycopg
@@ -100,6 +101,16 @@ def nearest(
     return out
 
 
+def chunk_texts(conn: psycopg.Connection, chunk_ids: list[int]) -> dict[int, tuple[str | None, str | None, str]]:
+    """chunk id -> (parent heading, heading, text), for the chunks that still exist."""
+    if not chunk_ids:
+        return {}
+    rows = conn.execute(
+        "SELECT id, parent_heading, heading, text FROM chunks WHERE id = ANY(%s)", (chunk_ids,)
+    ).fetchall()
+    return {i: (p, h, t) for i, p, h, t in rows}
+
+
 @dataclass(frozen=True)
 class BatchNear:
     """A near chunk written in the same `write_documents` call (its id is known only once it is inserted)."""
@@ -117,6 +128,7 @@ class DocumentWrite:
     chunks: list[Chunk]  # exactly the chunks the document keeps, in order
     near: dict[str, Near | BatchNear] = field(default_factory=dict)
     scrubbed_with: str | None = None
+    written: datetime | None = None  # documents.written_at; None: now
 
 
 def write_documents(
@@ -133,11 +145,12 @@ def write_documents(
     with conn.transaction():
         rows = conn.execute(
             """
-            INSERT INTO documents (source, path, content_hash, n_chunks, scrubbed_with)
-            SELECT * FROM unnest(%s::text[], %s::text[], %s::text[], %s::int[], %s::text[])
+            INSERT INTO documents (source, path, content_hash, n_chunks, scrubbed_with, written_at)
+            SELECT s, p, h, n, sw, coalesce(w, now())
+            FROM unnest(%s::text[], %s::text[], %s::text[], %s::int[], %s::text[], %s::timestamptz[]) AS u(s, p, h, n, sw, w)
             ON CONFLICT (source) DO UPDATE
-            SET path = EXCLUDED.path, content_hash = EXCLUDED.content_hash,
-                n_chunks = EXCLUDED.n_chunks, scrubbed_with = EXCLUDED.scrubbed_with, updated_at = now()
+            SET path = EXCLUDED.path, content_hash = EXCLUDED.content_hash, n_chunks = EXCLUDED.n_chunks,
+                scrubbed_with = EXCLUDED.scrubbed_with, written_at = EXCLUDED.written_at, updated_at = now()
             RETURNING source, id
             """,
             (
@@ -146,6 +159,7 @@ def write_documents(
                 [d.content_hash for d in docs],
                 [len(d.chunks) for d in docs],
                 [d.scrubbed_with for d in docs],
+                [d.written for d in docs],
             ),
         ).fetchall()
         ids = dict(rows)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
 import numpy as np
 import psycopg
@@ -28,6 +29,8 @@ class Candidate:
     vector_rank: int | None = None  # 1-based rank on the vector side, None if only keyword found it
     keyword_rank: int | None = None
     vector: np.ndarray | None = field(default=None, compare=False, repr=False)  # the stored embedding
+    date: str | None = None  # when its document was written (ISO 8601, UTC): a file's mtime, else when stored
+    near_chunk_id: int | None = None  # the chunk of another document ingest found it near (cosine), if any
 
 
 @dataclass(frozen=True)
@@ -65,6 +68,23 @@ def with_usage_prior(ids: list[int], scores: dict[int, float], weights: dict[int
     """`ids` (the fused top-k) re-ordered by score * exp(usage weight): the prior moves a chunk within
     the candidates, never out of them; a chunk without a weight keeps its score."""
     return sorted(ids, key=lambda i: -scores[i] * math.exp(weights.get(i, 0.0)))
+
+
+def newer_than(candidates: list[Candidate]) -> dict[int, list[int]]:
+    """rank -> the ranks of the candidates among `candidates` it is newer than: those near-linked with it (ingest's
+    `near_chunk_id`, either way) whose document was written earlier. Ingest keeps both of two near chunks (a note
+    and the one that corrects it); this says which one is later, not which one is right."""
+    by_id = {c.chunk_id: c for c in candidates}
+    out: dict[int, set[int]] = {}
+    for c in candidates:
+        other = by_id.get(c.near_chunk_id)
+        if other is None or other.chunk_id == c.chunk_id or not (c.date and other.date):
+            continue
+        when, other_when = datetime.fromisoformat(c.date), datetime.fromisoformat(other.date)
+        if when != other_when:
+            new, old = (c, other) if when > other_when else (other, c)
+            out.setdefault(new.rank, set()).add(old.rank)
+    return {rank: sorted(older) for rank, older in sorted(out.items())}
 
 
 def take_budget(candidates: list[Candidate], token_budget: int, min_chunks: int) -> list[Candidate]:
@@ -139,8 +159,9 @@ def search_vector(
         rows = conn.execute(
             f"""
             SELECT c.id, c.source, c.heading, c.parent_heading, c.start_line, c.end_line, c.text,
-                   c.content_hash, c.tokens, 1 - (c.embedding::vector <=> %s) AS score, {_WEIGHT[usage]}, c.embedding
-            FROM chunks c {_USAGE_JOIN[usage]} WHERE c.id = ANY(%s)
+                   c.content_hash, c.tokens, 1 - (c.embedding::vector <=> %s) AS score, {_WEIGHT[usage]}, c.embedding,
+                   d.written_at, c.near_chunk_id
+            FROM chunks c JOIN documents d ON d.id = c.document_id {_USAGE_JOIN[usage]} WHERE c.id = ANY(%s)
             """,
             (qvec, fused),
         ).fetchall()
@@ -168,6 +189,8 @@ def search_vector(
             vector_rank=vrank.get(i),
             keyword_rank=krank.get(i),
             vector=by_id[i][11].to_numpy().astype(np.float32),  # selectors score by it: no re-embedding
+            date=by_id[i][12].astimezone(UTC).isoformat(timespec="seconds"),
+            near_chunk_id=by_id[i][13],
         )
         for n, i in enumerate((i for i in fused if i in by_id), start=1)
     ]

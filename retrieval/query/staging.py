@@ -1,7 +1,8 @@
 """The staging file: one human-readable markdown file per query, listing the candidates.
 
-What a person reads (query, `**source** (score)`, line range, heading path, text as a blockquote)
-is backed by one JSON comment per candidate, so `parse(render(x)) == x` exactly.
+What a person reads (query, `**source** (score)`, line range, heading path, the day its document was written and
+which near candidates it is newer than, text as a blockquote) is backed by one JSON comment per candidate, so
+`parse(render(x)) == x` exactly.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 
 from ..scrub import scrub
-from .search import Candidate, SearchResult
+from .search import Candidate, SearchResult, newer_than
 
 VERSION = "pai-staging/1"
 _HEADER = re.compile(r"^<!-- pai-staging (\{.*\}) -->$")
@@ -57,6 +58,7 @@ def render(sf: StagingFile, display_root: str | None = None) -> str:
     head = {f.name: getattr(sf, f.name) for f in fields(sf) if f.name != "candidates"}
     out = [f"# Query: {first}", "", f"<!-- pai-staging {_comment_json({'version': VERSION, **head})} -->", ""]
     out.append(f"{len(sf.candidates)} candidates at or above threshold {sf.threshold:g}.")
+    newer = newer_than(list(sf.candidates))
     for c in sf.candidates:
         shown = c.source
         if display_root and shown.startswith(display_root.rstrip("/") + "/"):
@@ -65,7 +67,10 @@ def render(sf: StagingFile, display_root: str | None = None) -> str:
         out += [
             "",
             f"## {c.rank}. **{shown}** ({c.score:.3f})",
-            f"*lines {c.start_line}–{c.end_line}*" + (f" · {where}" if where else ""),
+            f"*lines {c.start_line}–{c.end_line}*"
+            + (f" · {where}" if where else "")
+            + (f" · written {c.date[:10]}" if c.date else "")
+            + (f" · newer than {', '.join(f'#{r}' for r in newer[c.rank])}" if c.rank in newer else ""),
             f"<!-- candidate {_comment_json({f.name: getattr(c, f.name) for f in fields(c) if f.name not in ('text', 'vector')})} -->",
             "",
         ]

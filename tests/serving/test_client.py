@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from serving.client import Client, ClientError
+from serving.client import Chunk, Client, ClientError
 from serving.server import free_port
 
 REPO = Path(__file__).resolve().parents[2]
@@ -117,3 +117,9 @@ def test_beyond_loopback_the_read_token_reads_and_the_write_token_writes(similar
             assert e.value.status == 401
         with Client(srv.url, token="w-token") as writer:
             assert writer.feedback(ctx.query_id, answer="wax [1]")["used_ranks"] == [1]
+
+
+def test_a_chunk_cites_its_date_and_the_older_near_ones():
+    new = Chunk(2, 7, "notes/sync-10.md", "Finance", 1, 1, "…", "2026-10-10T09:00:00+00:00", (1,))
+    assert new.cite() == "[2] notes/sync-10.md:1-1 — Finance (written 2026-10-10, newer than [1])"
+    assert Chunk(1, 5, "webhook:a", None, None, None, "…").cite() == "[1] webhook:a"

@@ -1,6 +1,10 @@
 """One query through the service (serving/service.py `run_query`): retrieve -> pick -> log -> the response body,
 on a real Postgres with the real MiniLM, called directly (no HTTP)."""
 
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+
 from pgvector.psycopg import register_vector
 from psycopg_pool import ConnectionPool
 
@@ -45,3 +49,40 @@ def test_a_query_is_retrieved_picked_logged_and_answered(db_url, embedder, tmp_p
             "SELECT count(*) FROM query_candidates WHERE query_id = %s", (body["query_id"],)
         ).fetchone()
     assert logged == ("how do bees make honey?", "similarity") and n_candidates == 3
+
+
+def test_both_finance_notes_reach_the_context_dated_and_the_newer_marked(
+    db_url, embedder, tmp_path, similarity_service
+):
+    """Issue 46: the correction is not dropped as a duplicate of the note it corrects; the context holds both, each
+    with the date its file was written, the newer one marked newer than the older (and the staging file says so)."""
+    notes = {
+        "sync-03.md": ("Finance sync, 3 October: the Q3 revenue for the EMEA region was 4.2 million euros, up 8 %.", 3),
+        "sync-10.md": (
+            "Finance sync, 10 October: the Q3 revenue for the EMEA region was 4.5 million euros, up 11 %.",
+            10,
+        ),
+        **{name: (text, 1) for name, text in NOTES.items()},
+    }
+    for name, (text, day) in notes.items():
+        (tmp_path / name).write_text(text)
+        t = datetime(2026, 10, day, 9, 0, tzinfo=UTC).timestamp()
+        os.utime(tmp_path / name, (t, t))
+    with connect(db_url) as conn:
+        ingest_paths(conn, [tmp_path], IngestParams(), SearchParams(), embedder)
+    service = similarity_service()
+    service.pool = ConnectionPool(
+        db_url, min_size=1, max_size=4, open=True, kwargs={"autocommit": True}, configure=register_vector
+    )
+    try:
+        body = run_query(service, "what was Q3 EMEA revenue?", inline=True)
+    finally:
+        service.pool.close()
+        service.keyword_workers.shutdown()
+        service.picker.close()
+    finance = {c["source"].rsplit("/", 1)[1]: c for c in body["context"] if "Finance sync" in c["text"]}
+    old, new = finance["sync-03.md"], finance["sync-10.md"]
+    assert (old["date"], new["date"]) == ("2026-10-03T09:00:00+00:00", "2026-10-10T09:00:00+00:00")
+    assert (old["newer_than"], new["newer_than"]) == ([], [old["rank"]])
+    md = Path(body["staging_file"]).read_text()
+    assert f"written 2026-10-10 · newer than #{old['rank']}\n" in md and "written 2026-10-03\n" in md

@@ -113,20 +113,22 @@ def test_deleted_files_lose_their_chunks(conn, embedder, tmp_path):
     assert conn.execute("SELECT count(*) FROM chunks").fetchone() == (0,)
 
 
-def test_duplicates_skipped_and_near_chunks_linked(conn, embedder, tmp_path):
+def test_only_exact_duplicates_are_skipped_and_near_chunks_linked(conn, embedder, tmp_path):
     (tmp_path / "a.txt").write_text(
         "The cat sat on the warm windowsill all afternoon.\n\nBoil the pasta for ten minutes in salted water.\n"
     )
     ingest(conn, embedder, tmp_path / "a.txt", params=replace(IP, chunk_tokens=16))
     (tmp_path / "b.txt").write_text(
-        "All afternoon the cat sat on the warm windowsill.\n\n"  # cos 0.95: duplicate
-        "Cook pasta in boiling salted water for about ten minutes.\n"
-    )  # cos 0.91: near
+        "All afternoon the cat sat on the warm windowsill.\n\n"  # cos 0.95: near, kept
+        "Cook pasta in boiling salted water for about ten minutes.\n\n"  # cos 0.91: near, kept
+        "the cat  sat on the warm windowsill ALL afternoon.\n"  # the same text, whitespace and case aside: skipped
+    )
     r = ingest(conn, embedder, tmp_path / "b.txt", params=replace(IP, chunk_tokens=16))
-    assert (r.duplicates_skipped, r.near_linked, r.chunks_inserted) == (1, 1, 1)
-    row = conn.execute("""SELECT c.text, n.text, round(c.near_score::numeric, 2) FROM chunks c
-                          JOIN chunks n ON n.id = c.near_chunk_id""").fetchone()
-    assert row[0].startswith("Cook pasta") and row[1].startswith("Boil the pasta") and 0.75 <= row[2] < 0.92
+    assert (r.duplicates_skipped, r.near_linked, r.chunks_inserted) == (1, 2, 2)
+    rows = conn.execute("""SELECT c.text, n.text, round(c.near_score::numeric, 2) FROM chunks c
+                           JOIN chunks n ON n.id = c.near_chunk_id ORDER BY c.ord""").fetchall()
+    assert [(a[:9], b[:9]) for a, b, _ in rows] == [("All after", "The cat s"), ("Cook past", "Boil the ")]
+    assert 0.92 <= rows[0][2] < 1 and 0.75 <= rows[1][2] < 0.92
 
 
 def test_bad_inputs_are_one_line_each_and_the_rest_goes_on(conn, embedder, tmp_path):
@@ -195,12 +197,14 @@ def test_one_batch_dedups_and_links_across_its_own_documents(conn, embedder, tmp
         "The cat sat on the warm windowsill all afternoon.\n\nBoil the pasta for ten minutes in salted water.\n"
     )
     (tmp_path / "b.txt").write_text(
-        "All afternoon the cat sat on the warm windowsill.\n\nCook pasta in boiling salted water for about ten minutes.\n"
+        "All afternoon the cat sat on the warm windowsill.\n\nCook pasta in boiling salted water for about ten minutes."
+        "\n\nthe cat  sat on the warm windowsill ALL afternoon.\n"
     )
     r = ingest(conn, embedder, tmp_path, params=replace(IP, chunk_tokens=16))
-    assert (r.documents_new, r.duplicates_skipped, r.near_linked, r.chunks_inserted) == (2, 1, 1, 3)
-    row = conn.execute("""SELECT c.text, n.text FROM chunks c JOIN chunks n ON n.id = c.near_chunk_id""").fetchone()
-    assert row[0].startswith("Cook pasta") and row[1].startswith("Boil the pasta")
+    assert (r.documents_new, r.duplicates_skipped, r.near_linked, r.chunks_inserted) == (2, 1, 2, 4)
+    rows = conn.execute("""SELECT c.text, n.text FROM chunks c JOIN chunks n ON n.id = c.near_chunk_id
+                           ORDER BY c.ord""").fetchall()
+    assert [(a[:9], b[:9]) for a, b in rows] == [("All after", "The cat s"), ("Cook past", "Boil the ")]
 
 
 def test_a_document_the_database_refuses_costs_only_itself(conn, embedder):

@@ -4,7 +4,7 @@ from pathlib import Path
 
 from retrieval.corpus.ingest import ingest_paths
 from retrieval.params import IngestParams, SearchParams
-from retrieval.query.search import Candidate, rrf, search, take_budget
+from retrieval.query.search import Candidate, newer_than, rrf, search, take_budget
 
 DOCS = {
     "rivers.txt": "Rivers carry fresh water from mountains down to the sea, shaping valleys over millennia.",
@@ -55,6 +55,23 @@ def test_take_budget_floor_and_cut():
     assert [c.rank for c in take_budget(cs, 20, 0)] == [1, 2]  # budget cuts without a floor
     assert [c.rank for c in take_budget(cs, 100, 3)] == [1, 2, 3, 4]
     assert take_budget(cs[:2], 1, 3) == cs[:2]  # fewer than the floor: all of them
+
+
+def test_newer_than_marks_the_later_of_two_near_linked_candidates_either_way():
+    def c(rank, chunk_id, date, near=None):
+        return Candidate(rank, chunk_id, "s", None, None, 1, 1, "t", "h", 1.0, 8, date=date, near_chunk_id=near)
+
+    d3, d10 = "2026-10-03T09:00:00+00:00", "2026-10-10T09:00:00+00:00"
+    cs = [
+        c(1, 11, d3, near=12),  # linked to a newer one: the link's direction does not matter
+        c(2, 12, d10),
+        c(3, 13, d10, near=11),
+        c(4, 14, d3, near=99),  # its near chunk is not among them
+        c(5, 15, d10, near=16),
+        c(6, 16, "2026-10-10T11:00:00+02:00"),  # the same instant: neither is newer
+    ]
+    assert newer_than(cs) == {2: [1], 3: [1]}
+    assert newer_than([cs[0], cs[3]]) == {}
 
 
 def test_rrf_fuses_by_reciprocal_rank():

@@ -47,6 +47,16 @@ def test_render_shows_what_a_person_reads():
     assert md.rstrip().endswith("*1 chunks below threshold — never enter context*")
 
 
+def test_render_dates_each_candidate_and_marks_the_newer_of_two_near_ones():
+    old = cand(1, 0.8, "Q3 EMEA: 4.2 M", date="2026-10-03T09:00:00+00:00")
+    new = cand(2, 0.7, "Q3 EMEA: 4.5 M", date="2026-10-10T09:00:00+00:00", near_chunk_id=old.chunk_id)
+    sf = staging.from_result(SearchResult("q3 emea?", [old, new], 0.2), query_id="q1", now=NOW)
+    md = staging.render(sf, display_root="/repo")
+    assert "*lines 3–9* · Guide › Setup · written 2026-10-03\n" in md
+    assert "*lines 3–9* · Guide › Setup · written 2026-10-10 · newer than #1\n" in md
+    assert staging.parse(md) == sf
+
+
 def test_round_trip_through_a_file(tmp_path):
     sf = staging.from_result(result(), query_id="q1", now=NOW)
     path = staging.write(sf, tmp_path)
