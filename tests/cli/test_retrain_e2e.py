@@ -27,8 +27,11 @@ def free_port() -> int:
 def wait_for(fn, timeout: float, every: float = 0.5):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if value := fn():
-            return value
+        try:
+            if value := fn():
+                return value
+        except httpx.TransportError:  # not listening yet
+            pass
         time.sleep(every)
     raise AssertionError("condition not reached")
 
