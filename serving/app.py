@@ -208,7 +208,7 @@ def create_app(service: Service) -> FastAPI:
         ):
             return JSONResponse({"error": "empty feedback: give used_chunk_ids, answer, rating or correction"}, 422)
         with service.pool.connection() as conn:
-            used = feedback.record_feedback(
+            recorded = feedback.record_feedback(
                 conn,
                 body.query_id,
                 used_chunk_ids=body.used_chunk_ids,
@@ -217,7 +217,8 @@ def create_app(service: Service) -> FastAPI:
                 rating=body.rating,
                 correction=body.correction,
             )
-        out = {"query_id": body.query_id, "used_ranks": used}
+        # used_ranks labelled; not_shown / unknown: the answer's [n] that were no label; replaced: the earlier state
+        out = {"query_id": body.query_id, **recorded.as_dict()}
         if decided := settle_trial(service, body.query_id):
             out["trial"] = {k: decided[k] for k in ("id", "status", "reason")}
         return out
