@@ -199,7 +199,8 @@ def create_app(service: Service) -> FastAPI:
                 headers={"Retry-After": "1"},
             )
         # a plain JSONResponse skips FastAPI's jsonable_encoder walk over 20 candidates (~1-2 ms)
-        return JSONResponse(run_query(service, body.query, service.inline if body.inline is None else body.inline))
+        inline = service.inline if body.inline is None else body.inline
+        return JSONResponse(run_query(service, body.query, inline, body.k))
 
     @app.post("/feedback", dependencies=[Depends(require_writer)])
     def post_feedback(body: FeedbackIn) -> dict:
