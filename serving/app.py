@@ -230,7 +230,9 @@ def create_app(service: Service) -> FastAPI:
             Document(f"webhook:{body.source}", "webhook:", body.text.replace("\r\n", "\n"), body.kind, body.title)
         )
         if doc.source != f"webhook:{body.source}":  # two names differing only in a secret would overwrite each other
-            return JSONResponse({"error": "source: holds a secret; name the note without it"}, 422)
+            seen = doc.source.removeprefix("webhook:")[:200]
+            why = f"source: part of it reads as a secret ({seen}); name the note in plain words, e.g. 'team-notes'"
+            return JSONResponse({"error": why}, 422)
         with service.pool.connection() as conn:
             report = ingest_documents(conn, [doc], service.ingest, service.search, service.embedder)
         if report.errors:
