@@ -157,6 +157,7 @@ def feedback_text(out: FeedbackOut) -> str:
     if not out.answer_recorded:
         parts.append("cite only the [n] that `context` returned with this query_id")
     if out.replaced:
-        was = {k: cites(v) if k == "used_ranks" else v for k, v in out.replaced.items()}
-        parts.append("replaced the earlier " + ", ".join(f"{k} {v!r}" for k, v in was.items()))
+        short = lambda v: repr(v if len(str(v)) <= 60 else f"{str(v)[:57]}...")  # noqa: E731 - an answer may be long
+        was = {k: cites(v) or "none" if k == "used_ranks" else short(v) for k, v in out.replaced.items()}
+        parts.append("replaced the earlier " + ", ".join(f"{k} {v}" for k, v in was.items()))
     return "; ".join(parts)
