@@ -75,7 +75,10 @@ def mcp_command(
     port: Annotated[int, typer.Option(help="with --transport http: the loopback port")] = 8485,
     staging_dir: Annotated[
         Optional[Path],
-        typer.Option(help="with --url: the service's staging dir, which staging_file reads (default: staging.dir)"),
+        typer.Option(
+            help="the only dir staging_file reads: with --url, the service's staging dir; in-process, where the "
+            "service writes its staging files (default: staging.dir)"
+        ),
     ] = None,
     params: ParamsOpt = Path("params.yaml"),
 ) -> None:
