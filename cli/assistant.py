@@ -2,20 +2,25 @@
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import os
+import signal
 import sys
 from pathlib import Path
 from typing import Annotated, Optional
 
+import anyio
 import typer
+import uvicorn
 
 from retrieval.db import DatabaseError
-from retrieval.params import ParamsError
+from retrieval.params import ParamsError, StagingParams, load_section
 from serving.client import Client
 from serving.interface import SelectorLoadError
 from serving.mcp_server import build_mcp
+from serving.mcp_stdio import serve_stdio
 from serving.server import BackgroundServer, build_service
 from serving.transcript import last_exchange, post_exchange
 
@@ -68,35 +73,71 @@ def mcp_command(
     ] = None,
     transport: Annotated[str, typer.Option(help="stdio (an assistant starts it) or http (streamable HTTP)")] = "stdio",
     port: Annotated[int, typer.Option(help="with --transport http: the loopback port")] = 8485,
+    staging_dir: Annotated[
+        Optional[Path],
+        typer.Option(
+            help="the only dir staging_file reads: with --url, the service's staging dir; in-process, where the "
+            "service writes its staging files (default: staging.dir)"
+        ),
+    ] = None,
     params: ParamsOpt = Path("params.yaml"),
 ) -> None:
-    """Serve the memory to an assistant as MCP tools: context, feedback, capture, remember, staging_file."""
+    """Serve the memory to an assistant as MCP tools: context, feedback, capture, capture_result, remember,
+    staging_file. Stops cleanly when stdin closes, on SIGTERM and on Ctrl-C, the in-process service and its
+    embedded Postgres with it."""
     if transport not in ("stdio", "http"):
         _fail(f"--transport must be stdio or http, not {transport!r}")
     url = url or os.environ.get("PAI_URL")
     token = token or os.environ.get("PAI_TOKEN")
+    # until the stdio loop takes the signals over (and for uvicorn, which re-raises them once it has stopped):
+    # unwind on SIGTERM like Ctrl-C, so the in-process service and the embedded Postgres stop, and our pid
+    # leaves Postgres' handle list; by default SIGTERM kills the process on the spot
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+    stopped = None
     with contextlib.ExitStack() as stack:
         if url is None:
-            url = stack.enter_context(_in_process_service(params))
+            url, staging = stack.enter_context(_in_process_service(params, staging_dir))
+        else:
+            staging = staging_dir or _staging_dir(params)
         client = stack.enter_context(Client(url, token))
-        server = build_mcp(client)
+        server = build_mcp(client, staging)
         console.print(f"pai mcp: {transport} in front of {url}")
         if transport == "stdio":
-            server.run("stdio")
+            stopped = anyio.run(serve_stdio, server)
         else:  # loopback only: beyond it the service's own token rules apply, not an MCP auth layer
-            server.run("streamable-http", host="127.0.0.1", port=port)
+            app = server.streamable_http_app(host="127.0.0.1")
+            uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
+        for signum in (signal.SIGTERM, signal.SIGINT):  # stopping already: a second signal must not cut it short
+            signal.signal(signum, signal.SIG_IGN)
+    # The service is stopped. atexit stops the embedded Postgres (when this was its last user); then leave at once:
+    # the interpreter's own teardown (the embedding runtime's) takes 2-3 s more, past a client's grace before it
+    # kills the server (the TypeScript SDK's: 2 s).
+    sys.stdout.flush()
+    sys.stderr.flush()
+    atexit._run_exitfuncs()
+    os._exit(128 + stopped if stopped else 0)
+
+
+def _staging_dir(params: Path) -> Path:
+    """staging.dir of `params` (its default when the file is absent: an assistant may start us in any folder)."""
+    try:
+        return load_section(params, "staging", StagingParams).path() if params.exists() else StagingParams().path()
+    except ParamsError as e:
+        _fail(str(e))
 
 
 @contextlib.contextmanager
-def _in_process_service(params: Path):
-    """`pai serve`'s service on a free loopback port in this process. Started with fd 1 pointed at stderr:
-    on stdio, stdout is the protocol's, and nothing the embedded Postgres prints may reach it."""
+def _in_process_service(params: Path, staging_dir: Path | None):
+    """`pai serve`'s service on a free loopback port in this process: (its url, its staging dir). Started with
+    fd 1 pointed at stderr: on stdio, stdout is the protocol's, and nothing the embedded Postgres prints may
+    reach it."""
     saved = os.dup(1)
     sys.stdout.flush()
     os.dup2(2, 1)
     try:
         try:
-            server = BackgroundServer(build_service(params))
+            service = build_service(params, staging_dir=staging_dir)
+            server = BackgroundServer(service)
             server.__enter__()
         except (ParamsError, DatabaseError, ValueError, SelectorLoadError, RuntimeError) as e:
             _fail(str(e))
@@ -105,6 +146,6 @@ def _in_process_service(params: Path):
         os.dup2(saved, 1)
         os.close(saved)
     try:
-        yield server.url
+        yield server.url, service.staging.path()
     finally:
         server.__exit__(None, None, None)

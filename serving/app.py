@@ -199,7 +199,8 @@ def create_app(service: Service) -> FastAPI:
                 headers={"Retry-After": "1"},
             )
         # a plain JSONResponse skips FastAPI's jsonable_encoder walk over 20 candidates (~1-2 ms)
-        return JSONResponse(run_query(service, body.query, service.inline if body.inline is None else body.inline))
+        inline = service.inline if body.inline is None else body.inline
+        return JSONResponse(run_query(service, body.query, inline, body.k))
 
     @app.post("/feedback", dependencies=[Depends(require_writer)])
     def post_feedback(body: FeedbackIn) -> dict:
@@ -208,7 +209,7 @@ def create_app(service: Service) -> FastAPI:
         ):
             return JSONResponse({"error": "empty feedback: give used_chunk_ids, answer, rating or correction"}, 422)
         with service.pool.connection() as conn:
-            used = feedback.record_feedback(
+            recorded = feedback.record_feedback(
                 conn,
                 body.query_id,
                 used_chunk_ids=body.used_chunk_ids,
@@ -217,7 +218,8 @@ def create_app(service: Service) -> FastAPI:
                 rating=body.rating,
                 correction=body.correction,
             )
-        out = {"query_id": body.query_id, "used_ranks": used}
+        # used_ranks labelled; not_shown / unknown: the answer's [n] that were no label; replaced: the earlier state
+        out = {"query_id": body.query_id, **recorded.as_dict()}
         if decided := settle_trial(service, body.query_id):
             out["trial"] = {k: decided[k] for k in ("id", "status", "reason")}
         return out
@@ -228,7 +230,9 @@ def create_app(service: Service) -> FastAPI:
             Document(f"webhook:{body.source}", "webhook:", body.text.replace("\r\n", "\n"), body.kind, body.title)
         )
         if doc.source != f"webhook:{body.source}":  # two names differing only in a secret would overwrite each other
-            return JSONResponse({"error": "source: holds a secret; name the note without it"}, 422)
+            seen = doc.source.removeprefix("webhook:")[:200]
+            why = f"source: part of it reads as a secret ({seen}); name the note in plain words, e.g. 'team-notes'"
+            return JSONResponse({"error": why}, 422)
         with service.pool.connection() as conn:
             report = ingest_documents(conn, [doc], service.ingest, service.search, service.embedder)
         if report.errors:

@@ -15,7 +15,7 @@ a bearer token (needed beyond loopback: the read token for `context`, the write 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import httpx
 
@@ -114,10 +114,10 @@ class Client:
 
     def context(self, query: str, k: int | None = None) -> Context:
         """The budgeted context the service serves for `query` (its selector's pick), and the query id that
-        feedback refers to. `k` keeps at most the first k chunks of it."""
+        feedback refers to. `k` keeps at most the first k chunks of it (the service logs only those as shown)."""
         if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
             raise ClientError(422, f"k must be a positive integer, not {k!r}")
-        body = self._call("POST", "/query", json={"query": query})
+        body = self._call("POST", "/query", json={"query": query} if k is None else {"query": query, "k": k})
         chunks = [
             Chunk(
                 c["rank"],
@@ -132,10 +132,6 @@ class Client:
             )
             for c in body["context"]
         ]
-        if k:  # a kept chunk names only kept ones as older
-            chunks = chunks[:k]
-            ns = {c.n for c in chunks}
-            chunks = [replace(c, newer_than=tuple(n for n in c.newer_than if n in ns)) for c in chunks]
         return Context(
             body["query_id"],
             query,

@@ -47,6 +47,7 @@ class QueryIn(BaseModel):
     model_config = ConfigDict(strict=True, extra="forbid")
     query: Line = Field(min_length=1, max_length=4000)
     inline: bool | None = Field(None, description="wait for the selector (default: the server's --inline)")
+    k: int | None = Field(None, ge=1, le=100, description="give at most the first k chunks of the context")
 
 
 class FeedbackIn(BaseModel):

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 
 from psycopg_pool import ConnectionPool
@@ -65,7 +65,9 @@ class Service:
         return self.swapper is None or self.swapper.wait_ready(wait_s)
 
 
-def run_query(service: Service, text: str, inline: bool) -> dict:
+def run_query(service: Service, text: str, inline: bool, k: int | None = None) -> dict:
+    """One query: the response body. `k` keeps the first k chunks of the context: the consumer is given only
+    those, so only those are logged as shown (the rest stay unlabelled, never negatives)."""
     # the keyword side needs no embedding: it runs on its own connection while the query is embedded
     keyword = service.keyword_workers.submit(_keyword_side, service, text)
     qvec = service.embedder.encode([text])[0]
@@ -75,6 +77,12 @@ def run_query(service: Service, text: str, inline: bool) -> dict:
     shown = result.above  # what the staging file lists and the selector sees, numbered 1..N
     served = service.picker.serve(text, shown, qvec, inline)  # the policy: fast inline, slow in the background
     chosen, version, status, context = served.chosen, served.version, served.status, served.context
+    if k is not None and k < len(context):  # a chunk cut is never shown: P(shown) 0, log_query's default
+        context = context[:k]
+        kept = {c.rank for c in context}
+        served = replace(served, propensity={r: p for r, p in served.propensity.items() if r in kept})
+        if served.explored not in kept:
+            served = replace(served, explored=None, replaced=None)
     newer = newer_than(context)  # of two near chunks both in the context, which was written later
     sf = staging.from_result(result)
     path = staging.write(sf, service.staging.path(), display_root=os.getcwd())

@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import TypedDict
@@ -15,9 +16,9 @@ import psycopg
 
 from ..query.search import Candidate
 from ..scrub import scrub_text
+from .citations import Recorded, read_citations, replaced_state
 
 LEARNED_QA_MIN_SIMILARITY = 0.15  # pg_trgm similarity for a learned answer to count as related
-_CITATION = re.compile(r"\[(\d{1,3})\]")
 
 
 FEEDBACK_FILE = "feedback.jsonl"  # the pull stage's export: the latest state of every query, one record a line
@@ -104,11 +105,6 @@ def ipw(c: FeedbackCandidate, clip: float) -> float:
 
 class FeedbackError(ValueError):
     """Feedback that cannot be recorded (unknown query, chunk that was not a candidate, ...)."""
-
-
-def cited_ranks(answer: str, n: int) -> list[int]:
-    """Candidate numbers cited as `[3]` in an answer, in order of first citation, within 1..n."""
-    return list(dict.fromkeys(i for i in map(int, _CITATION.findall(answer)) if 1 <= i <= n))
 
 
 def log_query(
@@ -198,15 +194,19 @@ def record_feedback(
     answer: str | None = None,
     rating: int | None = None,
     correction: str | None = None,
-) -> list[int]:
+) -> Recorded:
     """Mark which candidates were used (explicit chunk ids, else the `[n]` cited in `answer`); the other
     shown ones become ignored, and those never shown stay unlabelled (the consumer did not see them; rows
-    logged before exposure was recorded, `shown` NULL, keep the old rule: ignored). `ignored_chunk_ids`: a
-    judge who saw every candidate (a benchmark's qrels, a human grader) names negatives outside the context. A +1 rating promotes (query, answer) to learned Q&A; a correction
+    logged before exposure was recorded, `shown` NULL, keep the old rule: ignored). An answer's `[n]` labels
+    only a candidate that was shown (or whose exposure is unknown); one it was not shown, or no candidate, is
+    reported back, never a label, and an answer whose every citation misses is not stored (it speaks of
+    another context: the earlier labels stand). `used_chunk_ids` are a judge's labels, taken as given;
+    `ignored_chunk_ids`: a judge who saw every candidate (a benchmark's qrels, a human grader) names
+    negatives outside the context. A +1 rating promotes (query, answer) to learned Q&A; a correction
     replaces the learned answer. Feedback is the query's state, not an event log: posting the same
-    again changes nothing, a new rating replaces the old one (a thumbs-up counts once per query).
-    Answers and corrections are scrubbed of secrets: learned answers are shown to other users.
-    Returns the used candidate ranks."""
+    again changes nothing, a new rating replaces the old one (a thumbs-up counts once per query), and the
+    result says what it replaced. Answers and corrections are scrubbed of secrets: learned answers are
+    shown to other users."""
     if rating not in (None, -1, 1) or isinstance(rating, bool):
         raise FeedbackError(f"rating must be +1 or -1, not {rating!r}")
     # a blank answer or correction says nothing (it must not replace a learned answer)
@@ -218,29 +218,45 @@ def record_feedback(
         if row is None:
             raise FeedbackError(f"unknown query id {query_id}")
         question, old_rating, old_answer, old_correction = row
-        by_chunk = dict(
-            conn.execute("SELECT chunk_id, rank FROM query_candidates WHERE query_id = %s", (query_id,)).fetchall()
-        )
+        cands = conn.execute(
+            "SELECT chunk_id, rank, shown, used FROM query_candidates WHERE query_id = %s", (query_id,)
+        ).fetchall()
+        by_chunk = {chunk: rank for chunk, rank, _, _ in cands}
         unknown = [c for c in (used_chunk_ids or []) + (ignored_chunk_ids or []) if c not in by_chunk]
         if unknown:
             raise FeedbackError(f"query {query_id}: chunks {unknown} were not among its candidates")
         if set(used_chunk_ids or []) & set(ignored_chunk_ids or []):
             raise FeedbackError(f"query {query_id}: a chunk cannot be both used and ignored")
+        labels_before = sorted(rank for _, rank, _, u in cands if u) if any(u is not None for *_, u in cands) else None
+        out = Recorded([])
         if used_chunk_ids is not None:
             used = [by_chunk[c] for c in used_chunk_ids]
-        else:  # the answer's citations, when it gave one
-            used = cited_ranks(answer, len(by_chunk)) if answer is not None else None
+        elif answer is not None:  # the answer's citations of what the consumer was shown
+            out = read_citations(answer, {rank: s for _, rank, s, _ in cands})
+            used = out.used_ranks if out.answer_recorded else None
+            answer = answer if out.answer_recorded else None  # another context's answer: the earlier one stands
+        else:
+            used = None
         if used is not None:  # ignored = shown and not used; a candidate never shown gets no label (NULL)
             conn.execute(
                 "UPDATE query_candidates SET used = CASE WHEN rank = ANY(%s) THEN true"
                 " WHEN shown IS false THEN NULL ELSE false END WHERE query_id = %s",
                 (used, query_id),
             )
-        if ignored_chunk_ids:
+        ignored = [by_chunk[c] for c in ignored_chunk_ids or []]
+        if ignored:
             conn.execute(
-                "UPDATE query_candidates SET used = false WHERE query_id = %s AND rank = ANY(%s)",
-                (query_id, [by_chunk[c] for c in ignored_chunk_ids]),
+                "UPDATE query_candidates SET used = false WHERE query_id = %s AND rank = ANY(%s)", (query_id, ignored)
             )
+        labels_after = sorted(set((labels_before or []) if used is None else used) - set(ignored))
+        out = replace(
+            out,
+            used_ranks=used or [],
+            replaced=replaced_state(
+                {"used_ranks": labels_before, "rating": old_rating, "answer": old_answer, "correction": old_correction},
+                {"used_ranks": labels_after, "rating": rating, "answer": answer, "correction": correction},
+            ),
+        )
         # a query's thumbs-up counts in the learned answer's quality_score while it has an answer to give;
         # compared before and after this post: +1 it starts counting, -1 it stops
         counted = old_rating == 1 and bool(old_correction or old_answer)
@@ -273,7 +289,7 @@ def record_feedback(
                 " (SELECT 1 FROM queries q WHERE q.id = l.source_query_id AND q.correction IS NOT NULL)",
                 (question,),
             )
-    return used or []
+    return out
 
 
 def learned_answers(conn: psycopg.Connection, query: str, limit: int = 3) -> list[tuple[str, str, float]]:

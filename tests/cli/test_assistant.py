@@ -1,14 +1,24 @@
-"""`pai mcp` and `pai hooks stop` (cli/assistant.py) in front of their cores: a bad transport is one line, and
-the turn-end hook never fails the assistant (a transcript with no finished exchange is one line, exit 0). The
-hook against a real service: tests/serving/test_transcript.py; the MCP tools: tests/serving/test_mcp_server.py."""
+"""`pai mcp` and `pai hooks stop` (cli/assistant.py) in front of their cores: a bad transport is one line, the
+turn-end hook never fails the assistant (a transcript with no finished exchange is one line, exit 0), and `pai mcp`
+with the service in-process stops with its Postgres, whatever stops it. The hook against a real service:
+tests/serving/test_transcript.py; the MCP tools: tests/serving/test_mcp_server.py and test_mcp_stdio.py."""
 
 import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from cli.main import app
 
 runner = CliRunner()
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_mcp_refuses_an_unknown_transport_in_one_line():
@@ -24,3 +34,57 @@ def test_the_stop_hook_with_no_finished_exchange_says_so_and_exits_0(tmp_path):
     assert r.exit_code == 0 and "pai hooks stop: no finished exchange in the transcript" in r.output
     r = runner.invoke(app, ["hooks", "stop", "--url", "http://127.0.0.1:9"], input='{"session_id": "s"}')
     assert r.exit_code == 0 and "hook input on stdin has no transcript_path" in r.output
+
+
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+}
+
+
+@pytest.mark.parametrize("stop", ["eof", "SIGTERM", "SIGINT", "eof-then-SIGTERM"])
+def test_in_process_mcp_stops_with_its_postgres_within_2_s(tmp_path, stop):
+    """`pai mcp` with the service in-process: stdin closed (an assistant's client going away), SIGTERM, Ctrl-C, or
+    stdin closed and SIGTERM soon after (the TypeScript SDK's sequence, were it impatient): out in under 2 s (the
+    SDK's grace), the embedded Postgres stopped and this process gone from its handle list."""
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "PAI_URL")}
+    env |= {"PAI_HOME": str(tmp_path / "home"), "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cli.main", "mcp", "--params", str(REPO / "params.yaml")],
+        cwd=tmp_path,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    pgdata = tmp_path / "home" / "pg"
+    try:
+        proc.stdin.write((json.dumps(INIT) + "\n").encode())
+        proc.stdin.flush()
+        ready, _, _ = select.select([proc.stdout], [], [], 180)
+        assert ready and json.loads(proc.stdout.readline())["result"]["serverInfo"]["name"] == "pai-brain"
+        assert (pgdata / "postmaster.pid").exists() and proc.pid in json.loads(
+            (pgdata / ".handle_pids.json").read_text()
+        )
+        t0 = time.monotonic()
+        if stop.startswith("eof"):
+            proc.stdin.close()
+        if stop.endswith("SIGTERM"):
+            time.sleep(0.3 if stop.startswith("eof") else 0)
+            proc.send_signal(signal.SIGTERM)
+        elif stop == "SIGINT":
+            proc.send_signal(signal.SIGINT)
+        rc = proc.wait(timeout=30)
+        took = time.monotonic() - t0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    err = proc.stderr.read().decode()
+    assert "Traceback" not in err, err
+    # stdin closed, then SIGTERM: 0 when the signal came once it was stopping (ignored), 143 when before
+    assert rc in {"eof": {0}, "SIGTERM": {143}, "SIGINT": {130}, "eof-then-SIGTERM": {0, 143}}[stop], err
+    assert took < 2.0, f"{stop}: {took:.2f} s"
+    assert not (pgdata / "postmaster.pid").exists()  # Postgres stopped with us
+    assert proc.pid not in json.loads((pgdata / ".handle_pids.json").read_text() or "[]")

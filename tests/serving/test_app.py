@@ -131,6 +131,22 @@ def test_query_feedback_and_rows(serve, conn):
             "SELECT rank, used FROM query_candidates WHERE query_id = %s ORDER BY rank", (first["query_id"],)
         ).fetchall()
         assert used == [(1, True), (2, False), (3, False), (4, False)]
+        # a citation of no candidate is said, never a label, and the labels above stand
+        r = client.post("/feedback", json={"query_id": first["query_id"], "answer": "See [99]."})
+        assert r.status_code == 200 and r.json() == {
+            "query_id": first["query_id"],
+            "used_ranks": [],
+            "not_shown": [],
+            "unknown": [99],
+            "answer_recorded": False,
+            "replaced": {},
+        }
+        r = client.post("/feedback", json={"query_id": first["query_id"], "answer": "Rather [2].", "rating": -1})
+        assert r.json()["replaced"] == {"used_ranks": [1], "rating": 1, "answer": "They store nectar as honey [1]."}
+        r = client.post("/feedback", json={"query_id": first["query_id"], "answer": "They store nectar as honey [1]."})
+        assert r.json()["replaced"] == {"used_ranks": [2], "answer": "Rather [2]."}
+        r = client.post("/feedback", json={"query_id": first["query_id"], "rating": 1})
+        assert r.json()["replaced"] == {"rating": -1}
         learned = client.post("/query", json={"query": "how do bees make honey"}).json()["learned"]
         assert learned and learned[0]["answer"] == "They store nectar as honey [1]."
         assert open(first["staging_file"]).read().startswith("# Query: how do bees make honey?")

@@ -33,6 +33,7 @@ def test_a_query_is_retrieved_picked_logged_and_answered(db_url, embedder, tmp_p
     )
     try:
         body = run_query(service, "how do bees make honey?", inline=True)
+        cut = run_query(service, "how do bees make honey?", inline=True, k=1)
     finally:
         service.pool.close()
         service.keyword_workers.shutdown()
@@ -49,6 +50,13 @@ def test_a_query_is_retrieved_picked_logged_and_answered(db_url, embedder, tmp_p
             "SELECT count(*) FROM query_candidates WHERE query_id = %s", (body["query_id"],)
         ).fetchone()
     assert logged == ("how do bees make honey?", "similarity") and n_candidates == 3
+    # k=1: the consumer is given one chunk, and only that one is logged as shown (the others are never negatives)
+    assert [c["rank"] for c in cut["context"]] == [body["context"][0]["rank"]]
+    with connect(db_url) as conn:
+        shown = conn.execute(
+            "SELECT rank, shown, propensity FROM query_candidates WHERE query_id = %s ORDER BY rank", (cut["query_id"],)
+        ).fetchall()
+    assert [(r, s) for r, s, _ in shown] == [(1, True), (2, False), (3, False)] and shown[1][2] == 0.0
 
 
 def test_both_finance_notes_reach_the_context_dated_and_the_newer_marked(

@@ -2,9 +2,9 @@
 
 import pytest
 
+from retrieval.logs.citations import cited_ranks
 from retrieval.logs.feedback import (
     FeedbackError,
-    cited_ranks,
     counters,
     learned_answers,
     log_query,
@@ -29,8 +29,8 @@ def rows(conn, qid):
 
 
 def test_cited_ranks_literals():
-    assert cited_ranks("See [3] and [1], also [3] and [9].", n=4) == [3, 1]
-    assert cited_ranks("no citations", n=4) == []
+    assert cited_ranks("See [3] and [1], also [3] and [9].") == [3, 1, 9]
+    assert cited_ranks("no citations") == []
 
 
 def test_query_log_then_used_and_ignored(conn):
@@ -41,10 +41,11 @@ def test_query_log_then_used_and_ignored(conn):
         (3, 103, "h3", None, None),
         (4, 104, "h4", None, None),
     ]
-    assert record_feedback(conn, qid, used_chunk_ids=[102]) == [2]
+    assert record_feedback(conn, qid, used_chunk_ids=[102]).used_ranks == [2]
     assert [u for *_, u in rows(conn, qid)] == [False, True, None, None]  # 3 and 4 were never shown: no label
-    assert record_feedback(conn, qid, answer="Per [4] and [1].") == [4, 1]  # 4 was in the staging file
-    assert [u for *_, u in rows(conn, qid)] == [True, False, None, True]
+    r = record_feedback(conn, qid, answer="Per [4] and [1].")  # 4 was in the staging file, never in the context
+    assert (r.used_ranks, r.not_shown, r.unknown, r.replaced) == ([1], [4], [], {"used_ranks": [2]})
+    assert [u for *_, u in rows(conn, qid)] == [True, False, None, None]
     assert conn.execute("SELECT selector_version, answer FROM queries WHERE id = %s", (qid,)).fetchone() == (
         "similarity",
         "Per [4] and [1].",
@@ -101,7 +102,7 @@ def test_a_thumbs_up_on_a_long_question_is_learned_not_lost(conn):
     rng = random.Random(7)
     for q in ("语" * 1000, "".join(rng.choice("abcdefghijklmnopqrstuvwxyz0123456789 ") for _ in range(4000))):
         qid = log_query(conn, q, cands(), "similarity")
-        assert record_feedback(conn, qid, answer="Per [2].", rating=1) == [2]
+        assert record_feedback(conn, qid, answer="Per [2].", rating=1).used_ranks == [2]
         assert conn.execute("SELECT rating, answer FROM queries WHERE id = %s", (qid,)).fetchone() == (1, "Per [2].")
         assert conn.execute("SELECT quality_score FROM learned_qa WHERE question = %s", (q,)).fetchone() == (1,)
         record_feedback(conn, qid, rating=-1)  # taken back: gone, by the same key
@@ -184,7 +185,7 @@ def test_exposure_is_stored_per_candidate_and_an_unshown_candidate_is_never_a_ne
         (3, 1, True, 1.0, None),
         (4, None, True, pytest.approx(0.05), None),
     ]
-    assert record_feedback(conn, qid, answer="It is so [4].") == [4]  # cites the explored chunk
+    assert record_feedback(conn, qid, answer="It is so [4].").used_ranks == [4]  # cites the explored chunk
     assert [r[4] for r in exposure(conn, qid)] == [None, None, False, True]  # 3 shown and not cited: ignored
     record_feedback(conn, qid, used_chunk_ids=[103])
     assert [r[4] for r in exposure(conn, qid)] == [None, None, True, False]
@@ -210,3 +211,41 @@ def test_rows_logged_before_exposure_keep_the_old_rule(conn):
     conn.execute("UPDATE query_candidates SET shown = NULL, propensity = NULL WHERE query_id = %s", (qid,))
     record_feedback(conn, qid, used_chunk_ids=[102])
     assert [r[4] for r in exposure(conn, qid)] == [False, True, False, False]
+
+
+def labels(conn, qid):
+    return [u for *_, u in rows(conn, qid)]
+
+
+def test_an_answer_labels_only_what_the_consumer_was_shown_and_says_what_missed(conn):
+    """20 candidates, the context [1]-[5]: a citation of [12] (never shown) or [99] (no candidate) is reported, never
+    a label, and never replaces the labels of the answer before it."""
+    qid = log_query(conn, "q?", cands(20), "ranker:1", picked=[1, 2, 3, 4, 5])
+    first = record_feedback(conn, qid, answer="Per [2].", rating=1)
+    assert (first.used_ranks, first.not_shown, first.unknown, first.replaced) == ([2], [], [], {})
+    assert labels(conn, qid) == [False, True, False, False, False] + [None] * 15
+
+    for answer, not_shown, unknown in (("Per [12].", [12], []), ("Per [99].", [], [99]), ("[12] [99]", [12], [99])):
+        r = record_feedback(conn, qid, answer=answer)
+        assert (r.used_ranks, r.not_shown, r.unknown, r.answer_recorded) == ([], not_shown, unknown, False)
+        assert r.replaced == {}
+        assert labels(conn, qid) == [False, True, False, False, False] + [None] * 15  # the earlier labels stand
+        assert conn.execute("SELECT answer FROM queries WHERE id = %s", (qid,)).fetchone() == ("Per [2].",)
+
+    r = record_feedback(conn, qid, answer="Per [3], not [99] or [12].", rating=-1)
+    assert (r.used_ranks, r.not_shown, r.unknown, r.answer_recorded) == ([3], [12], [99], True)
+    assert r.replaced == {"used_ranks": [2], "rating": 1, "answer": "Per [2]."}
+    assert labels(conn, qid) == [False, False, True, False, False] + [None] * 15
+    assert record_feedback(conn, qid, answer="Per [3], not [99] or [12].", rating=-1).replaced == {}  # the same: none
+
+    # a judge's explicit labels are taken as given, shown or not
+    r = record_feedback(conn, qid, used_chunk_ids=[112])
+    assert (r.used_ranks, r.not_shown, r.unknown, r.replaced) == ([12], [], [], {"used_ranks": [3]})
+    assert labels(conn, qid)[:12] == [False] * 5 + [None] * 6 + [True]
+
+
+def test_citations_on_rows_logged_before_exposure_label_as_before(conn):
+    qid = log_query(conn, "q?", cands(4), "similarity")  # no served order, no context: shown NULL
+    r = record_feedback(conn, qid, answer="Per [4] and [9].")
+    assert (r.used_ranks, r.not_shown, r.unknown) == ([4], [], [9])
+    assert labels(conn, qid) == [False, False, False, True]
