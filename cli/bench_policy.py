@@ -6,7 +6,7 @@ sends each new query to both, in alternating order (so drift and warm caches cos
 compares /query latency, which selector chose each context, and what the selector embedded on the query
 path (`/stats` `embedded_on_query_path`, which stays 0 when the stored vectors are used).
 
-Stores: `scifact` is the current one (`pai cycle` ingests the SciFact corpus into it; SciFact test
+Stores: `scifact` is the current one (`pai lab cycle` ingests the SciFact corpus into it; SciFact test
 claims are the queries); `--notes DIR` ingests a markdown folder into a scratch database on the same
 server (dropped after) and asks each section's heading path (nested headings, the user's own notes).
 """
@@ -124,7 +124,7 @@ def run(params: Path, selector: str, benchmark_dir: Path, notes: Path | None, qu
             r = compare(params, selector, asks, {"DATABASE_URL": url})
             result["stores"][f"notes:{notes.name}"] = {"chunks": chunks, "nested_heading_chunks": nested, **r}
     if not result["stores"]:
-        raise RuntimeError("the store is empty and no --notes folder was given (run pai cycle, or pass --notes)")
+        raise RuntimeError("the store is empty and no --notes folder was given (run pai lab cycle, or pass --notes)")
     return result
 
 

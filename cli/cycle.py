@@ -1,4 +1,5 @@
-"""`pai cycle`: one retrain cycle on the embedded defaults, as a new user's main job.
+"""`pai lab cycle`: the lab's demo, one retrain cycle on the embedded defaults on SciFact (the main job). It runs
+only in a store that holds nothing but SciFact (a fresh home, or one it made): never in a user's memory.
 
 1. ingest the SciFact corpus (unchanged documents write nothing)
 2. replay SciFact train through the service into the feedback log, when the log is empty
@@ -44,6 +45,14 @@ def run_cycle(params: Path, benchmark_dir: Path, split: str, bar, replay: bool |
     queries = load_scifact(benchmark_dir, split)
     result: dict = {}
     with connect() as conn:
+        (others,) = conn.execute(
+            "SELECT count(*) FROM documents WHERE source NOT LIKE %s", ("%scifact/corpus.jsonl#%",)
+        ).fetchone()
+        if others:  # a user's memory: the demo would mix SciFact into it, and its replay into their log
+            raise RuntimeError(
+                f"this store holds {others} documents that are not the demo's: run the demo in a home of its own "
+                "(PAI_HOME=$(mktemp -d) pai lab cycle), never in your memory"
+            )
         task = bar.add_task("1. ingest SciFact corpus", total=None)
         result["ingest"] = ingest_paths(
             conn, [corpus], ip, sp, embedder, lambda d, t: bar.update(task, completed=d, total=t)

@@ -150,6 +150,9 @@ def grounding_command(
 
 # The map `pai lab --help` shows: one panel per subject, one line per command.
 FEEDBACK, GPU = "The feedback loop", "The GPU path"
+app.command("cycle", rich_help_panel=FEEDBACK, short_help="The demo: ingest SciFact, replay, dvc repro, measure.")(
+    pipeline.cycle
+)
 app.command("simulate", rich_help_panel=FEEDBACK, short_help="Replay benchmark queries and a consumer's feedback.")(
     pipeline.simulate
 )

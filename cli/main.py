@@ -48,7 +48,7 @@ app = typer.Typer(
     help="pai-brain: retrieval on PostgreSQL + pgvector, a learned selector that picks the context, and a "
     "pipeline that retrains it from feedback.\n\n"
     "Start with `pai ingest PATH` and `pai serve` (or `pai mcp`); once answers cite [n], `pai retrain`. "
-    "`pai cycle` is the lab's demo on SciFact. "
+    "`pai lab cycle` is the lab's demo on SciFact. "
     "`pai COMMAND --help` for each; docs/ for the rest.",
 )
 
@@ -274,9 +274,6 @@ app.command("capture", rich_help_panel=USE, short_help="Capture facts from conve
 app.add_typer(hooks_app, name="hooks", rich_help_panel=USE, short_help="Git post-commit and assistant turn-end hooks.")
 app.command(rich_help_panel=RETRAIN, short_help="Retrain on your store's feedback; a challenger goes on trial.")(
     retrain.retrain
-)
-app.command(rich_help_panel=RETRAIN, short_help="The lab's demo: ingest SciFact, replay, dvc repro, measure.")(
-    pipeline.cycle
 )
 app.command("eval", rich_help_panel=RETRAIN, short_help="Evaluate selectors on a benchmark file, side by side.")(
     pipeline.eval_command

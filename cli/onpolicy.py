@@ -84,7 +84,7 @@ def run_on_policy(
         tests = [b for b in ep.benchmarks.split(",") if "scifact" in b]
         if not tests or not Path(tests[0]).exists():
             raise FileNotFoundError(
-                f"no SciFact test benchmark among evaluate.benchmarks (run `pai cycle` first): {tests}"
+                f"no SciFact test benchmark among evaluate.benchmarks (run `pai lab cycle` first): {tests}"
             )
         items = [it for it in load_items(Path(tests[0]), max_queries) if it.get("relevant_ids")]
         claims = load_queries(benchmark_dir, "scifact", "train")
@@ -93,7 +93,7 @@ def run_on_policy(
             (scifact,) = conn.execute("SELECT count(*) FROM chunks WHERE source LIKE %s", ("%scifact%",)).fetchone()
         if not scifact:
             raise FileNotFoundError(
-                "the store holds no SciFact chunks: run `pai cycle` (or `pai ingest` the corpus) first"
+                "the store holds no SciFact chunks: run `pai lab cycle` (or `pai ingest` the corpus) first"
             )
         relevant = {it["qid"]: set(it["relevant_ids"]) for it in items}
 

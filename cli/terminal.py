@@ -1,5 +1,5 @@
 """What the `pai` commands print with: one stderr console (stdout stays clean for --json), one-line
-errors, progress bars. Piped to a log (`pai cycle > cycle.log 2>&1`, as CI and cron run it), the
+errors, progress bars. Piped to a log (`pai lab cycle > cycle.log 2>&1`, as CI and cron run it), the
 console is wide and never wraps or cuts a line: every figure of a summary line reaches the log, and
 tables keep their columns."""
 

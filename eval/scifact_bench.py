@@ -85,7 +85,7 @@ def main() -> None:
                 {
                     "queries": len(queries),
                     "items": 0,
-                    "skipped": "SciFact corpus not in the database (pai cycle ingests it)",
+                    "skipped": "SciFact corpus not in the database (pai lab cycle ingests it)",
                 },
             )
             console.print(f"[yellow]benchmark: {stats['skipped']}; writing an empty {out}[/yellow]")

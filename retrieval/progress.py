@@ -1,6 +1,6 @@
 """Progress a person can follow, on a terminal and in a log.
 
-On a terminal, rich's live bar. Piped (`pai cycle > cycle.log 2>&1`, cron, CI), a live bar shows nothing
+On a terminal, rich's live bar. Piped (`pai lab cycle > cycle.log 2>&1`, cron, CI), a live bar shows nothing
 until it ends; there, a reporter thread prints a plain line per running task every `every_s` seconds (count,
 total, rate, elapsed) and one as each task finishes.
 """

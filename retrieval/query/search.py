@@ -101,7 +101,7 @@ def take_budget(candidates: list[Candidate], token_budget: int, min_chunks: int)
 _KEYWORD_SQL = {
     # OR of the query's stemmed terms (natural-language queries rarely match them all), ranked by
     # ts_rank with log-length normalisation (flag 1). On SciFact test this fused nDCG@10 0.700 vs
-    # 0.608 for ts_rank_cd and 0.663 for vector alone (`pai cycle`).
+    # 0.608 for ts_rank_cd and 0.663 for vector alone (`pai lab cycle`).
     "fts": """
         SELECT chunk_id FROM chunk_terms,
              to_tsquery('english', replace(plainto_tsquery('english', %(q)s)::text, '&', '|')) AS q

@@ -1,4 +1,4 @@
-"""The README's main job, end to end, in a fresh clone: `pai cycle` on a small slice of SciFact.
+"""The README's main job, end to end, in a fresh clone: `pai lab cycle` on a small slice of SciFact.
 
 It clones the repository, so it tests what is committed (in CI: exactly the submission)."""
 
@@ -40,7 +40,7 @@ def test_pai_cycle_in_a_fresh_clone(db_url, benchmark_dir, tmp_path):
     clone = tmp_path / "p"
     subprocess.run(["git", "clone", "-q", str(REPO), str(clone)], check=True)
     # the clone holds the judged sets compressed; SciFact, cut down, is laid where it unpacks (its files then
-    # count as unpacked), and `pai cycle` unpacks the rest (HotpotQA as it is) before it starts
+    # count as unpacked), and `pai lab cycle` unpacks the rest (HotpotQA as it is) before it starts
     bench = clone / "data" / "judged"
     assert not list(bench.rglob("*.jsonl"))  # nothing unpacked is committed
     scifact_slice(benchmark_dir / "scifact", bench / "scifact")
@@ -56,11 +56,11 @@ def test_pai_cycle_in_a_fresh_clone(db_url, benchmark_dir, tmp_path):
     home.mkdir()
     (REPO / ".pai" / "cache").mkdir(parents=True, exist_ok=True)
     (home / "cache").symlink_to(REPO / ".pai" / "cache")
-    # PATH without the venv, as the README's `.venv/bin/pai cycle` runs: dvc's stages must still find its python
+    # PATH without the venv, as the README's `.venv/bin/pai lab cycle` runs: dvc's stages must still find its python
     path = os.pathsep.join(d for d in os.environ["PATH"].split(os.pathsep) if Path(d) != venv_bin)
     env = os.environ | {"PAI_HOME": str(home), "DATABASE_URL": db_url, "PYTHONPATH": str(clone), "PATH": path}
     run = subprocess.run(
-        [sys.executable, "-m", "cli.main", "cycle", "--json"],
+        [sys.executable, "-m", "cli.main", "lab", "cycle", "--json"],
         cwd=clone,
         env=env,
         capture_output=True,

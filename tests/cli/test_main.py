@@ -66,13 +66,13 @@ def test_help_is_a_map_daily_commands_on_top_the_lab_tools_under_lab():
 
     assert panels(top) == {
         "Use": ["ingest", "query", "serve", "mcp", "watch", "capture", "hooks"],
-        "Retrain and deploy": ["retrain", "cycle", "eval", "status", "promote", "rollback", "job"],
+        "Retrain and deploy": ["retrain", "eval", "status", "promote", "rollback", "job"],
         "Upkeep": ["maintain", "migrate"],
         "Measure": ["bench", "lab"],
     }
     groups = {name: top.get_command(ctx, name) for name in ("bench", "lab")}
     assert panels(groups["lab"]) == {
-        "The feedback loop": ["simulate", "grounding", "notes", "trial", "loop"],
+        "The feedback loop": ["cycle", "simulate", "grounding", "notes", "trial", "loop"],
         "The GPU path": ["gpu-smoke"],
     }
     assert len(groups["bench"].list_commands(ctx)) == 13

@@ -6,7 +6,7 @@ def test_piped_output_keeps_every_line_whole_and_tables_readable(capsys):
 
     from cli.terminal import make_console
 
-    console = make_console()  # pytest's stderr is not a terminal, as in `pai cycle > cycle.log 2>&1`
+    console = make_console()  # pytest's stderr is not a terminal, as in `pai lab cycle > cycle.log 2>&1`
     line = "deploy: " + " ".join(f"figure{i}=0.{i:04d}" for i in range(30))
     console.print(line)
     t = Table(title="eval")

@@ -1,0 +1,23 @@
+"""The demo never runs in a user's memory: a store holding anything but SciFact is refused in one line."""
+
+from pathlib import Path
+
+import pytest
+
+from cli.cycle import run_cycle
+from retrieval.corpus.ingest import ingest_documents
+from retrieval.corpus.sources import Document
+from retrieval.params import IngestParams, SearchParams
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_the_demo_refuses_a_store_with_the_users_notes(conn, db_url, embedder, benchmark_dir, monkeypatch):
+    monkeypatch.setenv("DATABASE_URL", db_url)
+    note = Document("notes/offsite.md", "/home/me/notes/offsite.md", "# Offsite\n\nWe meet in Lyon.", "markdown")
+    ingest_documents(conn, [note], IngestParams(), SearchParams(), embedder)
+    with pytest.raises(RuntimeError, match="holds 1 documents that are not the demo's.*never in your memory"):
+        run_cycle(REPO / "params.yaml", benchmark_dir, "test", bar=None)
+    (queries,) = conn.execute("SELECT count(*) FROM queries").fetchone()
+    (docs,) = conn.execute("SELECT count(*) FROM documents").fetchone()
+    assert (queries, docs) == (0, 1)  # nothing ingested, nothing replayed
