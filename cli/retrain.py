@@ -58,7 +58,10 @@ def retrain(
         except RuntimeError as e:
             _fail(str(e).splitlines()[0] + " (the stage's log is above)")
     out = json.loads((PROJECT / "metrics" / "deploy.json").read_text())
-    if out.get("trial"):
+    if out.get("waiting_for"):
+        t = out["waiting_for"]
+        console.print(f"retrain: {out['version']} waits: trial {t['id']} is still running (`pai status`)")
+    elif out.get("trial"):
         console.print(f"retrain: {out['version']} is on trial {out['trial']['id']}; `pai status` follows it")
     elif out.get("alias") == "champion":
         console.print(f"retrain: {out['version']} is the champion")

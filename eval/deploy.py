@@ -13,7 +13,9 @@ regression on the user's own queries, but with a few explored chunks per hundred
 weak to prove a margin; on every out-of-domain one it may trail the best baseline by at most
 `deploy.ood_tolerance`; and neither answer quality (answer in context) nor the JSON-valid rate may drop
 by more than their tolerances. Passing:
-alias `champion`, announced to the running services (hot-swap; a failed canary moves it back).
+alias `champion`, announced to the running services (hot-swap; a failed canary moves it back). Where no judged
+split speaks for the store (`deploy.promotion`), passing the checks that need no user labels puts it on a trial
+instead (`retrieval.contracts.interleaving`), unless one is still running.
 Failing: alias `challenger`, and the stage says why. Either way `metrics/deploy.json` records it.
 """
 
@@ -214,9 +216,12 @@ def deploy(p: DeployParams, log=print, chain: str = "ranker", trial: TrialParams
     passed, _, best, record = ranked[0]
     out.update(version=record["version"], system=best, passed_gate=passed, reasons=out["challengers"][best]["reasons"])
     by_trial = out["challengers"][best]["decided_by"] == "trial"
-    current = promotion.champion()
-    if passed and p.promote and by_trial and current and current["version"] == record["version"]:
-        out.update(alias="champion", trial=None)  # the same model again: nothing to try
+    running = promotion.running_trial() if by_trial else None
+    if passed and p.promote and by_trial and promotion.same_model(promotion.champion() or {}, record):
+        out.update(alias="champion", trial=None)  # the champion again: nothing to try
+    elif passed and p.promote and by_trial and running is not None:
+        # a trial gathering evidence is not restarted by each retrain (it would never end): this one waits
+        out.update(alias=None, trial=None, waiting_for=running.as_dict())
     elif passed and p.promote and by_trial:
         started = promotion.start_trial(record, trial or TrialParams())
         out.update(alias="challenger", trial=started.as_dict())
@@ -273,7 +278,14 @@ def main(argv: list[str] | None = None) -> None:
         )
         for reason in c["reasons"]:
             console.print(f"  - {reason}", soft_wrap=True)
-    if out["alias"] is None:
+    if out.get("waiting_for"):
+        t = out["waiting_for"]
+        console.print(
+            f"deploy: {out['version']} registered; trial {t['id']} ({t['challenger']} vs {t['champion']}) is still "
+            "running, so it waits: `pai retrain` again once that trial has decided (`pai status`)",
+            soft_wrap=True,
+        )
+    elif out["alias"] is None:
         console.print(f"deploy: {chain} chain: nothing registered")
     elif out.get("trial"):
         t = out["trial"]

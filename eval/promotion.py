@@ -295,6 +295,16 @@ def start_trial(record: dict, params: TrialParams) -> trials.Trial:
     return trial
 
 
+def running_trial() -> trials.Trial | None:
+    with connect() as conn:
+        return trials.running(conn)
+
+
+def same_model(a: dict, b: dict) -> bool:
+    """Whether two version records hold the same model (by content: a registry version per run is not)."""
+    return any(a.get(k) and a.get(k) == b.get(k) for k in ("model_sha256", "gguf_sha256"))
+
+
 def _drop_challenger_alias(c, version: str) -> None:
     try:
         if c.get_model_version_by_alias(MODEL, "challenger").version == version:

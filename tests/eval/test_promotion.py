@@ -5,6 +5,7 @@ that does not load, or whose file changed, never stays promoted."""
 
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import httpx
@@ -191,3 +192,38 @@ def test_a_trial_is_recorded_on_the_challengers_version_and_a_win_moves_the_cham
     promotion.promote("1", wait_s=0)
     with connect(db_url) as conn:
         assert trials.running(conn) is None and trials.recent(conn, 1)[0].status == "stopped"
+
+
+def test_deploy_on_a_store_without_its_judged_split_starts_one_trial_and_a_retrain_waits_for_it(env, tmp_path):
+    """The user's store: scifact-test has no result, so a ranker passing the guards goes on trial; the next retrain's
+    ranker is registered but waits; the same model as the champion is not tried again."""
+    from eval import promotion
+    from eval.deploy import DeployParams, deploy
+    from retrieval.contracts.interleaving import TrialParams
+
+    def ranker(name: str, weight: str) -> Path:
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "ranker_config.json").write_text(json.dumps({"weights": weight}))
+        return folder
+
+    row = {"recall@5": 0.8, "answer_in_context": None, "json_valid": 1.0}
+    result = {
+        "hotpotqa/test": {
+            "systems": {"similarity": row, "bm25": row, "hybrid": row, "ranker": row},
+            "paired_bootstrap": {"ranker_vs_similarity": {"recall@5_diff": 0.0, "ci95_low": -0.01, "ci95_high": 0.01}},
+        }
+    }
+    (tmp_path / "eval.json").write_text(json.dumps(result))
+    p = DeployParams(
+        ranker=str(ranker("r1", "a")), metrics=str(tmp_path), in_domain_guard="", out_of_domain="hotpotqa/test"
+    )
+    out = deploy(p, trial=TrialParams())
+    assert out["challengers"]["ranker"]["decided_by"] == "trial" and out["trial"]["challenger"] == "pai-selector:1"
+    assert promotion.running_trial().id == out["trial"]["id"] and promotion.champion() is None
+    again = deploy(replace(p, ranker=str(ranker("r2", "b"))), trial=TrialParams())
+    assert again["version"] == "pai-selector:2" and again["waiting_for"]["id"] == out["trial"]["id"]
+    assert promotion.running_trial().challenger == "pai-selector:1"  # its evidence is kept
+    promotion.promote("1", wait_s=0)  # by hand: the running trial stops
+    same = deploy(replace(p, ranker=str(tmp_path / "r1")), trial=TrialParams())
+    assert same["alias"] == "champion" and same["trial"] is None and promotion.running_trial() is None
