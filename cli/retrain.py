@@ -46,6 +46,8 @@ def retrain(
             console.print(line, soft_wrap=True)
     except (DatabaseError, RegistryError) as e:
         _fail(str(e))
+    if not (PROJECT / "dvc.yaml").exists():
+        _fail(f"retrain: no dvc.yaml in {PROJECT}: pai retrain runs the pipeline of a checkout (pip install -e)")
     if cited < MIN_CITED_QUERIES:
         _fail(
             f"retrain: the feedback log has {cited} queries whose answer cited a shown chunk; "
