@@ -28,6 +28,7 @@ from retrieval.contracts.interleaving import TrialParams, decide, outcome, sides
 from retrieval.contracts.lexical import lexical_scores
 from retrieval.contracts.metrics import paired_bootstrap, recall_at_k
 from retrieval.contracts.passage import passage_text
+from retrieval.contracts.ranking_features import standardise
 from retrieval.embed import Embedder
 from retrieval.query.search import rrf
 
@@ -38,10 +39,6 @@ CHAMPION = "hybrid"
 class Consumer:
     p_relevant: float = 0.8  # a relevant item in the context is cited
     p_other: float = 0.05  # any other is cited anyway
-
-
-def _z(x: np.ndarray) -> np.ndarray:
-    return (x - x.mean()) / max(float(x.std()), 1e-9)
 
 
 def rankings(items: list[dict], embedder: Embedder, seed: int = 0) -> dict[str, dict[str, list[str]]]:
@@ -55,8 +52,10 @@ def rankings(items: list[dict], embedder: Embedder, seed: int = 0) -> dict[str, 
         vecs = embedder.encode_passages(
             [passage_text(c.get("title"), c["text"], c.get("parent_heading")) for c in cands]
         )
-        cos = _z(vecs @ q)
-        bm = _z(np.asarray(lexical_scores(it["query"], [f"{c.get('title') or ''} {c['text']}" for c in cands])))
+        cos = standardise(vecs @ q)
+        bm = standardise(
+            np.asarray(lexical_scores(it["query"], [f"{c.get('title') or ''} {c['text']}" for c in cands]))
+        )
         order = {
             "cosine": cos,
             "bm25": bm,
