@@ -173,8 +173,8 @@ _ORPHANS = {
     ),
     "chunks_without_full_text": (  # invisible to keyword search: the row is re-made (ingest's trigger does the same)
         "FROM chunks c WHERE NOT EXISTS (SELECT 1 FROM chunk_terms t WHERE t.chunk_id = c.id)",
-        "INSERT INTO chunk_terms (chunk_id, tsv) SELECT c.id,"
-        " to_tsvector('english', left(coalesce(c.heading, '') || ' ' || c.text, 100000))"
+        "INSERT INTO chunk_terms (chunk_id, tsv, scope) SELECT c.id,"
+        " to_tsvector('english', left(coalesce(c.heading, '') || ' ' || c.text, 100000)), c.scope"
         " FROM chunks c WHERE NOT EXISTS (SELECT 1 FROM chunk_terms t WHERE t.chunk_id = c.id)"
         " ON CONFLICT (chunk_id) DO NOTHING",
     ),
