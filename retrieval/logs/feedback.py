@@ -86,12 +86,13 @@ def shown_candidates(rec: FeedbackRecord) -> list[FeedbackCandidate]:
     return [c for c in rec["candidates"] if threshold is None or c["score"] >= threshold]
 
 
-def pulled_through(folder: Path) -> tuple[datetime, int] | None:
-    """The pull stage's watermark in `folder`: every query at or below (updated_at, id) is exported.
-    None when nothing was pulled, or the file cannot be read (then nothing counts as pulled)."""
+def pulled_through(folder: Path) -> tuple[datetime, int, str | None] | None:
+    """The pull stage's watermark in `folder`: every query at or below (updated_at, id) of its scope (None: of
+    every scope) is exported. None when nothing was pulled, or the file cannot be read (then nothing counts as
+    pulled)."""
     try:
         w = json.loads((folder / WATERMARK_FILE).read_text(encoding="utf-8"))
-        return datetime.fromisoformat(w["updated_at"]), int(w["query_id"])
+        return datetime.fromisoformat(w["updated_at"]), int(w["query_id"]), w.get("scope")
     except (OSError, ValueError, KeyError, TypeError):  # missing, "-infinity", malformed: not pulled
         return None
 

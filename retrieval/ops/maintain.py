@@ -199,8 +199,10 @@ def _feedback(conn, mp: MaintainParams, report: MaintainReport, dry_run: bool) -
         return 0, 0
     mark = pulled_through(Path(mp.feedback))
     old = "q.updated_at < now() - make_interval(days => %(days)s)"
-    pulled = "(q.updated_at, q.id) <= (%(at)s::timestamptz, %(id)s::bigint)"
-    args = {"days": mp.feedback_retention_days, "at": mark[0] if mark else None, "id": mark[1] if mark else None}
+    # a pull of one scope (pull.scope) exported that scope's queries only
+    pulled = "(q.updated_at, q.id) <= (%(at)s::timestamptz, %(id)s::bigint) AND (%(scope)s::text IS NULL OR q.scope = %(scope)s)"
+    at, qid, scope = mark or (None, None, None)
+    args = {"days": mp.feedback_retention_days, "at": at, "id": qid, "scope": scope}
     with conn.transaction():
         n_old, n_pulled, n_cands = conn.execute(
             f"SELECT count(*), count(*) FILTER (WHERE {pulled}),"
