@@ -97,9 +97,10 @@ def _entry(n: int, e: object) -> tuple[str, Grant]:
 @lru_cache(maxsize=4)
 def _load(path: str, mtime_ns: int) -> tuple[tuple[str, Grant], ...]:
     try:
-        entries = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or []
+        entries = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
         raise ValueError(f"{TOKENS_FILE} {path}: {str(e).splitlines()[0]}") from None
+    entries = [] if entries is None else entries  # an empty file: no scoped token
     if not isinstance(entries, list):
         raise ValueError(f"{TOKENS_FILE} {path}: a list of token entries")
     try:
