@@ -202,7 +202,7 @@ def pull(params: PullParams, progress=None, url: str | None = None) -> dict:
     )
     watermark = {"updated_at": mark[0], "query_id": mark[1], "scope": params.scope}
     write_atomic(out / WATERMARK_FILE, json.dumps(watermark) + "\n")
-    metrics = summarize(records, pulled, skipped, redactions)
+    metrics = summarize(records, pulled, skipped, redactions) | {"scope": params.scope}  # None: every scope
     write_atomic(out / METRICS_FILE, json.dumps(metrics, indent=2) + "\n")
     return metrics
 
