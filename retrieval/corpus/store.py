@@ -90,7 +90,7 @@ def nearest(
         # chunks: 5 ms per vector at 1.7k chunks and growing with the store (bulk ingest became quadratic);
         # the HNSW index answers it in ~0.3 ms
         conn.execute("SET LOCAL enable_seqscan = off")
-        conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")  # a small scope among a large one
+        conn.execute("SET LOCAL hnsw.iterative_scan = strict_order")  # the nearest of a small scope among a large one
         rows = conn.execute(
             """
             SELECT q.i, n.id, n.document_id, 1 - (n.embedding <=> q.v)
