@@ -32,6 +32,7 @@ from retrieval.params import (
 )
 from retrieval.query import staging
 from retrieval.query.search import search
+from retrieval.scopes import DEFAULT, ScopeError, check
 from serving.app import create_app
 from serving.interface import SelectorLoadError
 from serving.live import install_hook, process_inbox_file
@@ -70,9 +71,11 @@ def ingest(
     paths: Annotated[list[Path], typer.Argument(help="files, directories or JSONL corpora")],
     params: ParamsOpt = Path("params.yaml"),
     as_json: Annotated[bool, typer.Option("--json", help="print the report as JSON")] = False,
+    scope: Annotated[str, typer.Option(help="the scope to store into, e.g. alice/notes")] = DEFAULT,
 ) -> None:
     """Chunk, scrub, embed and store files; unchanged files write nothing, deleted ones are removed."""
     try:
+        check(scope)
         ip = load_section(params, "ingest", IngestParams)
         sp = load_section(params, "search", SearchParams)
         ep = load_section(params, "embed", EmbedParams)
@@ -80,9 +83,9 @@ def ingest(
             task = bar.add_task("ingest", total=None)
             embedder = get_embedder(ep)
             report = ingest_paths(
-                conn, paths, ip, sp, embedder, lambda done, total: bar.update(task, completed=done, total=total)
+                conn, paths, ip, sp, embedder, lambda done, total: bar.update(task, completed=done, total=total), scope
             )
-    except (ParamsError, DatabaseError) as e:
+    except (ParamsError, DatabaseError, ScopeError) as e:
         _fail(str(e))
     for err in report.errors:
         console.print(f"[yellow]skipped:[/yellow] {err}", soft_wrap=True)
@@ -102,6 +105,9 @@ def query(
     as_json: Annotated[bool, typer.Option("--json", help="print results as JSON")] = False,
     staging_dir: Annotated[Optional[Path], typer.Option(help="override staging.dir")] = None,
     no_staging: Annotated[bool, typer.Option("--no-staging", help="do not write staging files")] = False,
+    scope: Annotated[
+        Optional[list[str]], typer.Option(help="search only this scope (repeatable); default: every scope")
+    ] = None,
 ) -> None:
     """Search: top-k candidates, the budgeted context, and a staging file per query."""
 
@@ -109,14 +115,15 @@ def query(
     if not texts:
         _fail("empty query")
     try:
+        scopes = [check(s) for s in scope] if scope else None
         sp = load_section(params, "search", SearchParams)
         st = load_section(params, "staging", StagingParams)
         ep = load_section(params, "embed", EmbedParams)
         prior = load_section(params, "maintain", MaintainParams).usage_prior
         embedder = get_embedder(ep)
         with connect() as conn:
-            results = [search(conn, embedder, t, sp, usage=prior) for t in texts]
-    except (ParamsError, DatabaseError) as e:
+            results = [search(conn, embedder, t, sp, usage=prior, scopes=scopes) for t in texts]
+    except (ParamsError, DatabaseError, ScopeError) as e:
         _fail(str(e))
     directory = staging_dir or st.path()
     out = []

@@ -28,11 +28,12 @@ from retrieval.corpus.sources import Document
 from retrieval.db import DatabaseError, connect
 from retrieval.logs import deployments, feedback
 
-from .auth import TokenGate, admin_only, is_loopback, writers_only
+from .auth import TokenGate, admin_only, caller, is_loopback, writers_only
 from .capture import CaptureWorker
+from .grants import Grant
 from .maintenance import MaintenanceLoop
 from .schemas import MAX_BODY_BYTES, MAX_ID, CaptureIn, FeedbackIn, IngestIn, QueryIn
-from .service import Service, run_query, settle_trial, trial_status
+from .service import Service, readable_scopes, run_query, scope_of, settle_trial, trial_status
 
 READY_WAIT_S = 5.0  # how long a /query waits for the champion to load before a 503 "loading"
 
@@ -144,6 +145,20 @@ def create_app(service: Service) -> FastAPI:
         return JSONResponse(out, 200 if ready else 503)
 
     require_admin, require_writer = admin_only(service), writers_only(service)
+    who = Depends(caller(service))  # the caller's grant (a default, not Annotated: these routes are closures)
+
+    def reading(grant: Grant, scope: str | None) -> str:
+        """The scope a read runs in: the one named, else the token's default; 403 when the token may not read it."""
+        scope = scope or grant.default
+        if not grant.may_read(scope):
+            raise StarletteHTTPException(403, f"scope {scope}: this token may not read it")
+        return scope
+
+    def writing(grant: Grant, scope: str | None) -> str:
+        scope = scope or grant.default
+        if not grant.may_write(scope):
+            raise StarletteHTTPException(403, f"scope {scope}: this token may not write it")
+        return scope
 
     @app.get("/selector")
     def get_selector() -> dict:
@@ -175,21 +190,24 @@ def create_app(service: Service) -> FastAPI:
         return {"reloading": True, **service.swapper.status()}
 
     @app.get("/stats")
-    def stats() -> dict:
+    def stats(grant: Grant = who) -> dict:
+        """The log's and capture's counts over the scopes the caller may read (an admin: every scope)."""
         with service.pool.connection() as conn:
-            counts = feedback.counters(conn)
-            counts["capture"] = capture.counters(conn)
+            scopes = None if grant.admin else readable_scopes(conn, grant)
+            counts = feedback.counters(conn, scopes)
+            counts["capture"] = capture.counters(conn, scopes)
         last = service.maintenance.last if service.maintenance else None
         return {
             **counts,
             "selector": dict(service.picker.counts),  # topped_up: picks the floor filled from the first-stage order
             "embedded_on_query_path": service.picker.embedded(),  # stays 0: selectors use the stored vectors
-            "maintenance": last,
-            "trial": trial_status(service),  # the running trial and its tallies so far, or null
+            "maintenance": last if grant.admin else None,
+            # the running trial and its tallies so far, or null; its tallies span every scope: admins only
+            "trial": trial_status(service) if grant.admin else None,
         }
 
     @app.post("/query")
-    def query(body: QueryIn) -> JSONResponse:
+    def query(body: QueryIn, grant: Grant = who) -> JSONResponse:
         # never served by a selector it is about to replace; a bounded wait, so waiting queries cannot hold
         # every worker thread (and starve /health) while a slow champion loads
         if not service.ready(min(service.picker.timeout_s, READY_WAIT_S)):
@@ -200,15 +218,20 @@ def create_app(service: Service) -> FastAPI:
             )
         # a plain JSONResponse skips FastAPI's jsonable_encoder walk over 20 candidates (~1-2 ms)
         inline = service.inline if body.inline is None else body.inline
-        return JSONResponse(run_query(service, body.query, inline, body.k))
+        scope = reading(grant, body.scope)
+        return JSONResponse(run_query(service, body.query, inline, body.k, scope, grant.reading(scope)))
 
     @app.post("/feedback", dependencies=[Depends(require_writer)])
-    def post_feedback(body: FeedbackIn) -> dict:
+    def post_feedback(body: FeedbackIn, grant: Grant = who) -> dict:
         if all(
             x is None for x in (body.used_chunk_ids, body.ignored_chunk_ids, body.answer, body.rating, body.correction)
         ):
             return JSONResponse({"error": "empty feedback: give used_chunk_ids, answer, rating or correction"}, 422)
         with service.pool.connection() as conn:
+            # a query of a scope the caller may not write is an unknown id: the answer says nothing of another scope
+            scope = scope_of(conn, "queries", body.query_id)
+            if scope is None or not grant.may_write(scope) or body.scope not in (None, scope):
+                raise feedback.FeedbackError(f"unknown query id {body.query_id}")
             recorded = feedback.record_feedback(
                 conn,
                 body.query_id,
@@ -217,6 +240,7 @@ def create_app(service: Service) -> FastAPI:
                 answer=body.answer,
                 rating=body.rating,
                 correction=body.correction,
+                scopes=[scope],
             )
         # used_ranks labelled; not_shown / unknown: the answer's [n] that were no label; replaced: the earlier state
         out = {"query_id": body.query_id, **recorded.as_dict()}
@@ -225,7 +249,8 @@ def create_app(service: Service) -> FastAPI:
         return out
 
     @app.post("/ingest", dependencies=[Depends(require_writer)])
-    def ingest(body: IngestIn) -> dict:
+    def ingest(body: IngestIn, grant: Grant = who) -> dict:
+        scope = writing(grant, body.scope)
         doc = scrub_names(
             Document(f"webhook:{body.source}", "webhook:", body.text.replace("\r\n", "\n"), body.kind, body.title)
         )
@@ -234,11 +259,12 @@ def create_app(service: Service) -> FastAPI:
             why = f"source: part of it reads as a secret ({seen}); name the note in plain words, e.g. 'team-notes'"
             return JSONResponse({"error": why}, 422)
         with service.pool.connection() as conn:
-            report = ingest_documents(conn, [doc], service.ingest, service.search, service.embedder)
+            report = ingest_documents(conn, [doc], service.ingest, service.search, service.embedder, scope)
         if report.errors:
             return JSONResponse({"error": report.errors[0]}, 422)
         return {
             "source": doc.source,
+            "scope": scope,
             "chunks_inserted": report.chunks_inserted,
             "chunks_kept": report.chunks_kept,
             "duplicates_skipped": report.duplicates_skipped,  # exact duplicates only
@@ -248,25 +274,27 @@ def create_app(service: Service) -> FastAPI:
         }
 
     @app.post("/capture", status_code=202, dependencies=[Depends(require_writer)])
-    def post_capture(body: CaptureIn) -> JSONResponse:
-        """Queue an exchange for capture; 202 with its id, `GET /capture/{id}` says what became of it."""
+    def post_capture(body: CaptureIn, grant: Grant = who) -> JSONResponse:
+        """Queue an exchange for capture in a scope; 202 with its id, `GET /capture/{id}` says what became of it."""
+        scope = writing(grant, body.scope)
         try:
-            ex = parse_exchange(body.model_dump(), service.capture.max_chars)
+            ex = parse_exchange(body.model_dump(exclude={"scope"}), service.capture.max_chars)
         except CaptureInputError as e:
             return JSONResponse({"error": str(e)}, e.status)
         with service.pool.connection() as conn:
             if capture.pending_count(conn) >= service.capture.max_pending:
                 return JSONResponse({"error": f"{service.capture.max_pending} captures pending: try later"}, 429)
-            cid = capture.submit(conn, ex)
+            cid = capture.submit(conn, ex, scope)
         service.capture_worker.submit(cid)
         return JSONResponse({"id": cid, "status": "pending", "url": f"/capture/{cid}"}, 202)
 
     @app.get("/capture/{capture_id}")
-    def get_capture(capture_id: Annotated[int, PathParam(ge=1, le=MAX_ID)]) -> JSONResponse:
+    def get_capture(capture_id: Annotated[int, PathParam(ge=1, le=MAX_ID)], grant: Grant = who) -> JSONResponse:
         """status (pending, stored, duplicate, rejected, failed), the gate and rule or model that
-        decided, the stored facts' chunk ids."""
+        decided, the stored facts' chunk ids. A capture of a scope the caller may not read is an unknown id."""
         with service.pool.connection() as conn:
-            r = capture.result(conn, capture_id)
+            scope = scope_of(conn, "captures", capture_id)
+            r = capture.result(conn, capture_id, [scope]) if scope and grant.may_read(scope) else None
         if r is None:
             return JSONResponse({"error": f"unknown capture id {capture_id}"}, 404)
         return JSONResponse(r.as_dict())

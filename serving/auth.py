@@ -1,6 +1,8 @@
 """Who may call the service. On loopback every route is open. Beyond it every route but /health needs a
 bearer token: the read token, or the write or admin one (a read of a memory layer is the leak); the write
-routes (ingest, feedback, capture) need the write or admin token, the admin routes the admin one.
+routes (ingest, feedback, capture) need the write or admin token, the admin routes the admin one. A scoped token
+(`serving.grants`, the file `PAI_TOKENS_FILE` names) is held to its scopes on loopback too: `caller` says which
+scopes a request may read and write, and the routes check each scope they touch.
 `check_exposure` refuses to start beyond loopback with no token set; `TokenGate` (ASGI middleware) checks
 the read side before a body is read; `admin_only` and `writers_only` make the route dependencies that
 check the rest. Tokens are compared in constant time, as bytes.
@@ -8,19 +10,18 @@ check the rest. Tokens are compared in constant time, as bytes.
 
 from __future__ import annotations
 
-import hmac
 import ipaddress
-import os
 from collections.abc import Callable
 
 from fastapi import Request
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from .grants import ADMIN_TOKEN, OWNER, READ_TOKEN, TOKENS_FILE, WRITE_TOKEN, Grant, grant_for, tokens
 from .service import Service
 
-ADMIN_TOKEN, WRITE_TOKEN, READ_TOKEN = "PAI_ADMIN_TOKEN", "PAI_WRITE_TOKEN", "PAI_READ_TOKEN"
 OPEN_PATHS = frozenset({"/health"})  # beyond loopback, the only route without a token
+_NAMES = f"{READ_TOKEN}, {WRITE_TOKEN}, {ADMIN_TOKEN} or a token of {TOKENS_FILE}"
 
 
 def is_loopback(host: str) -> bool:
@@ -32,9 +33,9 @@ def is_loopback(host: str) -> bool:
 
 def check_exposure(host: str) -> None:
     """Beyond loopback every route but /health needs a token: refuse to serve there without one."""
-    if not is_loopback(host) and not any(os.environ.get(t) for t in (READ_TOKEN, WRITE_TOKEN, ADMIN_TOKEN)):
+    if not is_loopback(host) and not tokens():
         raise ValueError(
-            f"listening on {host}, beyond loopback, needs {READ_TOKEN}, {WRITE_TOKEN} or {ADMIN_TOKEN} set: "
+            f"listening on {host}, beyond loopback, needs {_NAMES} set: "
             "anyone who can reach it could otherwise read the whole memory, ingest notes and post feedback"
         )
 
@@ -49,57 +50,67 @@ class TokenGate:
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http" or scope["path"] in OPEN_PATHS or is_loopback(self.service.host):
             return await self.app(scope, receive, send)
-        tokens = [t for t in (os.environ.get(n) for n in (READ_TOKEN, WRITE_TOKEN, ADMIN_TOKEN)) if t]
-        if not tokens:  # check_exposure refuses to start so; the environment changed under us
-            why = (
-                f"the service listens on {self.service.host}, beyond loopback, with no token: "
-                f"set {READ_TOKEN}, {WRITE_TOKEN} or {ADMIN_TOKEN}"
-            )
+        try:
+            known = tokens()
+            grant = grant_for(dict(scope["headers"]).get(b"authorization", b""))
+        except ValueError as e:  # the tokens file changed under us and no longer reads
+            return await JSONResponse({"error": str(e)}, 503)(scope, receive, send)
+        if not known:  # check_exposure refuses to start so; the environment changed under us
+            why = f"the service listens on {self.service.host}, beyond loopback, with no token: set {_NAMES}"
             return await JSONResponse({"error": why}, 403)(scope, receive, send)
-        got = dict(scope["headers"]).get(b"authorization", b"")
-        if not any(hmac.compare_digest(got, f"Bearer {t}".encode()) for t in tokens):
-            why = f"missing or wrong bearer token ({READ_TOKEN}, {WRITE_TOKEN} or {ADMIN_TOKEN})"
+        if grant is None:
+            why = f"missing or wrong bearer token ({_NAMES})"
             return await JSONResponse({"error": why}, 401, headers={"WWW-Authenticate": "Bearer"})(scope, receive, send)
         await self.app(scope, receive, send)
 
 
+def caller(service: Service) -> Callable[[Request], Grant]:
+    """The dependency that says what a request may touch: a scoped token's grant, wherever it comes from; beyond
+    loopback an unscoped token's (read, write, admin on every scope); on loopback otherwise the owner's (admin)."""
+
+    def grant_of(request: Request) -> Grant:
+        grant = grant_for(request.headers.get("authorization", "").encode("latin-1"))
+        if grant is not None and (grant.scoped or not is_loopback(service.host)):
+            return grant
+        if is_loopback(service.host):
+            return OWNER
+        raise StarletteHTTPException(401, f"missing or wrong bearer token ({_NAMES})")
+
+    return grant_of
+
+
 def admin_only(service: Service) -> Callable[[Request], None]:
-    """The admin routes' dependency: PAI_ADMIN_TOKEN when it is set; without it, loopback only."""
+    """The admin routes' dependency: an admin token when one is set; without one, loopback only."""
 
     def require_admin(request: Request) -> None:
-        token = os.environ.get(ADMIN_TOKEN)
-        if token:
-            if not _bearer_is(request, token):
-                raise StarletteHTTPException(401, "admin route: missing or wrong bearer token (PAI_ADMIN_TOKEN)")
+        admins = [t for t, g in tokens() if g.admin]
+        if admins:
+            grant = grant_for(request.headers.get("authorization", "").encode("latin-1"))
+            if grant is None or not grant.admin:
+                raise StarletteHTTPException(401, f"admin route: missing or wrong bearer token ({ADMIN_TOKEN})")
         elif not is_loopback(service.host):
             raise StarletteHTTPException(
-                403, f"admin routes are off: the service listens on {service.host}; set PAI_ADMIN_TOKEN"
+                403, f"admin routes are off: the service listens on {service.host}; set {ADMIN_TOKEN}"
             )
 
     return require_admin
 
 
 def writers_only(service: Service) -> Callable[[Request], None]:
-    """The write routes' dependency (ingest, feedback, capture)."""
+    """The write routes' dependency (ingest, feedback, capture): open on loopback (a scoped token is still held to
+    its scopes by the route); beyond it, a token that may write somewhere."""
 
     def require_writer(request: Request) -> None:
-        """Writes (ingest, feedback): open on loopback; beyond it, PAI_WRITE_TOKEN or PAI_ADMIN_TOKEN."""
         if is_loopback(service.host):
             return
-        tokens = [t for t in (os.environ.get(WRITE_TOKEN), os.environ.get(ADMIN_TOKEN)) if t]
-        if not tokens:  # check_exposure refuses to start so; the environment changed under us
+        if not any(g.writes for _, g in tokens()):  # check_exposure refuses to start so; the environment changed
             raise StarletteHTTPException(
                 403, f"writes are off: the service listens on {service.host}; set {WRITE_TOKEN}"
             )
-        if not any(_bearer_is(request, t) for t in tokens):
+        grant = grant_for(request.headers.get("authorization", "").encode("latin-1"))
+        if grant is None or not grant.writes:
             raise StarletteHTTPException(
-                401, f"write route: missing or wrong bearer token ({WRITE_TOKEN} or {ADMIN_TOKEN})"
+                401, f"write route: missing or wrong bearer token ({WRITE_TOKEN}, {ADMIN_TOKEN} or a scoped one)"
             )
 
     return require_writer
-
-
-def _bearer_is(request: Request, token: str) -> bool:
-    """Compare as bytes: a header may hold any byte (latin-1 to Starlette), a str compare raises on non-ASCII."""
-    got = request.headers.get("authorization", "").encode("latin-1")
-    return hmac.compare_digest(got, f"Bearer {token}".encode())

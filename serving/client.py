@@ -9,7 +9,9 @@ calls instead of hand-written HTTP.
 
 Every call is one HTTP request to the same routes as any client (one query path, the same input checks and
 write rules); a refused request raises `ClientError` with the service's one-line reason. The token is sent as
-a bearer token (needed beyond loopback: the read token for `context`, the write token for the rest).
+a bearer token (needed beyond loopback: the read token for `context`, the write token for the rest). `scope`
+(else `PAI_SCOPE`) is the scope every call names; None: the token's default scope (`serving.grants`); each call
+may name another.
 """
 
 from __future__ import annotations
@@ -58,6 +60,7 @@ class Context:
     selector: str
     staging_file: str
     learned: list[dict] = field(default_factory=list)
+    scope: str | None = None  # the scope the query ran in (None: a service from before scopes)
 
     def prompt(self) -> str:
         """The context as an assistant reads it: each chunk under its [n], source, lines, heading, the day it was
@@ -75,8 +78,11 @@ class CaptureReceipt:
 
 
 class Client:
-    def __init__(self, url: str | None = None, token: str | None = None, timeout: float = 60.0):
+    def __init__(
+        self, url: str | None = None, token: str | None = None, timeout: float = 60.0, scope: str | None = None
+    ):
         self.url = (url or os.environ.get("PAI_URL") or DEFAULT_URL).rstrip("/")
+        self.scope = scope or os.environ.get("PAI_SCOPE") or None
         headers = {"authorization": f"Bearer {token}"} if token else {}
         try:
             self._http = httpx.Client(base_url=self.url, headers=headers, timeout=timeout)
@@ -112,12 +118,19 @@ class Client:
         """/health's answer, ready or not (a 503 "loading" is returned, not raised)."""
         return self._send("GET", "/health").json()
 
-    def context(self, query: str, k: int | None = None) -> Context:
+    def _scoped(self, body: dict, scope: str | None) -> dict:
+        """`body` with the scope named (this call's, else the client's); the service checks the name."""
+        scope = scope or self.scope
+        return body if scope is None else {**body, "scope": scope}
+
+    def context(self, query: str, k: int | None = None, scope: str | None = None) -> Context:
         """The budgeted context the service serves for `query` (its selector's pick), and the query id that
         feedback refers to. `k` keeps at most the first k chunks of it (the service logs only those as shown)."""
         if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
             raise ClientError(422, f"k must be a positive integer, not {k!r}")
-        body = self._call("POST", "/query", json={"query": query} if k is None else {"query": query, "k": k})
+        body = self._call(
+            "POST", "/query", json=self._scoped({"query": query} if k is None else {"query": query, "k": k}, scope)
+        )
         chunks = [
             Chunk(
                 c["rank"],
@@ -139,6 +152,7 @@ class Client:
             body["selector_version"],
             body["staging_file"],
             body.get("learned") or [],
+            body.get("scope"),
         )
 
     def feedback(
@@ -148,6 +162,7 @@ class Client:
         rating: int | None = None,
         correction: str | None = None,
         used_chunk_ids: list[int] | None = None,
+        scope: str | None = None,
     ) -> dict:
         """The consumer's verdict: the `[n]` cited in `answer` are the used chunks (the others shown are
         ignored, those never shown stay unlabelled), a +1/-1 rating, a correction of the answer."""
@@ -160,10 +175,15 @@ class Client:
         ):
             if value is not None:
                 body[key] = value
-        return self._call("POST", "/feedback", json=body)
+        return self._call("POST", "/feedback", json=self._scoped(body, scope))
 
     def capture(
-        self, user: str, assistant: str, source: str | None = None, session: str | None = None
+        self,
+        user: str,
+        assistant: str,
+        source: str | None = None,
+        session: str | None = None,
+        scope: str | None = None,
     ) -> CaptureReceipt:
         """Hand a finished exchange to the capture gates (facts worth keeping are stored, the rest refused)."""
         body = {"user": user, "assistant": assistant}
@@ -171,15 +191,17 @@ class Client:
             body["source"] = source
         if session is not None:
             body["session"] = session
-        r = self._call("POST", "/capture", json=body)
+        r = self._call("POST", "/capture", json=self._scoped(body, scope))
         return CaptureReceipt(r["id"], r["status"])
 
     def capture_outcome(self, capture_id: int) -> dict:
         return self._call("GET", f"/capture/{int(capture_id)}")
 
-    def ingest(self, source: str, text: str, title: str | None = None, kind: str = "markdown") -> dict:
+    def ingest(
+        self, source: str, text: str, title: str | None = None, kind: str = "markdown", scope: str | None = None
+    ) -> dict:
         """Store a note as a document (scrubbed, chunked, deduplicated), replacing an earlier one of `source`."""
         body = {"source": source, "text": text, "kind": kind}
         if title is not None:
             body["title"] = title
-        return self._call("POST", "/ingest", json=body)
+        return self._call("POST", "/ingest", json=self._scoped(body, scope))

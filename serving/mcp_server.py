@@ -27,6 +27,7 @@ import mcp_types as types
 from mcp.server.lowlevel import Server
 from pydantic import BaseModel, ValidationError
 
+from retrieval.query import staging
 from retrieval.scrub import scrub_text
 
 from .client import Client, ClientError
@@ -101,7 +102,7 @@ def build_mcp(client: Client, staging_root: Path) -> Server:
     """The MCP server in front of `client`; `staging_file` reads only markdown files under `staging_root` (the
     service's staging dir)."""
     logging.getLogger("httpx").setLevel(logging.WARNING)  # not a line per request on the assistant's stderr
-    staged: dict[int, str] = {}  # query id -> staging file, for queries this server fetched
+    staged: dict[int, tuple[str, str | None]] = {}  # query id -> (staging file, scope), for queries this server fetched
 
     def call(fn, *args, **kw):
         try:
@@ -110,17 +111,17 @@ def build_mcp(client: Client, staging_root: Path) -> Server:
             raise ToolFailure(str(e)) from None
 
     def context(a: ContextArgs) -> tuple[str, dict]:
-        ctx = call(client.context, a.query, a.k)
-        staged[ctx.query_id] = ctx.staging_file
+        ctx = call(client.context, a.query, a.k, a.scope)
+        staged[ctx.query_id] = (ctx.staging_file, ctx.scope)
         return f"query_id: {ctx.query_id}\n\n{ctx.prompt()}", ContextOut.of(ctx).model_dump()
 
     def feedback(a: FeedbackArgs) -> tuple[str, dict]:
-        r = call(client.feedback, a.query_id, answer=a.answer, rating=a.rating, correction=a.correction)
+        r = call(client.feedback, a.query_id, answer=a.answer, rating=a.rating, correction=a.correction, scope=a.scope)
         out = FeedbackOut.model_validate(r)
         return feedback_text(out), out.model_dump(exclude_none=True)
 
     def capture(a: CaptureArgs) -> tuple[str, dict]:
-        receipt = call(client.capture, a.user, a.assistant, source=a.source, session=a.session)
+        receipt = call(client.capture, a.user, a.assistant, source=a.source, session=a.session, scope=a.scope)
         deadline = time.monotonic() + CAPTURE_WAIT_S
         r = {"id": receipt.id, "status": receipt.status}
         while r["status"] == "pending" and time.monotonic() < deadline:
@@ -132,7 +133,7 @@ def build_mcp(client: Client, staging_root: Path) -> Server:
         return CaptureOut.model_validate(call(client.capture_outcome, a.capture_id)).summary()
 
     def remember(a: RememberArgs) -> tuple[str, dict]:
-        r = call(client.ingest, note_source(a.title, a.text), a.text, title=a.title)
+        r = call(client.ingest, note_source(a.title, a.text), a.text, title=a.title, scope=a.scope)
         out = RememberOut.model_validate(r)
         text = (
             f"stored {out.source}: {out.chunks_inserted} new chunks ({out.near_linked} near a stored note),"
@@ -142,15 +143,23 @@ def build_mcp(client: Client, staging_root: Path) -> Server:
         return text, out.model_dump()
 
     def staging_file(a: StagingArgs) -> tuple[str, None]:
-        path = staged.get(a.query_id)
-        if path is None:
+        path, scope = staged.get(a.query_id, (None, None))
+        asked = a.scope or client.scope
+        if path is None or asked not in (None, scope):  # another scope's query reads as one never answered here
             raise ToolFailure(
                 f"query {a.query_id} was not answered by this server; its staging file is in the query log"
             )
         try:
-            return inside(path, staging_root).read_text(encoding="utf-8"), None
+            text = inside(path, staging_root).read_text(encoding="utf-8")
         except OSError as e:
             raise ToolFailure(f"{path}: {e.strerror or e}") from None
+        try:
+            written_in = staging.parse(text).scope
+        except staging.StagingParseError:
+            written_in = None
+        if scope is not None and written_in != scope:  # the file at that path is not the one this query wrote
+            raise ToolFailure(f"{path}: not the staging file of query {a.query_id}")
+        return text, None
 
     def spec(fn, args, out, title, description, *, read_only, destructive=False, idempotent=True) -> ToolSpec:
         hints = types.ToolAnnotations(

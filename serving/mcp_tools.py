@@ -10,7 +10,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from .client import Context
-from .schemas import Id, Line, Rating, Text
+from .schemas import Id, Line, Rating, Scope, Text
 
 MAX_ANSWER = 50_000  # /feedback's answer and correction, /capture's turns as the tools take them
 MAX_NOTE = 2_000_000  # /ingest's body limit
@@ -18,6 +18,12 @@ MAX_NOTE = 2_000_000  # /ingest's body limit
 
 class Args(BaseModel):
     model_config = ConfigDict(strict=True, extra="forbid")
+
+
+SCOPE = (
+    "the memory's scope, e.g. 'alice/notes': lowercase letters, digits, '.', '_', '-', up to 3 segments joined by "
+    "'/', at most 64 characters. Default: the one this server was started with, else the token's default"
+)
 
 
 class ContextArgs(Args):
@@ -30,6 +36,7 @@ class ContextArgs(Args):
         "chose, as many as fit its token budget (at least 3). Chunks cut by k are not shown to you and are "
         "never counted against the memory.",
     )
+    scope: Scope | None = Field(None, description=SCOPE + "; the scopes shared with it are read too")
 
 
 class FeedbackArgs(Args):
@@ -43,6 +50,7 @@ class FeedbackArgs(Args):
     correction: Line | None = Field(
         None, max_length=MAX_ANSWER, description="the right answer, when yours was wrong (up to 50,000 characters)"
     )
+    scope: Scope | None = Field(None, description="the scope `context` ran in for this query_id; " + SCOPE)
 
 
 class CaptureArgs(Args):
@@ -52,6 +60,7 @@ class CaptureArgs(Args):
     )
     source: Text | None = Field(None, max_length=500, description="who sends it, e.g. the client's name")
     session: Text | None = Field(None, max_length=500, description="the conversation it belongs to")
+    scope: Scope | None = Field(None, description="where its facts are stored; " + SCOPE)
 
 
 class CaptureResultArgs(Args):
@@ -66,10 +75,12 @@ class RememberArgs(Args):
         description="the note's title and heading (up to 500 characters); the same title replaces the earlier "
         "note of that title. Untitled notes are named by their text.",
     )
+    scope: Scope | None = Field(None, description="where the note is stored; " + SCOPE)
 
 
 class StagingArgs(Args):
     query_id: Id = Field(description="a query_id that `context` returned in this session")
+    scope: Scope | None = Field(None, description="the scope `context` ran in for this query_id; " + SCOPE)
 
 
 class ChunkOut(BaseModel):

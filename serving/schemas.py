@@ -11,6 +11,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from retrieval.corpus.sources import text_problem
+from retrieval.scopes import MAX_CHARS, check
 
 MAX_BODY_BYTES = 2_000_000
 MAX_ID = 2**63 - 1  # ids are bigint
@@ -31,6 +32,9 @@ def _not_blank(value: str) -> str:
 Text = Annotated[str, AfterValidator(_storable)]  # what Postgres can store: no NUL, no lone surrogate
 Line = Annotated[str, AfterValidator(_storable), AfterValidator(_not_blank)]
 Id = Annotated[int, Field(ge=1, le=MAX_ID)]
+# a scope name (retrieval.scopes): lowercase ASCII segments joined by '/'; None: the caller's token's default scope
+Scope = Annotated[str, Field(max_length=MAX_CHARS), AfterValidator(check)]
+SCOPE_HELP = "the scope, e.g. 'alice/notes' (default: the token's default scope, else 'default')"
 
 
 def _plus_minus_one(value: int) -> int:
@@ -48,6 +52,7 @@ class QueryIn(BaseModel):
     query: Line = Field(min_length=1, max_length=4000)
     inline: bool | None = Field(None, description="wait for the selector (default: the server's --inline)")
     k: int | None = Field(None, ge=1, le=100, description="give at most the first k chunks of the context")
+    scope: Scope | None = Field(None, description=SCOPE_HELP + "; the scopes shared with the token are read too")
 
 
 class FeedbackIn(BaseModel):
@@ -62,6 +67,7 @@ class FeedbackIn(BaseModel):
     answer: Line | None = Field(None, max_length=50_000, description="final answer; [n] citations mark used candidates")
     rating: Rating | None = None
     correction: Line | None = Field(None, max_length=50_000, description="replaces the learned answer; not blank")
+    scope: Scope | None = Field(None, description="the query's scope, when the caller names it")
 
 
 class IngestIn(BaseModel):
@@ -70,6 +76,7 @@ class IngestIn(BaseModel):
     text: Line = Field(min_length=1, max_length=MAX_BODY_BYTES)
     kind: Literal["markdown", "text", "code"] = "markdown"
     title: Text | None = Field(None, max_length=500)
+    scope: Scope | None = Field(None, description=SCOPE_HELP)
 
 
 class CaptureIn(BaseModel):
@@ -78,3 +85,4 @@ class CaptureIn(BaseModel):
     assistant: Line = Field(max_length=MAX_BODY_BYTES, description="the assistant's answer, where facts come from")
     source: Text | None = Field(None, max_length=500, description="who sends it (a client name)")
     session: Text | None = Field(None, max_length=500, description="the conversation it belongs to")
+    scope: Scope | None = Field(None, description=SCOPE_HELP + "; its facts are stored there")

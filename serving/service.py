@@ -27,8 +27,10 @@ from retrieval.logs.used import used_labels
 from retrieval.params import IngestParams, MaintainParams, SearchParams, StagingParams, UsedParams
 from retrieval.query import staging
 from retrieval.query.search import Candidate, keyword_rankings, newer_than, search_vector
+from retrieval.scopes import DEFAULT
 
 from .capture import CaptureWorker
+from .grants import Grant
 from .hotswap import HotSwapper
 from .maintenance import MaintenanceLoop
 from .picker import Picker
@@ -65,15 +67,26 @@ class Service:
         return self.swapper is None or self.swapper.wait_ready(wait_s)
 
 
-def run_query(service: Service, text: str, inline: bool, k: int | None = None) -> dict:
-    """One query: the response body. `k` keeps the first k chunks of the context: the consumer is given only
-    those, so only those are logged as shown (the rest stay unlabelled, never negatives)."""
+def run_query(
+    service: Service,
+    text: str,
+    inline: bool,
+    k: int | None = None,
+    scope: str = DEFAULT,
+    reads: list[str] | None = None,
+) -> dict:
+    """One query in `scope`, searching `reads` (default: `scope` alone): the response body. `k` keeps the first k
+    chunks of the context: the consumer is given only those, so only those are logged as shown (the rest stay
+    unlabelled, never negatives)."""
+    reads = reads or [scope]
     # the keyword side needs no embedding: it runs on its own connection while the query is embedded
-    keyword = service.keyword_workers.submit(_keyword_side, service, text)
+    keyword = service.keyword_workers.submit(_keyword_side, service, text, reads)
     qvec = service.embedder.encode([text])[0]
     with service.pool.connection() as conn:
-        result = search_vector(conn, text, qvec, service.search, keyword.result(), usage=service.maintain.usage_prior)
-        learned = feedback.learned_answers(conn, text)
+        result = search_vector(
+            conn, text, qvec, service.search, keyword.result(), usage=service.maintain.usage_prior, scopes=reads
+        )
+        learned = feedback.learned_answers(conn, text, scopes=reads)
     shown = result.above  # what the staging file lists and the selector sees, numbered 1..N
     served = service.picker.serve(text, shown, qvec, inline)  # the policy: fast inline, slow in the background
     chosen, version, status, context = served.chosen, served.version, served.status, served.context
@@ -84,7 +97,7 @@ def run_query(service: Service, text: str, inline: bool, k: int | None = None) -
         if served.explored not in kept:
             served = replace(served, explored=None, replaced=None)
     newer = newer_than(context)  # of two near chunks both in the context, which was written later
-    sf = staging.from_result(result)
+    sf = staging.from_result(result, scope=scope)
     path = staging.write(sf, service.staging.path(), display_root=os.getcwd())
     with service.pool.connection() as conn:
         qid = feedback.log_query(
@@ -101,11 +114,14 @@ def run_query(service: Service, text: str, inline: bool, k: int | None = None) -
             threshold=service.search.threshold,
             trial_id=served.trial,
             teams=served.teams,
+            scope=scope,
         )
     if served.later is not None:  # the slow selector refines for next time
         service.picker.select_later(text, shown, lambda p: _log_pick(service, qid, p), served.later)
     return {
         "query_id": qid,
+        "scope": scope,
+        "scopes_read": reads,
         "selector_version": version,  # what chose this context ("similarity" while a slow pick is pending)
         "active_selector": served.active,  # the selector this request ran (inline) or queued (background)
         "selection_status": status,
@@ -146,9 +162,24 @@ def trial_status(service: Service) -> dict | None:
     return trial.as_dict() | {"evidence": v.as_dict(), "served_here": arm is not None and arm.id == trial.id}
 
 
-def _keyword_side(service: Service, text: str) -> list[list[int]]:
+def scope_of(conn, table: str, row_id: int) -> str | None:
+    """The scope of a query or a capture (`table`: queries | captures), or None when there is no such id."""
+    sql = {"queries": "SELECT scope FROM queries WHERE id = %s", "captures": "SELECT scope FROM captures WHERE id = %s"}
+    row = conn.execute(sql[table], (row_id,)).fetchone()
+    return row[0] if row else None
+
+
+def readable_scopes(conn, grant: Grant) -> list[str]:
+    """The scopes holding anything (documents, queries, captures) that `grant` may read."""
+    rows = conn.execute(
+        "SELECT scope FROM documents UNION SELECT scope FROM queries UNION SELECT scope FROM captures"
+    ).fetchall()
+    return sorted(s for (s,) in rows if grant.may_read(s))
+
+
+def _keyword_side(service: Service, text: str, reads: list[str]) -> list[list[int]]:
     with service.pool.connection() as conn:
-        return keyword_rankings(conn, text, service.search)
+        return keyword_rankings(conn, text, service.search, reads)
 
 
 def _log_pick(service: Service, query_id: int, pick: Pick) -> None:

@@ -4,6 +4,10 @@ The file holds the latest state of every query (merged by query id), so re-runni
 re-running, loses and duplicates nothing. The watermark (updated_at, id) is kept beside it and only
 moves after the file is in place; rows younger than `lag_seconds` wait for the next pull, so a
 transaction that commits late cannot slip under the watermark.
+
+Scopes: by default (`pull.scope: null`) every scope's feedback is pulled, and one ranker learns from all of it;
+`pull.scope: alice/notes` pulls that scope's queries only, so no other scope's feedback enters the training data.
+The watermark names the scope it was pulled for: a change of `pull.scope` starts the file afresh.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from retrieval.db import connect
 from retrieval.files import write_atomic
 from retrieval.logs.feedback import CANDIDATE_KEYS, FEEDBACK_FILE, WATERMARK_FILE, FeedbackRecord
 from retrieval.params import load_section
+from retrieval.scopes import ScopeError, check
 from retrieval.scrub import scrub
 
 METRICS_FILE = "metrics.json"
@@ -29,9 +34,10 @@ class PullParams:
     out: str = "data/feedback"  # folder of feedback.jsonl, watermark.json, metrics.json
     batch: int = 500  # queries fetched per round trip
     lag_seconds: float = 5.0  # rows younger than this wait for the next pull
+    scope: str | None = None  # None: every scope's feedback (one ranker for all); a scope name: only its feedback
 
     def problems(self) -> list[str]:
-        return [
+        out = [
             p
             for p, bad in (
                 ("pull.batch must be >= 1", self.batch < 1),
@@ -39,6 +45,12 @@ class PullParams:
             )
             if bad
         ]
+        if self.scope is not None:
+            try:
+                check(self.scope)
+            except ScopeError as e:
+                out.append(f"pull.{e}")
+        return out
 
 
 _SQL = """
@@ -53,6 +65,7 @@ FROM queries q
 JOIN query_candidates c ON c.query_id = q.id
 LEFT JOIN chunks ch ON ch.id = c.chunk_id AND ch.content_hash = c.content_hash
 WHERE (q.updated_at, q.id) > (%s, %s) AND q.updated_at < now() - make_interval(secs => %s)
+  AND (%s::text IS NULL OR q.scope = %s::text)
 GROUP BY q.id ORDER BY q.updated_at, q.id LIMIT %s
 """
 
@@ -143,17 +156,17 @@ def summarize(records: dict[int, dict], pulled: int, skipped: Counter, redaction
     }
 
 
-def read_state(out: Path) -> tuple[dict[int, dict], tuple[str, int]]:
+def read_state(out: Path, scope: str | None = None) -> tuple[dict[int, dict], tuple[str, int]]:
+    """The records and watermark pulled so far for `scope`; none when they were pulled for another scope."""
     records: dict[int, dict] = {}
+    w = json.loads((out / WATERMARK_FILE).read_text()) if (out / WATERMARK_FILE).exists() else None
+    if w is not None and w.get("scope") != scope:  # pulled for another scope: none of it is this one's
+        return records, ("-infinity", 0)
     if (out / FEEDBACK_FILE).exists():
         for line in open(out / FEEDBACK_FILE, encoding="utf-8"):
             r = json.loads(line)
             records[r["query_id"]] = r
-    mark = ("-infinity", 0)
-    if (out / WATERMARK_FILE).exists():
-        w = json.loads((out / WATERMARK_FILE).read_text())
-        mark = (w["updated_at"], w["query_id"])
-    return records, mark
+    return records, (w["updated_at"], w["query_id"]) if w else ("-infinity", 0)
 
 
 def pull(params: PullParams, progress=None, url: str | None = None) -> dict:
@@ -161,11 +174,12 @@ def pull(params: PullParams, progress=None, url: str | None = None) -> dict:
     log) merged into `params.out`'s feedback file, then the watermark moved; returns the metrics."""
     out = Path(params.out)
     out.mkdir(parents=True, exist_ok=True)
-    records, mark = read_state(out)
+    records, mark = read_state(out, params.scope)
     skipped, redactions, pulled = Counter(), Counter(), 0
     with connect(url) as conn:
         while True:
-            rows = conn.execute(_SQL, (mark[0], mark[1], params.lag_seconds, params.batch)).fetchall()
+            args = (mark[0], mark[1], params.lag_seconds, params.scope, params.scope, params.batch)
+            rows = conn.execute(_SQL, args).fetchall()
             if not rows:
                 break
             batch = []
@@ -186,8 +200,9 @@ def pull(params: PullParams, progress=None, url: str | None = None) -> dict:
     write_atomic(
         out / FEEDBACK_FILE, "".join(json.dumps(records[k], ensure_ascii=False) + "\n" for k in sorted(records))
     )
-    write_atomic(out / WATERMARK_FILE, json.dumps({"updated_at": mark[0], "query_id": mark[1]}) + "\n")
-    metrics = summarize(records, pulled, skipped, redactions)
+    watermark = {"updated_at": mark[0], "query_id": mark[1], "scope": params.scope}
+    write_atomic(out / WATERMARK_FILE, json.dumps(watermark) + "\n")
+    metrics = summarize(records, pulled, skipped, redactions) | {"scope": params.scope}  # None: every scope
     write_atomic(out / METRICS_FILE, json.dumps(metrics, indent=2) + "\n")
     return metrics
 

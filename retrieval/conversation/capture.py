@@ -23,6 +23,7 @@ import psycopg
 from ..corpus.sources import text_problem
 from ..embed import Embedder
 from ..params import IngestParams, SearchParams
+from ..scopes import DEFAULT
 from ..scrub import scrub
 from . import noise
 from .capture_rules import extract_messages, is_procedural, parse_facts, split_facts, strip_code
@@ -111,15 +112,22 @@ def parse_exchange(obj: Any, max_chars: int) -> Exchange:
     return Exchange(obj["user"], obj["assistant"], obj.get("source"), obj.get("session"))
 
 
-def submit(conn: psycopg.Connection, ex: Exchange) -> int:
-    """Scrub the exchange and record it as pending; its id."""
+def submit(conn: psycopg.Connection, ex: Exchange, scope: str = DEFAULT) -> int:
+    """Scrub the exchange and record it as pending in `scope` (its facts are stored there); its id."""
     user, assistant = scrub(ex.user), scrub(ex.assistant)
     source, session = (scrub(x) if x is not None else None for x in (ex.source, ex.session))
     redactions = sum((r.counts for r in (user, assistant, source, session) if r), Counter())
     (cid,) = conn.execute(
-        """INSERT INTO captures (source, session, user_text, assistant_text, redactions)
-           VALUES (%s, %s, %s, %s, %s) RETURNING id""",
-        (source and source.text, session and session.text, user.text, assistant.text, json.dumps(dict(redactions))),
+        """INSERT INTO captures (source, session, user_text, assistant_text, redactions, scope)
+           VALUES (%s, %s, %s, %s, %s, %s) RETURNING id""",
+        (
+            source and source.text,
+            session and session.text,
+            user.text,
+            assistant.text,
+            json.dumps(dict(redactions)),
+            scope,
+        ),
     ).fetchone()
     return cid
 
@@ -201,13 +209,13 @@ def process(
     t0 = time.perf_counter()
     with conn.transaction():
         row = conn.execute(
-            """SELECT user_text, assistant_text, source, session FROM captures
+            """SELECT user_text, assistant_text, source, session, scope FROM captures
                WHERE id = %s AND status = 'pending' FOR UPDATE SKIP LOCKED""",
             (capture_id,),
         ).fetchone()
         if row is None:
             return None
-        ex = Exchange(*row)
+        ex, scope = Exchange(*row[:4]), row[4]
         d = decide(ex, noise.load(conn), params, embedder, extractor)
         fact_ids, duplicate_of, linked = [], [], 0
         if d.gate is not None:
@@ -225,7 +233,7 @@ def process(
             )
             status, gate = "rejected", d.gate
         else:
-            fact_ids, duplicate_of, linked = store_facts(conn, capture_id, d.facts, ingest, search, embedder)
+            fact_ids, duplicate_of, linked = store_facts(conn, capture_id, d.facts, ingest, search, embedder, scope)
             supersede(conn, fact_ids, params.supersede_threshold)
             status, gate = ("stored" if fact_ids else "duplicate"), "store"
         conn.execute(
@@ -238,11 +246,12 @@ def process(
     return result(conn, capture_id)
 
 
-def result(conn: psycopg.Connection, capture_id: int) -> CaptureResult | None:
+def result(conn: psycopg.Connection, capture_id: int, scopes: list[str] | None = None) -> CaptureResult | None:
+    """What became of a capture; None when there is none of that id in `scopes` (None: in any scope)."""
     row = conn.execute(
         """SELECT id, status, gate, decided_by, reason, noise_score, fact_ids, duplicate_of, linked, seconds
-           FROM captures WHERE id = %s""",
-        (capture_id,),
+           FROM captures WHERE id = %s AND (%s::text[] IS NULL OR scope = ANY(%s::text[]))""",
+        (capture_id, scopes, scopes),
     ).fetchone()
     return CaptureResult(*row) if row else None
 
@@ -254,12 +263,14 @@ def fail(conn: psycopg.Connection, capture_id: int, why: str) -> None:
     )
 
 
-def counters(conn: psycopg.Connection) -> dict:
-    """Captures per outcome and gate, facts stored / duplicated / linked, and the noise gate's state."""
+def counters(conn: psycopg.Connection, scopes: list[str] | None = None) -> dict:
+    """Captures of `scopes` (None: all) per outcome and gate, facts stored / duplicated / linked, and the noise
+    gate's state (one gate for every scope)."""
     rows = conn.execute(
         """SELECT status, gate, count(*), coalesce(sum(cardinality(fact_ids)), 0),
                   coalesce(sum(cardinality(duplicate_of)), 0), coalesce(sum(linked), 0)
-           FROM captures GROUP BY status, gate"""
+           FROM captures WHERE %s::text[] IS NULL OR scope = ANY(%s::text[]) GROUP BY status, gate""",
+        (scopes, scopes),
     ).fetchall()
     rejected = dict.fromkeys(GATES, 0)
     out = {"captures": 0, "pending": 0, "stored": 0, "duplicate": 0, "failed": 0}

@@ -165,13 +165,18 @@ def ensure_lexical(conn: psycopg.Connection) -> list[str]:
 
 
 def nearest(
-    conn: psycopg.Connection, run: RunIndex | None, vectors: np.ndarray, other_than: list[int | None], ef_search: int
+    conn: psycopg.Connection,
+    run: RunIndex | None,
+    vectors: np.ndarray,
+    other_than: list[int | None],
+    ef_search: int,
+    scope: str,
 ) -> list:
     """`store.nearest`'s answer: from HNSW, or, while a first load defers the index (`run`), from the run's chunks,
     exactly, each one found locked until the batch commits (KEY SHARE: it cannot be deleted under a link to it);
     one that is gone (a document this run replaced) is forgotten and the next nearest taken."""
     if run is None:
-        return store.nearest(conn, vectors, other_than, ef_search)
+        return store.nearest(conn, vectors, other_than, ef_search, scope)
     while True:
         near = run.nearest(vectors, other_than)
         ids = sorted({n.chunk_id for n in near if n})

@@ -23,6 +23,7 @@ from ..contracts.passage import passage_text
 from ..db import first_line
 from ..embed import Embedder
 from ..params import IngestParams, SearchParams
+from ..scopes import DEFAULT
 from ..scrub import scrub, scrub_text
 from ..scrub import version as scrub_version
 from . import bulk, store
@@ -96,15 +97,16 @@ def ingest_paths(
     search: SearchParams,
     embedder: Embedder,
     progress: Callable[[int, int], None] | None = None,
+    scope: str = DEFAULT,
 ) -> IngestReport:
-    """Ingest files and directories; remove what was stored for files that are gone."""
+    """Ingest files and directories into `scope`; remove what was stored there for files that are gone."""
     t0 = time.perf_counter()
     report = IngestReport()
     bulk.ensure_indexes(conn, search)
     files, missing, report.skipped_files = discover(paths)
     report.files = len(files)
-    gone = _gone_paths(conn, paths, files, missing, report)
-    sources = [s for ss in store.sources_for_paths(conn, gone).values() for s in ss]
+    gone = _gone_paths(conn, paths, files, missing, report, scope)
+    sources = [s for ss in store.sources_for_paths(conn, gone, scope).values() for s in ss]
 
     docs: list[Document] = []
     for f in files:
@@ -121,10 +123,10 @@ def ingest_paths(
         if f.suffix.lower() in CORPUS_SUFFIXES and len(report.errors) == n_errors:
             # records removed from a corpus file go too; not when some records failed to read
             now = {d.source for d in file_docs}
-            sources += [s for s in store.sources_for_paths(conn, [abspath]).get(abspath, []) if s not in now]
-    report.documents_deleted, report.chunks_deleted = store.delete_sources(conn, sources)
+            sources += [s for s in store.sources_for_paths(conn, [abspath], scope).get(abspath, []) if s not in now]
+    report.documents_deleted, report.chunks_deleted = store.delete_sources(conn, sources, scope)
 
-    _ingest_batches(conn, docs, params, search, embedder, report, progress)
+    _ingest_batches(conn, docs, params, search, embedder, report, progress, scope)
     report.seconds = time.perf_counter() - t0
     return report
 
@@ -135,16 +137,17 @@ def ingest_documents(
     params: IngestParams,
     search: SearchParams,
     embedder: Embedder,
+    scope: str = DEFAULT,
 ) -> IngestReport:
-    """Ingest documents that come from no file (the service's webhook notes)."""
+    """Ingest documents that come from no file (the service's webhook notes) into `scope`."""
     t0 = time.perf_counter()
     report = IngestReport()
-    _ingest_batches(conn, [scrub_names(d) for d in docs], params, search, embedder, report, None)
+    _ingest_batches(conn, [scrub_names(d) for d in docs], params, search, embedder, report, None, scope)
     report.seconds = time.perf_counter() - t0
     return report
 
 
-def _ingest_batches(conn, docs, params, search, embedder, report, progress) -> None:
+def _ingest_batches(conn, docs, params, search, embedder, report, progress, scope: str) -> None:
     """Windows of `ingest.embed_docs` documents embedded in one call (passages sorted by length together pad little),
     written `ingest.batch_docs` per transaction; while one window is written the next is embedded in a worker thread
     (the embedder releases the GIL). A first load into an empty store builds its indexes at the end (`bulk`)."""
@@ -152,7 +155,7 @@ def _ingest_batches(conn, docs, params, search, embedder, report, progress) -> N
     def write(todo: list[tuple], ready: Future, start: int, end: int) -> None:
         vectors = ready.result()
         for i in range(0, len(todo), params.batch_docs):
-            _write(conn, todo[i : i + params.batch_docs], vectors, params, search, embedder, report, load.run)
+            _write(conn, todo[i : i + params.batch_docs], vectors, params, search, embedder, report, load.run, scope)
             load.written()
             if progress:  # documents of the window, in proportion to the changed ones written
                 progress(start + (end - start) * min(i + params.batch_docs, len(todo)) // len(todo), len(docs))
@@ -166,7 +169,7 @@ def _ingest_batches(conn, docs, params, search, embedder, report, progress) -> N
         report.index_deferred = load.run is not None
         pending = None
         for start in range(0, len(docs), params.embed_docs):
-            todo = _plan(conn, docs[start : start + params.embed_docs], params, report)
+            todo = _plan(conn, docs[start : start + params.embed_docs], params, report, scope)
             ready = pool.submit(_embed, todo, embedder)
             if pending:
                 write(*pending)
@@ -175,12 +178,12 @@ def _ingest_batches(conn, docs, params, search, embedder, report, progress) -> N
             write(*pending)
 
 
-def _gone_paths(conn, paths: list[Path], files: list[Path], missing: list[Path], report: IngestReport) -> list[str]:
-    """Stored file paths that no longer exist: under a walked folder, or named and missing."""
+def _gone_paths(conn, paths, files: list[Path], missing: list[Path], report: IngestReport, scope: str) -> list[str]:
+    """Stored file paths of `scope` that no longer exist: under a walked folder, or named and missing."""
     here = {resolved(f) for f in files}
-    gone = [q for p in paths if p.is_dir() for q in store.paths_under(conn, resolved(p)) if q not in here]
+    gone = [q for p in paths if p.is_dir() for q in store.paths_under(conn, resolved(p), scope) if q not in here]
     for p in missing:
-        known = list(store.sources_for_paths(conn, [resolved(p)])) + store.paths_under(conn, resolved(p))
+        known = list(store.sources_for_paths(conn, [resolved(p)], scope)) + store.paths_under(conn, resolved(p), scope)
         if known:
             gone += known
         else:
@@ -188,10 +191,10 @@ def _gone_paths(conn, paths: list[Path], files: list[Path], missing: list[Path],
     return gone
 
 
-def _plan(conn: psycopg.Connection, docs: list[Document], params: IngestParams, report: IngestReport) -> list[tuple]:
+def _plan(conn: psycopg.Connection, docs: list[Document], params, report: IngestReport, scope: str) -> list[tuple]:
     """The documents whose text changed, scrubbed and chunked, with the chunk hashes stored for them (as last seen:
     another writer may change that before they are written, which embeds whatever is still missing)."""
-    stored = store.document_hashes(conn, [d.source for d in docs])
+    stored = store.document_hashes(conn, [d.source for d in docs], scope)
     old = store.chunk_hashes_of(conn, [i for i, _ in stored.values()])
     todo = []
     for d in docs:
@@ -212,20 +215,20 @@ def _embed(todo: list[tuple], embedder: Embedder) -> dict:
     return dict(zip(fresh, embedder.encode_passages([embedding_text(c) for c in fresh.values()])))
 
 
-def _write(conn, todo: list[tuple], vectors: dict, params, search, embedder, report: IngestReport, run=None) -> None:
+def _write(conn, todo: list[tuple], vectors: dict, params, search, embedder, report, run, scope: str) -> None:
     """The batch in one transaction; where it fails (a document the database refuses, a source twice in the
     batch, a lock cycle with another writer), one transaction per document, so the rest goes on."""
     if not todo:
         return
     if len({d.source for d, *_ in todo}) == len(todo):
         try:
-            report.add(_write_batch(conn, todo, vectors, params, search, embedder, run))
+            report.add(_write_batch(conn, todo, vectors, params, search, embedder, run, scope))
             return
         except (psycopg.DataError, psycopg.errors.ProgramLimitExceeded, psycopg.errors.DeadlockDetected):
             pass
     for item in todo:
         try:
-            report.add(_write_batch(conn, [item], vectors, params, search, embedder, run))
+            report.add(_write_batch(conn, [item], vectors, params, search, embedder, run, scope))
         except (psycopg.DataError, psycopg.errors.ProgramLimitExceeded) as e:  # this document only
             source = item[0].source
             report.errors.append(
@@ -234,7 +237,14 @@ def _write(conn, todo: list[tuple], vectors: dict, params, search, embedder, rep
 
 
 def _write_batch(
-    conn, todo, vectors: dict, params: IngestParams, search: SearchParams, embedder, run: bulk.RunIndex | None = None
+    conn,
+    todo,
+    vectors: dict,
+    params: IngestParams,
+    search: SearchParams,
+    embedder,
+    run: bulk.RunIndex | None,
+    scope: str,
 ) -> IngestReport:
     """Write documents in one transaction that holds each one's lock. Concurrent writers of one source (two
     `pai ingest`, the watcher, the hook, the webhook) take turns: state is read again under the locks, and dedup
@@ -246,7 +256,7 @@ def _write_batch(
     r = IngestReport()
     with conn.transaction():
         store.lock_sources(conn, [d.source for d, *_ in todo])
-        current = store.document_hashes(conn, [d.source for d, *_ in todo])
+        current = store.document_hashes(conn, [d.source for d, *_ in todo], scope)
         plans = []
         keys: dict[tuple[int, str], str] = {}  # (plan, chunk hash) -> its duplicate key, computed once
         for d, h, chunks, _ in todo:
@@ -276,7 +286,7 @@ def _write_batch(
         matrix = np.array([vectors[c.content_hash] for _, c in new], dtype=np.float32).reshape(
             len(new), -1 if new else 0
         )
-        in_store = bulk.nearest(conn, run, matrix, [plans[k][2] for k, _ in new], search.ef_search)
+        in_store = bulk.nearest(conn, run, matrix, [plans[k][2] for k, _ in new], search.ef_search, scope)
         twins = {n.chunk_id for n in in_store if n and n.score >= IDENTICAL_MIN_COSINE}
         new_keys = [keys[(k, c.content_hash)] for k, c in new]
         skipped, near = dedup(new, new_keys, matrix, in_store, store.chunk_texts(conn, sorted(twins)), plans, params)
@@ -289,6 +299,7 @@ def _write_batch(
                 near.get(k, {}),
                 scrub_version(),
                 d.written,
+                scope,
             )
             for k, (d, h, _, unique) in enumerate(plans)
         ]

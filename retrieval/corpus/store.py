@@ -10,6 +10,7 @@ import psycopg
 
 from ..chunking import Chunk
 from ..db import DatabaseError, first_line
+from ..scopes import DEFAULT
 
 
 @dataclass(frozen=True)
@@ -31,9 +32,11 @@ class WriteCounts:
 _SOURCE_LOCKS = 0x7A1B  # first key of the per-source advisory locks (migrations use a one-key lock)
 
 
-def document_hashes(conn: psycopg.Connection, sources: list[str]) -> dict[str, tuple[int, str]]:
-    """source -> (document id, content hash) for the sources already stored."""
-    rows = conn.execute("SELECT source, id, content_hash FROM documents WHERE source = ANY(%s)", (sources,)).fetchall()
+def document_hashes(conn: psycopg.Connection, sources: list[str], scope: str = DEFAULT) -> dict[str, tuple[int, str]]:
+    """source -> (document id, content hash) for the sources already stored in `scope`."""
+    rows = conn.execute(
+        "SELECT source, id, content_hash FROM documents WHERE scope = %s AND source = ANY(%s)", (scope, sources)
+    ).fetchall()
     return {s: (i, h) for s, i, h in rows}
 
 
@@ -70,10 +73,14 @@ def delete_chunks_except(conn: psycopg.Connection, keep: dict[int, list[str]]) -
 
 
 def nearest(
-    conn: psycopg.Connection, vectors: np.ndarray, other_than: int | None | list[int | None], ef_search: int
+    conn: psycopg.Connection,
+    vectors: np.ndarray,
+    other_than: int | None | list[int | None],
+    ef_search: int,
+    scope: str = DEFAULT,
 ) -> list[Near | None]:
-    """Nearest stored chunk (HNSW) for each vector, of any document but `other_than` (one for all, or one per
-    vector), in one statement."""
+    """Nearest stored chunk (HNSW) of `scope` for each vector, of any document but `other_than` (one for all, or
+    one per vector), in one statement: dedup stays within a scope."""
     if len(vectors) == 0:
         return []
     others = other_than if isinstance(other_than, list) else [other_than] * len(vectors)
@@ -83,17 +90,18 @@ def nearest(
         # chunks: 5 ms per vector at 1.7k chunks and growing with the store (bulk ingest became quadratic);
         # the HNSW index answers it in ~0.3 ms
         conn.execute("SET LOCAL enable_seqscan = off")
+        conn.execute("SET LOCAL hnsw.iterative_scan = strict_order")  # the nearest of a small scope among a large one
         rows = conn.execute(
             """
             SELECT q.i, n.id, n.document_id, 1 - (n.embedding <=> q.v)
             FROM unnest(%b::vector[]::halfvec[], %s::bigint[]) WITH ORDINALITY AS q(v, other, i)
             CROSS JOIN LATERAL (
                 SELECT id, document_id, embedding FROM chunks
-                WHERE document_id IS DISTINCT FROM q.other
+                WHERE document_id IS DISTINCT FROM q.other AND scope = %s
                 ORDER BY embedding <=> q.v LIMIT 1
             ) n
             """,
-            (list(vectors), others),
+            (list(vectors), others, scope),
         ).fetchall()
     out: list[Near | None] = [None] * len(vectors)
     for i, cid, did, score in rows:
@@ -129,6 +137,7 @@ class DocumentWrite:
     near: dict[str, Near | BatchNear] = field(default_factory=dict)
     scrubbed_with: str | None = None
     written: datetime | None = None  # documents.written_at; None: now
+    scope: str = DEFAULT  # the scope the document and its chunks belong to
 
 
 def write_documents(
@@ -145,10 +154,11 @@ def write_documents(
     with conn.transaction():
         rows = conn.execute(
             """
-            INSERT INTO documents (source, path, content_hash, n_chunks, scrubbed_with, written_at)
-            SELECT s, p, h, n, sw, coalesce(w, now())
-            FROM unnest(%s::text[], %s::text[], %s::text[], %s::int[], %s::text[], %s::timestamptz[]) AS u(s, p, h, n, sw, w)
-            ON CONFLICT (source) DO UPDATE
+            INSERT INTO documents (source, path, content_hash, n_chunks, scrubbed_with, written_at, scope)
+            SELECT s, p, h, n, sw, coalesce(w, now()), sc
+            FROM unnest(%s::text[], %s::text[], %s::text[], %s::int[], %s::text[], %s::timestamptz[], %s::text[])
+                AS u(s, p, h, n, sw, w, sc)
+            ON CONFLICT (scope, source) DO UPDATE
             SET path = EXCLUDED.path, content_hash = EXCLUDED.content_hash, n_chunks = EXCLUDED.n_chunks,
                 scrubbed_with = EXCLUDED.scrubbed_with, written_at = EXCLUDED.written_at, updated_at = now()
             RETURNING source, id
@@ -160,6 +170,7 @@ def write_documents(
                 [len(d.chunks) for d in docs],
                 [d.scrubbed_with for d in docs],
                 [d.written for d in docs],
+                [d.scope for d in docs],
             ),
         ).fetchall()
         ids = dict(rows)
@@ -200,9 +211,10 @@ def write_documents(
         inserted = conn.execute(
             """
             INSERT INTO chunks (document_id, source, ord, heading, parent_heading, level,
-                start_line, end_line, text, content_hash, tokens, embedding, near_chunk_id, near_score)
+                start_line, end_line, text, content_hash, tokens, embedding, near_chunk_id, near_score, scope)
             SELECT * FROM unnest(%s::bigint[], %s::text[], %s::int[], %s::text[], %s::text[], %s::int[],
-                %s::int[], %s::int[], %s::text[], %s::text[], %s::int[], %b::vector[]::halfvec[], %s::bigint[], %s::float8[])
+                %s::int[], %s::int[], %s::text[], %s::text[], %s::int[], %b::vector[]::halfvec[], %s::bigint[], %s::float8[],
+                %s::text[])
             RETURNING source, content_hash, id
             """,
             (
@@ -220,6 +232,7 @@ def write_documents(
                 [new_embeddings[c.content_hash] for _, _, c, _ in fresh],
                 [n.chunk_id if n else None for n in stored_near],
                 [n.score if n else None for n in stored_near],
+                [d.scope for *_, d in fresh],
             ),
         ).fetchall()
         chunk_id = {(s, h): i for s, h, i in inserted}
@@ -252,31 +265,36 @@ def _pairs(items) -> tuple[list[int], list[str]]:
     return [d for d, _ in pairs], [h for _, h in pairs]
 
 
-def delete_sources(conn: psycopg.Connection, sources: list[str]) -> tuple[int, int]:
-    """Delete documents (and their chunks); return (documents, chunks) deleted."""
+def delete_sources(conn: psycopg.Connection, sources: list[str], scope: str = DEFAULT) -> tuple[int, int]:
+    """Delete documents of `scope` (and their chunks); return (documents, chunks) deleted."""
     if not sources:
         return 0, 0
     with conn.transaction():
         (n_chunks,) = conn.execute(
-            "SELECT count(*) FROM chunks c JOIN documents d ON d.id = c.document_id WHERE d.source = ANY(%s)",
-            (sources,),
+            "SELECT count(*) FROM chunks c JOIN documents d ON d.id = c.document_id"
+            " WHERE d.scope = %s AND d.source = ANY(%s)",
+            (scope, sources),
         ).fetchone()
-        n_docs = conn.execute("DELETE FROM documents WHERE source = ANY(%s)", (sources,)).rowcount
+        n_docs = conn.execute("DELETE FROM documents WHERE scope = %s AND source = ANY(%s)", (scope, sources)).rowcount
     return n_docs, n_chunks
 
 
-def sources_for_paths(conn: psycopg.Connection, paths: list[str]) -> dict[str, list[str]]:
-    """path -> stored sources, for the given file paths."""
-    rows = conn.execute("SELECT path, source FROM documents WHERE path = ANY(%s) ORDER BY source", (paths,)).fetchall()
+def sources_for_paths(conn: psycopg.Connection, paths: list[str], scope: str = DEFAULT) -> dict[str, list[str]]:
+    """path -> stored sources of `scope`, for the given file paths."""
+    rows = conn.execute(
+        "SELECT path, source FROM documents WHERE scope = %s AND path = ANY(%s) ORDER BY source", (scope, paths)
+    ).fetchall()
     out: dict[str, list[str]] = {}
     for path, source in rows:
         out.setdefault(path, []).append(source)
     return out
 
 
-def paths_under(conn: psycopg.Connection, directory: str) -> list[str]:
+def paths_under(conn: psycopg.Connection, directory: str, scope: str = DEFAULT) -> list[str]:
     prefix = directory.rstrip("/") + "/"
-    rows = conn.execute("SELECT DISTINCT path FROM documents WHERE starts_with(path, %s)", (prefix,)).fetchall()
+    rows = conn.execute(
+        "SELECT DISTINCT path FROM documents WHERE scope = %s AND starts_with(path, %s)", (scope, prefix)
+    ).fetchall()
     return [p for (p,) in rows]
 
 

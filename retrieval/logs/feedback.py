@@ -15,6 +15,7 @@ from typing import TypedDict
 import psycopg
 
 from ..query.search import Candidate
+from ..scopes import DEFAULT
 from ..scrub import scrub_text
 from .citations import Recorded, read_citations, replaced_state
 
@@ -85,12 +86,13 @@ def shown_candidates(rec: FeedbackRecord) -> list[FeedbackCandidate]:
     return [c for c in rec["candidates"] if threshold is None or c["score"] >= threshold]
 
 
-def pulled_through(folder: Path) -> tuple[datetime, int] | None:
-    """The pull stage's watermark in `folder`: every query at or below (updated_at, id) is exported.
-    None when nothing was pulled, or the file cannot be read (then nothing counts as pulled)."""
+def pulled_through(folder: Path) -> tuple[datetime, int, str | None] | None:
+    """The pull stage's watermark in `folder`: every query at or below (updated_at, id) of its scope (None: of
+    every scope) is exported. None when nothing was pulled, or the file cannot be read (then nothing counts as
+    pulled)."""
     try:
         w = json.loads((folder / WATERMARK_FILE).read_text(encoding="utf-8"))
-        return datetime.fromisoformat(w["updated_at"]), int(w["query_id"])
+        return datetime.fromisoformat(w["updated_at"]), int(w["query_id"]), w.get("scope")
     except (OSError, ValueError, KeyError, TypeError):  # missing, "-infinity", malformed: not pulled
         return None
 
@@ -122,12 +124,14 @@ def log_query(
     threshold: float | None = None,
     trial_id: int | None = None,
     teams: dict[int, str] | None = None,
+    scope: str = DEFAULT,
 ) -> int:
     """Record a served query with its candidates: `picked`, the served order (candidate ranks, best
     first); `shown`, the ranks in the context given to the consumer (None: `picked`, all of them; neither
     given: exposure unknown, stored NULL, and feedback labels every candidate as before);
-    `propensity`, rank -> P(shown) under the serving policy (absent: 1 if shown, else 0). The text is
-    scrubbed of secrets first, as everything stored is."""
+    `propensity`, rank -> P(shown) under the serving policy (absent: 1 if shown, else 0); `scope`, the
+    caller's scope (its feedback and the pull see it there). The text is scrubbed of secrets first, as
+    everything stored is."""
     text = scrub_text(text)
     pick = {r: i for i, r in enumerate(picked or [], start=1)}
     # exposure unknown (no served order, no context given: a caller other than the service): NULL, the old rule
@@ -139,8 +143,8 @@ def log_query(
     with conn.transaction():
         (qid,) = conn.execute(
             "INSERT INTO queries (text, selector_version, prompt_version, selection_status, staging_path, threshold,"
-            " trial_id) VALUES (%s, %s, %s, %s, %s, %s, %s) RETURNING id",
-            (text, selector_version, prompt_version, selection_status, staging_path, threshold, trial_id),
+            " trial_id, scope) VALUES (%s, %s, %s, %s, %s, %s, %s, %s) RETURNING id",
+            (text, selector_version, prompt_version, selection_status, staging_path, threshold, trial_id, scope),
         ).fetchone()
         conn.execute(  # one statement for all N candidates (this is on the query path)
             "INSERT INTO query_candidates"
@@ -194,6 +198,7 @@ def record_feedback(
     answer: str | None = None,
     rating: int | None = None,
     correction: str | None = None,
+    scopes: list[str] | None = None,
 ) -> Recorded:
     """Mark which candidates were used (explicit chunk ids, else the `[n]` cited in `answer`); the other
     shown ones become ignored, and those never shown stay unlabelled (the consumer did not see them; rows
@@ -206,18 +211,21 @@ def record_feedback(
     replaces the learned answer. Feedback is the query's state, not an event log: posting the same
     again changes nothing, a new rating replaces the old one (a thumbs-up counts once per query), and the
     result says what it replaced. Answers and corrections are scrubbed of secrets: learned answers are
-    shown to other users."""
+    shown to other users of the query's scope. A query outside `scopes` (None: any) is refused exactly as an
+    unknown id is: the error says nothing of another scope's log."""
     if rating not in (None, -1, 1) or isinstance(rating, bool):
         raise FeedbackError(f"rating must be +1 or -1, not {rating!r}")
     # a blank answer or correction says nothing (it must not replace a learned answer)
     answer, correction = (scrub_text(x) if x is not None and x.strip() else None for x in (answer, correction))
     with conn.transaction():
         row = conn.execute(
-            "SELECT text, rating, answer, correction FROM queries WHERE id = %s FOR UPDATE", (query_id,)
+            "SELECT text, rating, answer, correction, scope FROM queries"
+            " WHERE id = %s AND (%s::text[] IS NULL OR scope = ANY(%s::text[])) FOR UPDATE",
+            (query_id, scopes, scopes),
         ).fetchone()
         if row is None:
             raise FeedbackError(f"unknown query id {query_id}")
-        question, old_rating, old_answer, old_correction = row
+        question, old_rating, old_answer, old_correction, scope = row
         cands = conn.execute(
             "SELECT chunk_id, rank, shown, used FROM query_candidates WHERE query_id = %s", (query_id,)
         ).fetchall()
@@ -271,43 +279,52 @@ def record_feedback(
         )
         if correction is not None or up > 0:
             conn.execute(
-                """INSERT INTO learned_qa (question, answer, source_query_id) VALUES (%s, %s, %s)
-                   ON CONFLICT ((md5(question))) DO UPDATE SET
+                """INSERT INTO learned_qa (question, answer, source_query_id, scope) VALUES (%s, %s, %s, %s)
+                   ON CONFLICT (scope, (md5(question))) DO UPDATE SET
                      answer = CASE WHEN %s THEN EXCLUDED.answer ELSE learned_qa.answer END,
                      quality_score = learned_qa.quality_score + %s,
                      updated_at = now()""",
-                (question, learned, query_id, correction is not None, max(up, 0)),
+                (question, learned, query_id, scope, correction is not None, max(up, 0)),
             )
         if up < 0:  # a thumbs-up taken back; the answer it alone planted goes (a correction stays)
             conn.execute(
                 "UPDATE learned_qa SET quality_score = quality_score - 1, updated_at = now()"
-                " WHERE md5(question) = md5(%s)",
-                (question,),
+                " WHERE scope = %s AND md5(question) = md5(%s)",
+                (scope, question),
             )
             conn.execute(
-                "DELETE FROM learned_qa l WHERE md5(question) = md5(%s) AND quality_score <= 0 AND NOT EXISTS"
-                " (SELECT 1 FROM queries q WHERE q.id = l.source_query_id AND q.correction IS NOT NULL)",
-                (question,),
+                "DELETE FROM learned_qa l WHERE scope = %s AND md5(question) = md5(%s) AND quality_score <= 0"
+                " AND NOT EXISTS (SELECT 1 FROM queries q WHERE q.id = l.source_query_id AND q.correction IS NOT NULL)",
+                (scope, question),
             )
     return out
 
 
-def learned_answers(conn: psycopg.Connection, query: str, limit: int = 3) -> list[tuple[str, str, float]]:
-    """(question, answer, similarity) of learned Q&A related to `query`, best first."""
+def learned_answers(
+    conn: psycopg.Connection, query: str, limit: int = 3, scopes: list[str] | None = None
+) -> list[tuple[str, str, float]]:
+    """(question, answer, similarity) of learned Q&A of `scopes` (None: all) related to `query`, best first."""
     with conn.transaction():  # `%` uses the trigram index with this threshold
         conn.execute(f"SET LOCAL pg_trgm.similarity_threshold = {LEARNED_QA_MIN_SIMILARITY}")
         return conn.execute(
             "SELECT question, answer, similarity(question, %s) AS s FROM learned_qa"
-            " WHERE question %% %s ORDER BY s DESC, quality_score DESC LIMIT %s",
-            (query, query, limit),
+            " WHERE question %% %s AND (%s::text[] IS NULL OR scope = ANY(%s::text[]))"
+            " ORDER BY s DESC, quality_score DESC LIMIT %s",
+            (query, query, scopes, scopes, limit),
         ).fetchall()
 
 
-def counters(conn: psycopg.Connection) -> dict[str, float]:
+def counters(conn: psycopg.Connection, scopes: list[str] | None = None) -> dict[str, float]:
+    """The log's counts, of the queries (and learned answers) of `scopes` (None: all)."""
     learned, queries, used, corrections, fallbacks = conn.execute(
-        """SELECT (SELECT count(*) FROM learned_qa), (SELECT count(*) FROM queries),
-                  (SELECT count(*) FROM query_candidates WHERE used), (SELECT count(*) FROM queries WHERE correction IS NOT NULL),
-                  (SELECT count(*) FROM queries WHERE selection_status = 'fallback')"""
+        """WITH q AS (SELECT id, correction, selection_status FROM queries
+                      WHERE %(s)s::text[] IS NULL OR scope = ANY(%(s)s::text[]))
+           SELECT (SELECT count(*) FROM learned_qa WHERE %(s)s::text[] IS NULL OR scope = ANY(%(s)s::text[])),
+                  (SELECT count(*) FROM q),
+                  (SELECT count(*) FROM query_candidates qc JOIN q ON q.id = qc.query_id WHERE used),
+                  (SELECT count(*) FROM q WHERE correction IS NOT NULL),
+                  (SELECT count(*) FROM q WHERE selection_status = 'fallback')""",
+        {"s": scopes},
     ).fetchone()
     return {
         "learned_qa_count": learned,

@@ -173,8 +173,8 @@ _ORPHANS = {
     ),
     "chunks_without_full_text": (  # invisible to keyword search: the row is re-made (ingest's trigger does the same)
         "FROM chunks c WHERE NOT EXISTS (SELECT 1 FROM chunk_terms t WHERE t.chunk_id = c.id)",
-        "INSERT INTO chunk_terms (chunk_id, tsv) SELECT c.id,"
-        " to_tsvector('english', left(coalesce(c.heading, '') || ' ' || c.text, 100000))"
+        "INSERT INTO chunk_terms (chunk_id, tsv, scope) SELECT c.id,"
+        " to_tsvector('english', left(coalesce(c.heading, '') || ' ' || c.text, 100000)), c.scope"
         " FROM chunks c WHERE NOT EXISTS (SELECT 1 FROM chunk_terms t WHERE t.chunk_id = c.id)"
         " ON CONFLICT (chunk_id) DO NOTHING",
     ),
@@ -199,8 +199,10 @@ def _feedback(conn, mp: MaintainParams, report: MaintainReport, dry_run: bool) -
         return 0, 0
     mark = pulled_through(Path(mp.feedback))
     old = "q.updated_at < now() - make_interval(days => %(days)s)"
-    pulled = "(q.updated_at, q.id) <= (%(at)s::timestamptz, %(id)s::bigint)"
-    args = {"days": mp.feedback_retention_days, "at": mark[0] if mark else None, "id": mark[1] if mark else None}
+    # a pull of one scope (pull.scope) exported that scope's queries only
+    pulled = "(q.updated_at, q.id) <= (%(at)s::timestamptz, %(id)s::bigint) AND (%(scope)s::text IS NULL OR q.scope = %(scope)s)"
+    at, qid, scope = mark or (None, None, None)
+    args = {"days": mp.feedback_retention_days, "at": at, "id": qid, "scope": scope}
     with conn.transaction():
         n_old, n_pulled, n_cands = conn.execute(
             f"SELECT count(*), count(*) FILTER (WHERE {pulled}),"

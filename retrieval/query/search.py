@@ -105,11 +105,23 @@ _KEYWORD_SQL = {
     "fts": """
         SELECT chunk_id FROM chunk_terms,
              to_tsquery('english', replace(plainto_tsquery('english', %(q)s)::text, '&', '|')) AS q
-        WHERE tsv @@ q ORDER BY ts_rank(tsv, q, 1) DESC, chunk_id LIMIT %(k)s
+        WHERE tsv @@ q {scoped} ORDER BY ts_rank(tsv, q, 1) DESC, chunk_id LIMIT %(k)s
     """,
     "trgm": """
-        SELECT id FROM chunks WHERE %(q)s <%% text
+        SELECT id FROM chunks WHERE %(q)s <%% text {scoped}
         ORDER BY word_similarity(%(q)s, text) DESC, id LIMIT %(k)s
+    """,
+}
+# The vector side. Filtered by scope, pgvector's HNSW scan filters the ef_search nearest it found, which can
+# leave fewer than k of a small scope among a large one: the iterative scan (pgvector 0.8) goes on until k pass
+# the filter; its relaxed order is sorted again by distance.
+_VECTOR_SQL = {
+    False: "SELECT id FROM chunks ORDER BY embedding <=> %(v)s::halfvec LIMIT %(k)s",
+    True: """
+        WITH hits AS MATERIALIZED (
+            SELECT id, embedding <=> %(v)s::halfvec AS d FROM chunks WHERE scope = ANY(%(scopes)s)
+            ORDER BY d LIMIT %(k)s
+        ) SELECT id FROM hits ORDER BY d, id
     """,
 }
 
@@ -119,20 +131,30 @@ _USAGE_JOIN = {False: "", True: "LEFT JOIN chunk_usage u ON u.chunk_id = c.id"}
 
 
 def search(
-    conn: psycopg.Connection, embedder: Embedder, query: str, params: SearchParams, usage: bool = False
+    conn: psycopg.Connection,
+    embedder: Embedder,
+    query: str,
+    params: SearchParams,
+    usage: bool = False,
+    scopes: list[str] | None = None,
 ) -> SearchResult:
-    """Top-k candidates for `query` and the budgeted context drawn from those above threshold."""
+    """Top-k candidates for `query` and the budgeted context drawn from those above threshold; `scopes`: the
+    scopes the caller may read (None: every scope, for the offline tools that own the store)."""
     qvec = embedder.encode([query])[0]
-    return search_vector(conn, query, qvec, params, usage=usage)
+    return search_vector(conn, query, qvec, params, usage=usage, scopes=scopes)
 
 
-def keyword_rankings(conn: psycopg.Connection, query: str, params: SearchParams) -> list[list[int]]:
-    """The keyword side's chunk-id rankings (none when hybrid is off). It needs no embedding, so the
-    service runs it on another connection while the query is being embedded."""
+def keyword_rankings(
+    conn: psycopg.Connection, query: str, params: SearchParams, scopes: list[str] | None = None
+) -> list[list[int]]:
+    """The keyword side's chunk-id rankings (none when hybrid is off), of chunks in `scopes` (None: all). It
+    needs no embedding, so the service runs it on another connection while the query is being embedded."""
     if not params.hybrid or not query.strip():
         return []
     sides = ["fts", "trgm"] if params.keyword == "both" else [params.keyword]
-    return [[i for (i,) in conn.execute(_KEYWORD_SQL[side], {"q": query, "k": params.top_k})] for side in sides]
+    scoped = "" if scopes is None else "AND scope = ANY(%(scopes)s)"
+    args = {"q": query, "k": params.top_k, "scopes": scopes}
+    return [[i for (i,) in conn.execute(_KEYWORD_SQL[side].format(scoped=scoped), args)] for side in sides]
 
 
 def search_vector(
@@ -142,18 +164,18 @@ def search_vector(
     params: SearchParams,
     keyword: list[list[int]] | None = None,
     usage: bool = False,
+    scopes: list[str] | None = None,
 ) -> SearchResult:
-    """Search with an embedded query; `keyword` = rankings already fetched by `keyword_rankings`;
-    `usage` re-orders the top-k by the chunks' usage weights (maintain.usage_prior)."""
+    """Search with an embedded query; `keyword` = rankings already fetched by `keyword_rankings` (for the same
+    `scopes`); `usage` re-orders the top-k by the chunks' usage weights (maintain.usage_prior); `scopes`: the
+    scopes read (None: all)."""
     with conn.transaction():
         conn.execute(f"SET LOCAL hnsw.ef_search = {int(params.ef_search)}")
-        vector_ids = [
-            i
-            for (i,) in conn.execute(
-                "SELECT id FROM chunks ORDER BY embedding <=> %s::halfvec LIMIT %s", (qvec, params.top_k)
-            )
-        ]
-        rankings = [vector_ids] + (keyword_rankings(conn, query, params) if keyword is None else keyword)
+        if scopes is not None:
+            conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+        args = {"v": qvec, "k": params.top_k, "scopes": scopes}
+        vector_ids = [i for (i,) in conn.execute(_VECTOR_SQL[scopes is not None], args)]
+        rankings = [vector_ids] + (keyword_rankings(conn, query, params, scopes) if keyword is None else keyword)
         scores = rrf_scores(rankings, params.rrf_k)
         fused = sorted(scores, key=lambda i: -scores[i])[: params.top_k]
         rows = conn.execute(

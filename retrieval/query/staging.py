@@ -15,6 +15,7 @@ from dataclasses import dataclass, fields
 from datetime import UTC, date, datetime
 from pathlib import Path
 
+from ..scopes import DEFAULT
 from ..scrub import scrub
 from .search import Candidate, SearchResult, newer_than
 
@@ -35,9 +36,12 @@ class StagingFile:
     threshold: float
     candidates: tuple[Candidate, ...]  # those above threshold, in rank order
     below_threshold: int
+    scope: str = DEFAULT  # the scope of the query (a file written before scopes: the default one)
 
 
-def from_result(result: SearchResult, query_id: str | None = None, now: datetime | None = None) -> StagingFile:
+def from_result(
+    result: SearchResult, query_id: str | None = None, now: datetime | None = None, scope: str = DEFAULT
+) -> StagingFile:
     now = now or datetime.now(UTC)
     return StagingFile(
         query_id=query_id or secrets.token_hex(6),
@@ -46,6 +50,7 @@ def from_result(result: SearchResult, query_id: str | None = None, now: datetime
         threshold=result.threshold,
         candidates=tuple(result.above),
         below_threshold=result.below_threshold,
+        scope=scope,
     )
 
 

@@ -34,6 +34,25 @@ def test_ingest_then_query_writes_a_staging_file(db_url, tmp_path, monkeypatch):
     assert [c.chunk_id for c in sf.candidates] == [c["chunk_id"] for c in out["candidates"] if c["score"] >= 0.2]
 
 
+def test_ingest_and_query_take_a_scope(db_url, conn, tmp_path, monkeypatch):
+    monkeypatch.setenv("DATABASE_URL", db_url)
+    for scope, text in (("alice/notes", "Alice feeds the cat at seven."), ("bob", "Bob feeds the cat at nine.")):
+        (tmp_path / scope.replace("/", "-")).mkdir()
+        (tmp_path / scope.replace("/", "-") / "cat.md").write_text(f"# Cat\n\n{text}\n")
+        r = runner.invoke(app, ["ingest", str(tmp_path / scope.replace("/", "-")), "--scope", scope, "--json"])
+        assert r.exit_code == 0 and json.loads(r.stdout)["chunks_inserted"] == 1, r.output
+    found = lambda *a: {
+        c["source"].split("/")[-2]
+        for c in json.loads(runner.invoke(app, ["query", "cat", "--json", "--no-staging", *a]).stdout)["candidates"]
+    }  # noqa: E501, E731
+    assert found("--scope", "bob") == {"bob"} and found() == {"alice-notes", "bob"}
+    for bad in ("..", "Alice", "a\x00b", "x" * 10_000, "\u0430lice"):
+        for argv in (["query", "cat", "--scope", bad], ["ingest", str(tmp_path), "--scope", bad]):
+            r = runner.invoke(app, argv)
+            assert r.exit_code == 2 and "scope" in r.output and len(r.output.strip().splitlines()) <= 3, r.output
+    assert conn.execute("SELECT count(*) FROM documents").fetchone()[0] == 2
+
+
 def test_bad_params_and_empty_query_are_one_line_errors(db_url, tmp_path, monkeypatch):
     monkeypatch.setenv("DATABASE_URL", db_url)
     bad = tmp_path / "params.yaml"

@@ -94,3 +94,29 @@ def test_changed_chunk_text_is_exported_as_missing(conn, db_url, monkeypatch, tm
     log_query(conn, "q", cands(), "similarity")  # chunk ids 101.. do not exist in chunks
     m = pull(PullParams(out=str(tmp_path / "fb"), lag_seconds=0))
     assert m["text_missing"] == 3
+
+
+def test_a_scoped_pull_never_takes_another_scopes_feedback(conn, db_url, monkeypatch, tmp_path):
+    """pull.scope: the feedback of scope A never enters scope B's training data; null pulls every scope."""
+    monkeypatch.setenv("DATABASE_URL", db_url)
+    qa = log_query(conn, "alice's question", cands(), "similarity", scope="alice")
+    qb = log_query(conn, "bob's question", cands(), "similarity", scope="bob")
+    record_feedback(conn, qa, used_chunk_ids=[101], rating=1)
+    out = tmp_path / "fb"
+    pull(PullParams(out=str(out), lag_seconds=0, scope="bob"))
+    assert [r["query_id"] for r in read(out)] == [qb]
+    record_feedback(conn, qa, used_chunk_ids=[102])  # alice's feedback moves on: bob's next pull still never sees it
+    pull(PullParams(out=str(out), lag_seconds=0, scope="bob"))
+    assert [r["query_id"] for r in read(out)] == [qb] and not any(c["used"] for c in read(out)[0]["candidates"])
+    # a change of scope starts afresh: nothing of bob's stays in alice's file
+    pull(PullParams(out=str(out), lag_seconds=0, scope="alice"))
+    assert [r["query_id"] for r in read(out)] == [qa]
+    pull(PullParams(out=str(out), lag_seconds=0))  # global learning: every scope
+    assert sorted(r["query_id"] for r in read(out)) == sorted([qa, qb])
+
+
+def test_pull_scope_must_be_a_scope_name():
+    assert PullParams(scope="alice/notes").problems() == []
+    for bad in ("..", "Alice", "a\x00b", "x" * 10_000, "\u0430lice"):
+        (why,) = PullParams(scope=bad).problems()
+        assert why.startswith("pull.scope") and "\n" not in why
