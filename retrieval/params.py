@@ -48,6 +48,7 @@ class IngestParams:
     bulk_max_chunks: int = (
         50_000  # a first load into an empty store builds the HNSW index after this many chunks (0 = never defer)
     )
+    conversation_tokens: int = 160  # a conversation's chunk: adjacent turns up to this size (retrieval/dialogue.py)
 
     def problems(self) -> list[str]:
         out = []
@@ -61,6 +62,8 @@ class IngestParams:
             out.append("ingest: need 1 <= batch_docs <= embed_docs")
         if self.bulk_max_chunks < 0:
             out.append("ingest.bulk_max_chunks must be >= 0")
+        if not 16 <= self.conversation_tokens <= self.chunk_tokens:
+            out.append("ingest: need 16 <= conversation_tokens <= chunk_tokens")
         return out
 
 
