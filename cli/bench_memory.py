@@ -61,6 +61,16 @@ def serve_conversation(conv: memory.Conversation, params: Path, k: int | None, f
                 tokens = sum(approx_tokens(t) for t in context)
                 rec = {"system": "served", "category": q.category, "ms": ms, "tokens": tokens}
                 records.append(rec | {"found": memory.found(q.evidence, turns, context), "dated": _dated(body)})
+                ids = [c["chunk_id"] for c in body["candidates"]]
+                with service.pool.connection() as conn:
+                    pool = [t for (t,) in conn.execute("SELECT text FROM chunks WHERE id = ANY(%s)", (ids,))]
+                records.append(
+                    {
+                        "system": "top20_candidates",
+                        "category": q.category,
+                        "found": memory.found(q.evidence, turns, pool),
+                    }
+                )
                 for name, f in baselines.items():
                     found = memory.found(q.evidence, turns, f(q.text, tokens))
                     records.append({"system": name, "category": q.category, "found": found})
@@ -82,7 +92,7 @@ def _dated(body: dict) -> float:
 def run(convs: list[memory.Conversation], params: Path, k: int | None, fmt: str, say) -> dict:
     records = [r for c in convs for r in serve_conversation(c, params, k, fmt, say)]
     systems = {}
-    for name in ("served", "bm25_turns", "minilm_turns"):
+    for name in ("served", "top20_candidates", "bm25_turns", "minilm_turns"):
         mine = [r for r in records if r["system"] == name]
         systems[name] = memory.score(mine)
     served = [r for r in records if r["system"] == "served"]
@@ -108,7 +118,7 @@ def bench_memory_command(
         Optional[list[str]], typer.Option("--conversations", help="conversation names (conv-26); repeat; default all")
     ] = None,
     data_dir: Annotated[Path, typer.Option(help="the folder holding the conversations' JSON")] = LOCOMO,
-    k: Annotated[int, typer.Option(help="give at most the first k chunks of the context (/query's k); 0 = no cap")] = 5,
+    k: Annotated[int, typer.Option(help="give at most the first k chunks of the context (/query's k); 0 = no cap")] = 0,
     fmt: Annotated[str, typer.Option("--format", help="how the conversation is kept: markdown or jsonl")] = "markdown",
     params: ParamsOpt = Path("params.yaml"),
     as_json: JsonOpt = False,

@@ -28,6 +28,7 @@ MIN_TURN_SHARE = 0.8  # ... and one whose paragraphs are less than this share tu
 
 _HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)[ \t]*#*[ \t]*$")
 _TURN = re.compile(r"^([A-Za-z][\w.'-]{0,30}(?: [A-Za-z][\w.'-]{0,30}){0,2}):[ \t]+(\S.*)", re.S)
+_HEADER = re.compile(r"^\[([^\]\n]*) · (session [^\]\n·]*) · [^\]\n]*\]")
 _SESSION = re.compile(r"\bsession[ \t]*#?(\d+)\b", re.I)
 _MONTHS = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
 _ISO = re.compile(r"(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{1,2}):(\d{2}))?")
@@ -140,6 +141,12 @@ def is_chat_log(text: str) -> bool:
 def header(session: Session, speakers: list[str]) -> str:
     """The line every chunk of a conversation starts with: when, which session, who."""
     return f"[{session.when or 'undated'} · {session.label} · {', '.join(speakers)}]"
+
+
+def session_key(source: str, text: str) -> tuple[str, str] | None:
+    """(source, "session 3") for a conversation's chunk (its text starts with the header), else None."""
+    m = _HEADER.match(text)
+    return (source, m.group(2)) if m else None
 
 
 def windows(turns: list[Turn], target: int, max_tokens: int) -> list[list[Turn]]:

@@ -76,8 +76,8 @@ class IngestReport:
 def document_hash(doc: Document, params: IngestParams) -> str:
     """Changes when the text or anything that shapes its chunks changes."""
     key = f"v1\x00{params.chunk_tokens}\x00{doc.kind}\x00{doc.title or ''}\x00{doc.text}"
-    if doc.kind == "conversation":  # only a conversation's chunks depend on conversation_tokens
-        key += f"\x00{params.conversation_tokens}"
+    if doc.kind == "conversation":  # only a conversation's chunks depend on conversation_window
+        key += f"\x00{params.conversation_window}"
     return hashlib.sha256(key.encode("utf-8")).hexdigest()
 
 
@@ -213,7 +213,7 @@ def _plan(conn: psycopg.Connection, docs: list[Document], params: IngestParams, 
 def chunks_of(text: str, kind: str, params: IngestParams, title: str | None = None) -> list[Chunk]:
     """A document's chunks: a conversation in windows of turns (`retrieval.dialogue`), anything else by structure."""
     if kind == "conversation":
-        return chunk_conversation(text, params.conversation_tokens, params.chunk_tokens, title)
+        return chunk_conversation(text, params.conversation_window, params.chunk_tokens, title)
     return chunk_document(text, kind, params.chunk_tokens, title)
 
 
