@@ -21,7 +21,7 @@ from retrieval.chunking import approx_tokens
 from retrieval.corpus.ingest import ingest_paths
 from retrieval.db import DatabaseError, connect, scratch_database
 from retrieval.params import BENCHMARK_DIR, IngestParams, SearchParams, load_section
-from serving.selectors import SimilaritySelector
+from serving.selectors import SimilaritySelector, resolve
 from serving.server import build_service
 from serving.service import run_query
 
@@ -30,7 +30,9 @@ from .terminal import JsonOpt, OutOpt, ParamsOpt, _fail, console, emit, machine
 LOCOMO = BENCHMARK_DIR / "locomo"  # `python -m eval.judged_sets` unpacks it
 
 
-def serve_conversation(conv: memory.Conversation, params: Path, k: int | None, fmt: str, say) -> list[dict]:
+def serve_conversation(
+    conv: memory.Conversation, params: Path, k: int | None, fmt: str, selector: str, say
+) -> list[dict]:
     """One conversation in a fresh store: write it as a user keeps it, ingest, ask every question."""
     ip, sp = load_section(params, "ingest", IngestParams), load_section(params, "search", SearchParams)
     with scratch_database("pai_bench_memory") as url, tempfile.TemporaryDirectory() as tmp:
@@ -39,9 +41,8 @@ def serve_conversation(conv: memory.Conversation, params: Path, k: int | None, f
         files = memory.chat_logs(conv) if fmt == "markdown" else {f"{conv.name}.jsonl": memory.transcript_jsonl(conv)}
         for name, text in files.items():
             (folder / name).write_text(text, encoding="utf-8")
-        service = build_service(
-            params, SimilaritySelector(), inline=True, staging_dir=Path(tmp) / "staging", db_url=url
-        )
+        chosen = SimilaritySelector() if selector == "similarity" else resolve(selector)
+        service = build_service(params, chosen, inline=True, staging_dir=Path(tmp) / "staging", db_url=url)
         with connect(url) as conn:
             report = ingest_paths(conn, [folder], ip, sp, service.embedder)
             (n_chunks,) = conn.execute("SELECT count(*) FROM chunks").fetchone()
@@ -89,8 +90,8 @@ def _dated(body: dict) -> float:
     return sum(bool(re.search(r"\d{4}-\d{2}-\d{2}", c["text"])) for c in ctx) / len(ctx) if ctx else 1.0
 
 
-def run(convs: list[memory.Conversation], params: Path, k: int | None, fmt: str, say) -> dict:
-    records = [r for c in convs for r in serve_conversation(c, params, k, fmt, say)]
+def run(convs: list[memory.Conversation], params: Path, k: int | None, fmt: str, selector: str, say) -> dict:
+    records = [r for c in convs for r in serve_conversation(c, params, k, fmt, selector, say)]
     systems = {}
     for name in ("served", "top20_candidates", "bm25_turns", "minilm_turns"):
         mine = [r for r in records if r["system"] == name]
@@ -108,6 +109,7 @@ def run(convs: list[memory.Conversation], params: Path, k: int | None, fmt: str,
         "dropped_evidence": sum(c.dropped_evidence for c in convs),
         "k": k,
         "format": fmt,
+        "selector": selector,
         "systems": systems,
     }
 
@@ -120,6 +122,9 @@ def bench_memory_command(
     data_dir: Annotated[Path, typer.Option(help="the folder holding the conversations' JSON")] = LOCOMO,
     k: Annotated[int, typer.Option(help="give at most the first k chunks of the context (/query's k); 0 = no cap")] = 0,
     fmt: Annotated[str, typer.Option("--format", help="how the conversation is kept: markdown or jsonl")] = "markdown",
+    selector: Annotated[
+        str, typer.Option(help="similarity (the first-stage order) or a selector folder, as `pai serve --selector`")
+    ] = "similarity",
     params: ParamsOpt = Path("params.yaml"),
     as_json: JsonOpt = False,
     out: OutOpt = None,
@@ -132,7 +137,7 @@ def bench_memory_command(
         if not names:
             raise ValueError(f"{data_dir}: no conv-*.json")
         convs = [memory.load(data_dir / f"{n}.json") for n in names]
-        result = run(convs, params, k or None, fmt, lambda m: console.print(m, style="dim"))
+        result = run(convs, params, k or None, fmt, selector, lambda m: console.print(m, style="dim"))
     except (OSError, ValueError, KeyError, DatabaseError) as e:
         _fail(str(e) if not isinstance(e, KeyError) else f"not a LoCoMo conversation: no {e}")
     emit(result, as_json, out, memory.table(result) + f"\nserved chunks that name a date: {_share(result)}")
