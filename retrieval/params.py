@@ -111,8 +111,8 @@ class SearchParams:
             out.append("search.threshold must be a cosine in [-1, 1]")
         if self.token_budget < 1 or self.min_chunks < 0:
             out.append("search: need token_budget >= 1 and min_chunks >= 0")
-        if self.session_cap < 0 or not 0 <= self.conversation_tokens <= self.token_budget:
-            out.append("search: need session_cap >= 0 and 0 <= conversation_tokens <= token_budget")
+        if self.session_cap < 0 or self.neighbours < 0 or not 0 <= self.conversation_tokens <= self.token_budget:
+            out.append("search: need session_cap, neighbours >= 0 and 0 <= conversation_tokens <= token_budget")
         return out
 
 

@@ -65,6 +65,7 @@ def build_service(
         seed=explore_seed,
         session_cap=sp.session_cap,
         conversation_tokens=sp.conversation_tokens,
+        neighbours=sp.neighbours,
     )
     cp = load_section(params, "capture", CaptureParams)
     return Service(

@@ -3,6 +3,8 @@ several sessions, and a conversation's chunks are small windows of turns, so:
 
 - `diversify` (params `search.session_cap`): the pick keeps at most `cap` chunks of one session and gives
   the freed slots to the next candidates of other sessions, in the served order;
+- `expand` (params `search.neighbours`): the windows right before and after the strongest hits, when they
+  are candidates, move up to follow them (an answer often sits in the turns next to the words that matched);
 - `fill` (params `search.conversation_tokens`): a pick that leads with a conversation's chunk is topped up
   with the next conversation chunks until the context holds that many tokens (the selector picks a number
   of chunks; small windows would otherwise leave the context short).
@@ -62,3 +64,24 @@ def fill(chosen: list[Candidate], shown: list[Candidate], tokens: int, cap: int 
         seen[key] += 1
         used += c.tokens
     return out
+
+
+def expand(shown: list[Candidate], hits: int) -> list[Candidate]:
+    """`shown` with the neighbouring windows (same conversation session, adjacent lines) of each of its first
+    `hits` conversation chunks moved up to follow it; the rest keeps its order."""
+    if hits <= 0:
+        return shown
+    out: list[Candidate] = []
+    for c in shown[:hits]:
+        if c in out:
+            continue
+        out.append(c)
+        key = session_key(c.source, c.text)
+        if key is not None:
+            out += [n for n in shown if n not in out and _adjacent(c, n, key)]
+    return out + [c for c in shown if c not in out]
+
+
+def _adjacent(c: Candidate, n: Candidate, key: tuple[str, str]) -> bool:
+    near = 0 < n.start_line - c.end_line <= 2 or 0 < c.start_line - n.end_line <= 2
+    return near and session_key(n.source, n.text) == key

@@ -3,7 +3,7 @@
 from retrieval.query.search import Candidate
 from serving.picker import Picker
 from serving.selectors import SimilaritySelector
-from serving.shaping import diversify, fill
+from serving.shaping import diversify, expand, fill
 
 
 def cand(rank: int, session: int | None, tokens: int = 100, source: str = "chat.md") -> Candidate:
@@ -43,3 +43,16 @@ def test_the_picker_serves_the_shaped_context():
     finally:
         picker.close()
     assert [c.rank for c in served.context] == [1, 2, 5, 6, 7, 8]
+
+
+def window(rank: int, session: int, start: int, end: int, source: str = "chat.md") -> Candidate:
+    head = f"[2023-05-0{session} 10:00 · session {session} · Ann]\n"
+    return Candidate(rank, 100 + rank, source, None, None, start, end, f"{head}Ann: turn {rank}", "", 0.9, 50)
+
+
+def test_the_windows_next_to_a_strong_hit_follow_it():
+    hit, before, after = window(1, 1, 11, 15), window(5, 1, 5, 9), window(7, 1, 17, 20)
+    far, other_session, other_file = window(2, 1, 30, 34), window(3, 2, 17, 20), window(4, 1, 17, 20, "b.md")
+    shown = [hit, far, other_session, other_file, before, window(6, 3, 1, 4), after]
+    assert [c.rank for c in expand(shown, 1)] == [1, 5, 7, 2, 3, 4, 6]
+    assert expand(shown, 0) == shown
