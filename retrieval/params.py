@@ -48,7 +48,7 @@ class IngestParams:
     bulk_max_chunks: int = (
         50_000  # a first load into an empty store builds the HNSW index after this many chunks (0 = never defer)
     )
-    conversation_window: int = 160  # a conversation's chunk: adjacent turns up to this size (retrieval/dialogue.py)
+    conversation_window: int = 80  # a conversation's chunk: adjacent turns up to this size (retrieval/dialogue.py)
 
     def problems(self) -> list[str]:
         out = []
@@ -85,10 +85,7 @@ class SearchParams:
     )
 
     conversation_tokens: int = (
-        0  # a context that leads with a conversation's chunk is filled to this many tokens (0 = off)
-    )
-    session_cap: int = (
-        0  # a context holds at most this many chunks of one conversation session (0 = off; serving/shaping.py)
+        830  # a context that leads with a conversation's chunk is filled to this many tokens (0 = off)
     )
 
     def problems(self) -> list[str]:
@@ -111,8 +108,8 @@ class SearchParams:
             out.append("search.threshold must be a cosine in [-1, 1]")
         if self.token_budget < 1 or self.min_chunks < 0:
             out.append("search: need token_budget >= 1 and min_chunks >= 0")
-        if self.session_cap < 0 or self.neighbours < 0 or not 0 <= self.conversation_tokens <= self.token_budget:
-            out.append("search: need session_cap, neighbours >= 0 and 0 <= conversation_tokens <= token_budget")
+        if not 0 <= self.conversation_tokens <= self.token_budget:
+            out.append("search: need 0 <= conversation_tokens <= token_budget")
         return out
 
 

@@ -63,9 +63,7 @@ def build_service(
         explore_rate=sp.explore_rate,
         explore_focus=sp.explore_focus,
         seed=explore_seed,
-        session_cap=sp.session_cap,
         conversation_tokens=sp.conversation_tokens,
-        neighbours=sp.neighbours,
     )
     cp = load_section(params, "capture", CaptureParams)
     return Service(
