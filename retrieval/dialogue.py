@@ -23,7 +23,7 @@ from datetime import datetime
 from .chunking import LINE_LIMIT, MAX_HEADING_CHARS, Chunk, approx_tokens
 
 SMALL_TURN_TOKENS = 12  # a turn this short ("Bye! Take care!") never starts or ends a window alone
-MIN_TURNS = 4  # a markdown file with fewer turns is a note, not a chat log
+MIN_TURNS = 2  # a markdown file with fewer turns is a note, not a chat log
 MIN_TURN_SHARE = 0.8  # ... and one whose paragraphs are less than this share turns
 
 _HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)[ \t]*#*[ \t]*$")
