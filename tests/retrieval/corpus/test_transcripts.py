@@ -103,6 +103,13 @@ def test_a_half_written_last_line_waits_for_the_next_ingest(tmp_path, conn, embe
     assert before <= after  # every earlier window kept as it was: only the new turns were added
     assert second.chunks_inserted == len(after - before) and all("zqnew" in t for t in after - before)
     assert all(f"zqnew{i}marker" in "".join(after) for i in range(4))
+    late = [line(2, "2024-05-02 10:30", "Bob", f"late turn {i} about zqlate{i}marker, " * 6) for i in range(3)]
+    f.write_text("".join(turns) + "".join(more) + "".join(late))  # the same session goes on
+    third = ingest_paths(conn, [tmp_path], IP, SP, embedder)
+    final = {r[0] for r in conn.execute("SELECT text FROM chunks")}
+    assert third.errors == [] and len(after - final) <= 1  # at most the session's last window grows
+    assert all(f"zqlate{i}marker" in "".join(final) for i in range(3))
+    assert third.chunks_inserted == len(final - after) <= len(late) + 1
 
 
 def test_notes_and_corpora_chunk_exactly_as_before(benchmark_dir):
