@@ -22,7 +22,7 @@ from retrieval.db import DatabaseError
 from retrieval.embed import get_embedder
 from retrieval.params import BENCHMARK_DIR, EmbedParams, IngestParams, SearchParams, load_section
 
-from . import capture, maintain, pipeline
+from . import bench_memory, capture, maintain, pipeline
 from .terminal import BenchDirOpt, JsonOpt, OutOpt, ParamsOpt, _fail, console, emit, machine, progress_bar
 
 app = typer.Typer(
@@ -244,6 +244,9 @@ app.command("policy", rich_help_panel=SERVICE, short_help="A selector inline vs 
 app.command("swap", rich_help_panel=SERVICE, short_help="Hot-swaps under load: failures, stale versions, latency.")(
     pipeline.bench_swap_command
 )
+app.command(
+    "memory", rich_help_panel=SERVICE, short_help="A memory of conversations (LoCoMo): evidence turns in context."
+)(bench_memory.bench_memory_command)
 app.command("build-code", rich_help_panel=SETS, short_help="Build the code-search set: docstring -> its function.")(
     build_code_command
 )

@@ -48,6 +48,7 @@ class IngestParams:
     bulk_max_chunks: int = (
         50_000  # a first load into an empty store builds the HNSW index after this many chunks (0 = never defer)
     )
+    conversation_window: int = 80  # a conversation's chunk: adjacent turns up to this size (retrieval/dialogue.py)
 
     def problems(self) -> list[str]:
         out = []
@@ -61,6 +62,8 @@ class IngestParams:
             out.append("ingest: need 1 <= batch_docs <= embed_docs")
         if self.bulk_max_chunks < 0:
             out.append("ingest.bulk_max_chunks must be >= 0")
+        if not 16 <= self.conversation_window <= self.chunk_tokens:
+            out.append("ingest: need 16 <= conversation_window <= chunk_tokens")
         return out
 
 
@@ -79,6 +82,10 @@ class SearchParams:
     explore_rate: float = 0.05  # share of queries whose last context slot goes to a random candidate below the cut
     explore_focus: float = (
         0.0  # the j-th candidate below the cut is explored with weight j ** -focus: 0 uniform, 1 harmonic
+    )
+
+    conversation_tokens: int = (
+        830  # a context that leads with a conversation's chunk is filled to this many tokens (0 = off)
     )
 
     def problems(self) -> list[str]:
@@ -101,6 +108,8 @@ class SearchParams:
             out.append("search.threshold must be a cosine in [-1, 1]")
         if self.token_budget < 1 or self.min_chunks < 0:
             out.append("search: need token_budget >= 1 and min_chunks >= 0")
+        if not 0 <= self.conversation_tokens <= self.token_budget:
+            out.append("search: need 0 <= conversation_tokens <= token_budget")
         return out
 
 

@@ -63,6 +63,7 @@ def build_service(
         explore_rate=sp.explore_rate,
         explore_focus=sp.explore_focus,
         seed=explore_seed,
+        conversation_tokens=sp.conversation_tokens,
     )
     cp = load_section(params, "capture", CaptureParams)
     return Service(

@@ -21,6 +21,7 @@ import psycopg
 from ..chunking import Chunk, chunk_document
 from ..contracts.passage import passage_text
 from ..db import first_line
+from ..dialogue import chunk_conversation
 from ..embed import Embedder
 from ..params import IngestParams, SearchParams
 from ..scopes import DEFAULT
@@ -28,7 +29,8 @@ from ..scrub import scrub, scrub_text
 from ..scrub import version as scrub_version
 from . import bulk, store
 from .dedup import IDENTICAL_MIN_COSINE, dedup, duplicate_key
-from .sources import CORPUS_SUFFIXES, Document, InputError, discover, read_documents, resolved
+from .sources import CORPUS_SUFFIXES, Document, InputError, discover, resolved
+from .transcripts import read_any
 
 
 @dataclass
@@ -75,6 +77,8 @@ class IngestReport:
 def document_hash(doc: Document, params: IngestParams) -> str:
     """Changes when the text or anything that shapes its chunks changes."""
     key = f"v1\x00{params.chunk_tokens}\x00{doc.kind}\x00{doc.title or ''}\x00{doc.text}"
+    if doc.kind == "conversation":  # only a conversation's chunks depend on conversation_window
+        key += f"\x00{params.conversation_window}"
     return hashlib.sha256(key.encode("utf-8")).hexdigest()
 
 
@@ -113,7 +117,7 @@ def ingest_paths(
         n_errors = len(report.errors)
         try:
             file_docs = []
-            for d in read_documents(f, params.max_file_bytes):
+            for d in read_any(f, params.max_file_bytes):
                 (report.errors.append(str(d)) if isinstance(d, InputError) else file_docs.append(scrub_names(d)))
         except InputError as e:
             report.errors.append(str(e))
@@ -204,9 +208,16 @@ def _plan(conn: psycopg.Connection, docs: list[Document], params, report: Ingest
             continue
         scrubbed = scrub(d.text)
         report.redactions += scrubbed.counts
-        chunks = chunk_document(scrubbed.text, d.kind, params.chunk_tokens, d.title)
+        chunks = chunks_of(scrubbed.text, d.kind, params, d.title)
         todo.append((d, h, chunks, old[stored[d.source][0]] if d.source in stored else {}))
     return todo
+
+
+def chunks_of(text: str, kind: str, params: IngestParams, title: str | None = None) -> list[Chunk]:
+    """A document's chunks: a conversation in windows of turns (`retrieval.dialogue`), anything else by structure."""
+    if kind == "conversation":
+        return chunk_conversation(text, params.conversation_window, params.chunk_tokens, title)
+    return chunk_document(text, kind, params.chunk_tokens, title)
 
 
 def _embed(todo: list[tuple], embedder: Embedder) -> dict:

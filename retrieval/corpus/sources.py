@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from ..chunking import CODE_SUFFIXES, MARKDOWN_SUFFIXES, TEXT_SUFFIXES, kind_for_suffix
+from ..dialogue import is_chat_log
 
 SKIP_DIRS = {".git", ".hg", ".svn", ".venv", "venv", "node_modules", "__pycache__", ".pai", ".dvc"}
 CORPUS_SUFFIXES = {".jsonl"}
@@ -28,7 +29,7 @@ class Document:
     source: str  # unique key: the file path, or "path#id" for a corpus record
     path: str  # absolute path of the file it came from
     text: str
-    kind: str  # markdown | code | text
+    kind: str  # markdown | code | text | conversation (a chat log: retrieval/dialogue.py)
     title: str | None = None
     written: datetime | None = None  # when it was written: its file's modification time; None: when it is stored
 
@@ -62,7 +63,9 @@ def read_documents(path: Path, max_bytes: int) -> Iterator[Document | InputError
     abspath = resolved(path)
     if path.suffix.lower() not in CORPUS_SUFFIXES:
         text = _read_text(path, max_bytes)
-        yield Document(abspath, abspath, text, kind_for_suffix(path.suffix), written=written)
+        kind = kind_for_suffix(path.suffix)
+        kind = "conversation" if kind == "markdown" and is_chat_log(text) else kind
+        yield Document(abspath, abspath, text, kind, written=written)
         return
     seen: set[str] = set()
     n_records = 0

@@ -1,0 +1,147 @@
+"""`pai bench memory`: LoCoMo conversations kept as chat logs, ingested into a fresh database each, every question
+asked through the service's query path in-process (`serving.service.run_query`: embed, hybrid search, pick,
+the context cut, the log), scored by which evidence turns the served context holds (eval/bench/memory.py),
+beside BM25 and MiniLM over single turns at the same token count."""
+
+from __future__ import annotations
+
+import re
+import tempfile
+import time
+from pathlib import Path
+from typing import Annotated, Optional
+
+import numpy as np
+import typer
+from pgvector.psycopg import register_vector
+from psycopg_pool import ConnectionPool
+
+from eval.bench import memory
+from retrieval.chunking import approx_tokens
+from retrieval.corpus.ingest import ingest_paths
+from retrieval.db import DatabaseError, connect, scratch_database
+from retrieval.params import BENCHMARK_DIR, IngestParams, SearchParams, load_section
+from serving.selectors import SimilaritySelector, resolve
+from serving.server import build_service
+from serving.service import run_query
+
+from .terminal import JsonOpt, OutOpt, ParamsOpt, _fail, console, emit, machine
+
+LOCOMO = BENCHMARK_DIR / "locomo"  # `python -m eval.judged_sets` unpacks it
+
+
+def serve_conversation(
+    conv: memory.Conversation, params: Path, k: int | None, fmt: str, selector: str, say
+) -> list[dict]:
+    """One conversation in a fresh store: write it as a user keeps it, ingest, ask every question."""
+    ip, sp = load_section(params, "ingest", IngestParams), load_section(params, "search", SearchParams)
+    with scratch_database("pai_bench_memory") as url, tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp) / conv.name
+        folder.mkdir()
+        files = memory.chat_logs(conv) if fmt == "markdown" else {f"{conv.name}.jsonl": memory.transcript_jsonl(conv)}
+        for name, text in files.items():
+            (folder / name).write_text(text, encoding="utf-8")
+        chosen = SimilaritySelector() if selector == "similarity" else resolve(selector)
+        service = build_service(params, chosen, inline=True, staging_dir=Path(tmp) / "staging", db_url=url)
+        with connect(url) as conn:
+            report = ingest_paths(conn, [folder], ip, sp, service.embedder)
+            (n_chunks,) = conn.execute("SELECT count(*) FROM chunks").fetchone()
+        say(f"{conv.name}: {len(files)} files -> {n_chunks} chunks ({len(report.errors)} errors); asking ...")
+        service.picker.explore_rate = 0.0  # the served order, not exploration's draws
+        service.pool = ConnectionPool(
+            url, min_size=1, max_size=4, kwargs={"autocommit": True}, configure=register_vector
+        )
+        baselines = memory.baseline_contexts(conv, service.embedder)
+        turns, records = conv.turns, []
+        try:
+            for i, q in enumerate(conv.questions, 1):
+                t0 = time.perf_counter()
+                body = run_query(service, q.text, inline=True, k=k)
+                ms = (time.perf_counter() - t0) * 1000
+                context = [c["text"] for c in body["context"]]
+                tokens = sum(approx_tokens(t) for t in context)
+                rec = {"system": "served", "category": q.category, "ms": ms, "tokens": tokens}
+                records.append(rec | {"found": memory.found(q.evidence, turns, context), "dated": _dated(body)})
+                ids = [c["chunk_id"] for c in body["candidates"]]
+                with service.pool.connection() as conn:
+                    pool = [t for (t,) in conn.execute("SELECT text FROM chunks WHERE id = ANY(%s)", (ids,))]
+                records.append(
+                    {
+                        "system": "top20_candidates",
+                        "category": q.category,
+                        "found": memory.found(q.evidence, turns, pool),
+                    }
+                )
+                for name, f in baselines.items():
+                    found = memory.found(q.evidence, turns, f(q.text, tokens))
+                    records.append({"system": name, "category": q.category, "found": found})
+                if i % 50 == 0:
+                    say(f"{conv.name}: {i}/{len(conv.questions)} questions")
+        finally:
+            service.pool.close()
+            service.keyword_workers.shutdown()
+            service.picker.close()
+    return records
+
+
+def _dated(body: dict) -> float:
+    """Share of the served chunks whose text names a date (a YYYY-MM-DD)."""
+    ctx = body["context"]
+    return sum(bool(re.search(r"\d{4}-\d{2}-\d{2}", c["text"])) for c in ctx) / len(ctx) if ctx else 1.0
+
+
+def run(convs: list[memory.Conversation], params: Path, k: int | None, fmt: str, selector: str, say) -> dict:
+    records = [r for c in convs for r in serve_conversation(c, params, k, fmt, selector, say)]
+    systems = {}
+    for name in ("served", "top20_candidates", "bm25_turns", "minilm_turns"):
+        mine = [r for r in records if r["system"] == name]
+        systems[name] = memory.score(mine)
+    served = [r for r in records if r["system"] == "served"]
+    systems["served"] |= {
+        "tokens_mean": round(float(np.mean([r["tokens"] for r in served])), 1),
+        "p50_ms": round(float(np.percentile([r["ms"] for r in served], 50)), 1),
+        "dated_share": round(float(np.mean([r["dated"] for r in served])), 3),
+    }
+    return {
+        "machine": machine(),
+        "conversations": [c.name for c in convs],
+        "questions": systems["served"]["questions"],
+        "dropped_evidence": sum(c.dropped_evidence for c in convs),
+        "k": k,
+        "format": fmt,
+        "selector": selector,
+        "systems": systems,
+    }
+
+
+def bench_memory_command(
+    dataset: Annotated[str, typer.Option(help="the benchmark (only locomo)")] = "locomo",
+    conversations: Annotated[
+        Optional[list[str]], typer.Option("--conversations", help="conversation names (conv-26); repeat; default all")
+    ] = None,
+    data_dir: Annotated[Path, typer.Option(help="the folder holding the conversations' JSON")] = LOCOMO,
+    k: Annotated[int, typer.Option(help="give at most the first k chunks of the context (/query's k); 0 = no cap")] = 0,
+    fmt: Annotated[str, typer.Option("--format", help="how the conversation is kept: markdown or jsonl")] = "markdown",
+    selector: Annotated[
+        str, typer.Option(help="similarity (the first-stage order) or a selector folder, as `pai serve --selector`")
+    ] = "similarity",
+    params: ParamsOpt = Path("params.yaml"),
+    as_json: JsonOpt = False,
+    out: OutOpt = None,
+) -> None:
+    """A memory of conversations: evidence turns in the served context, per category, beside single-turn baselines."""
+    try:
+        if dataset != "locomo" or fmt not in ("markdown", "jsonl"):
+            raise ValueError("--dataset: only locomo; --format: markdown or jsonl")
+        names = conversations or sorted(p.stem for p in data_dir.glob("conv-*.json"))
+        if not names:
+            raise ValueError(f"{data_dir}: no conv-*.json")
+        convs = [memory.load(data_dir / f"{n}.json") for n in names]
+        result = run(convs, params, k or None, fmt, selector, lambda m: console.print(m, style="dim"))
+    except (OSError, ValueError, KeyError, DatabaseError) as e:
+        _fail(str(e) if not isinstance(e, KeyError) else f"not a LoCoMo conversation: no {e}")
+    emit(result, as_json, out, memory.table(result) + f"\nserved chunks that name a date: {_share(result)}")
+
+
+def _share(result: dict) -> str:
+    return f"{result['systems']['served']['dated_share']:.3f}"
