@@ -94,21 +94,28 @@ def mcp_command(
     # leaves Postgres' handle list; by default SIGTERM kills the process on the spot
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     stopped = None
-    with contextlib.ExitStack() as stack:
-        if url is None:
-            url, staging = stack.enter_context(_in_process_service(params, staging_dir))
-        else:
-            staging = staging_dir or _staging_dir(params)
-        client = stack.enter_context(Client(url, token))
-        server = build_mcp(client, staging)
-        console.print(f"pai mcp: {transport} in front of {url}")
-        if transport == "stdio":
-            stopped = anyio.run(serve_stdio, server)
-        else:  # loopback only: beyond it the service's own token rules apply, not an MCP auth layer
-            app = server.streamable_http_app(host="127.0.0.1")
-            uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
-        for signum in (signal.SIGTERM, signal.SIGINT):  # stopping already: a second signal must not cut it short
-            signal.signal(signum, signal.SIG_IGN)
+    try:
+        with contextlib.ExitStack() as stack:
+            if url is None:
+                url, staging = stack.enter_context(_in_process_service(params, staging_dir))
+            else:
+                staging = staging_dir or _staging_dir(params)
+            client = stack.enter_context(Client(url, token))
+            server = build_mcp(client, staging)
+            console.print(f"pai mcp: {transport} in front of {url}")
+            if transport == "stdio":
+                stopped = anyio.run(serve_stdio, server)
+            else:  # loopback only: beyond it the service's own token rules apply, not an MCP auth layer
+                app = server.streamable_http_app(host="127.0.0.1")
+                uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
+            for signum in (signal.SIGTERM, signal.SIGINT):  # stopping already: a second signal must not cut it short
+                signal.signal(signum, signal.SIG_IGN)
+    except KeyboardInterrupt:  # Ctrl-C while starting
+        stopped = signal.SIGINT
+    except SystemExit as e:  # SIGTERM while starting (the handler above): unwound; now leave as fast as below
+        if not (isinstance(e.code, int) and e.code > 128):
+            raise
+        stopped = e.code - 128
     # The service is stopped. atexit stops the embedded Postgres (when this was its last user); then leave at once:
     # the interpreter's own teardown (the embedding runtime's) takes 2-3 s more, past a client's grace before it
     # kills the server (the TypeScript SDK's: 2 s).
