@@ -60,16 +60,20 @@ def client_env(tmp_path: Path, **extra) -> dict:
     return env | {"PYTHONPATH": str(REPO), "PAI_HOME": str(tmp_path / "home")} | extra
 
 
-def every_tool(args: list[str], env: dict, cwd: Path, timeout: float) -> dict:
-    """The report of tests/mcp_clients/stdio_every_tool.mjs driving `pai mcp <args>`."""
-    launch = {"command": sys.executable, "args": PAI[1:] + args, "env": env, "cwd": str(cwd)}
+def every_tool(launch: dict, timeout: float) -> dict:
+    """The report of tests/mcp_clients/every_tool.mjs: on stdio, `launch` says how to start `pai mcp`; else its url."""
     r = subprocess.run(
-        ["node", "stdio_every_tool.mjs", json.dumps(launch)], cwd=CLIENTS, capture_output=True, timeout=timeout
+        ["node", "every_tool.mjs", json.dumps(launch)], cwd=CLIENTS, capture_output=True, timeout=timeout
     )
     assert r.returncode == 0, r.stderr.decode()[-2000:]
     report = json.loads(r.stdout)
     assert "failed" not in report, report["failed"] + report["stderr"][-2000:]
     return report
+
+
+def stdio(args: list[str], tmp_path: Path) -> dict:
+    """How the client starts `pai mcp <args>`: in another folder, its home in tmp_path."""
+    return {"command": sys.executable, "args": PAI[1:] + args, "env": client_env(tmp_path), "cwd": str(tmp_path)}
 
 
 def check_every_tool(report: dict) -> None:
@@ -83,6 +87,9 @@ def check_every_tool(report: dict) -> None:
     for t in report["tools"]:  # metadata a model can act on
         assert t["annotations"]["readOnlyHint"] in (True, False) and "idempotentHint" in t["annotations"], t
         assert all(p.get("description") for p in t["inputSchema"]["properties"].values()), t["name"]
+    schemas = {t["name"]: t for t in report["tools"]}
+    assert schemas["context"]["inputSchema"]["properties"]["query"]["maxLength"] == 4000  # limits in the schema
+    assert "query_id" in schemas["context"]["outputSchema"]["properties"]
     assert report["serverVersion"]["name"] == "pai-brain" and report["serverVersion"]["version"]
     assert set(report["capabilities"]) == {"tools"}  # no empty prompts/resources advertised
     calls = report["calls"]
@@ -97,12 +104,15 @@ def check_every_tool(report: dict) -> None:
     h = report["hostile"]
     for name in ("wrong_type", "k_as_string", "misspelt", "unknown_tool", "nul", "foreign_query_staging"):
         assert h[name].get("isError") is True and h[name]["text"], (name, h[name])
-    assert h["lone_surrogate"]["rpcError"]["code"] == -32600  # answered, not a 60 s wait
+    # answered at once, not a 60 s wait: on stdio a JSON-RPC error; over HTTP the SDK's transport answers HTTP 400
+    assert h["lone_surrogate"]["rpcError"]["code"] in (-32600, 400), h["lone_surrogate"]
     assert h["prompts_get"]["rpcError"]["code"] == -32601
     fb = h["unshown_and_unknown"]["structured"]  # [12] and [99]: no candidate of a one-chunk query, no label
     assert fb["used_ranks"] == [1] and fb["unknown"] == [12, 99] and "no label" in h["unshown_and_unknown"]["text"]
     raw = h["raw_answer"]["structured"]  # "[1]" is an answer, not a list; the earlier one is named as replaced
     assert raw["used_ranks"] == [1] and raw["replaced"]["answer"] == "see [1], [12] and [99]"
+    assert len(h["cut_by_k"]["context"]["chunks"]) == 1  # two notes answer it; k=1 shows one
+    assert h["not_shown"]["structured"]["not_shown"] == [2] and h["not_shown"]["structured"]["used_ranks"] == [1]
     assert h["raw_null_title"]["structured"]["chunks_inserted"] == 1  # "null" stored as text, not dropped
     assert h["ping_after"] == {"ok": True}
     assert all(r.get("ms", 0) < 10_000 for r in h.values())
@@ -111,7 +121,7 @@ def check_every_tool(report: dict) -> None:
 
 def test_the_typescript_client_calls_every_tool_over_stdio(node, service, tmp_path):
     url, staging = service
-    report = every_tool(["--url", url, "--staging-dir", str(staging)], client_env(tmp_path), tmp_path, 120)
+    report = every_tool(stdio(["--url", url, "--staging-dir", str(staging)], tmp_path), 120)
     check_every_tool(report)
     assert report["close"]["exitCode"] == 0 and report["close"]["ms"] < 2000, report["close"]  # left in the grace
 
@@ -120,7 +130,7 @@ def test_the_typescript_client_calls_every_tool_over_stdio(node, service, tmp_pa
 def test_the_typescript_client_on_the_in_process_service_leaves_no_postgres(node, tmp_path):
     """As a user's assistant starts it: the service and an embedded Postgres in `pai mcp`'s own process, a fresh
     home. The SDK's close finds it gone within its 2 s grace, Postgres stopped, our pid off its handle list."""
-    report = every_tool(["--params", str(REPO / "params.yaml")], client_env(tmp_path), tmp_path, 600)
+    report = every_tool(stdio(["--params", str(REPO / "params.yaml")], tmp_path), 600)
     check_every_tool(report)
     assert report["close"]["exitCode"] == 0 and report["close"]["ms"] < 2000, report["close"]
     pgdata = tmp_path / "home" / "pg"
@@ -139,17 +149,18 @@ def mcp_http(node, service, tmp_path):
     """`pai mcp --transport http` in front of the service: its /mcp url."""
     url, staging = service
     port = free_port()
+    log = tmp_path / "mcp-http.log"
     proc = subprocess.Popen(
         PAI + ["--url", url, "--staging-dir", str(staging), "--transport", "http", "--port", str(port)],
         env=client_env(tmp_path),
         cwd=tmp_path,
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
+        stderr=log.open("wb"),
     )
     try:
         deadline = time.monotonic() + 60
         while True:
-            assert proc.poll() is None, proc.stderr.read().decode()
+            assert proc.poll() is None, log.read_text()
             try:
                 socket.create_connection(("127.0.0.1", port), timeout=1).close()
                 break
@@ -188,6 +199,13 @@ def test_the_conformance_suite_passes_over_streamable_http(mcp_http, tmp_path):
     assert graded and all(c["status"] == "SUCCESS" for c in graded), [c for c in graded if c["status"] != "SUCCESS"]
 
 
+@pytest.mark.slow
+def test_the_typescript_client_calls_every_tool_over_streamable_http(mcp_http):
+    report = every_tool({"url": mcp_http}, 120)
+    check_every_tool(report)
+
+
+@pytest.mark.slow
 def test_the_inspector_cli_lists_the_tools_on_both_transports(mcp_http, service, tmp_path):
     url, staging = service
     stdio = ["--cli", sys.executable, *PAI[1:], "--url", url, "--staging-dir", str(staging)]

@@ -1,9 +1,12 @@
-// `pai mcp` as the TypeScript SDK's client meets it over stdio: every tool `tools/list` names is called with valid
-// arguments (filled from its inputSchema, keyed by parameter name), then a few hostile calls, then the SDK's close
-// (stdin ended, 2 s grace, then SIGTERM). Prints one JSON report on stdout; tests/serving/test_mcp_clients.py judges it.
-// Usage: node stdio_every_tool.mjs '{"command": ..., "args": [...], "env": {...}, "cwd": ...}'
+// `pai mcp` as the TypeScript SDK's client meets it, over stdio or streamable HTTP: every tool `tools/list` names is
+// called with valid arguments (filled from its inputSchema, keyed by parameter name), then a few hostile calls, then
+// the SDK's close (on stdio: stdin ended, 2 s grace, then SIGTERM). Prints one JSON report on stdout;
+// tests/serving/test_mcp_clients.py judges it.
+// Usage: node every_tool.mjs '{"command": ..., "args": [...], "env": {...}, "cwd": ...}'   (stdio: the server to start)
+//        node every_tool.mjs '{"url": "http://127.0.0.1:8485/mcp"}'                          (streamable HTTP)
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 
 const launch = JSON.parse(process.argv[2]);
 const NOTE_TITLE = "AWS setup"; // an ordinary title that once read as a secret
@@ -13,7 +16,9 @@ const NOTE =
 const QUESTION = "What does the purple sea urchin use to scrape kelp?";
 
 const report = { tools: [], calls: {}, hostile: {}, stderr: "" };
-const transport = new StdioClientTransport({ ...launch, stderr: "pipe" });
+const transport = launch.url
+  ? new StreamableHTTPClientTransport(new URL(launch.url))
+  : new StdioClientTransport({ ...launch, stderr: "pipe" });
 transport.stderr?.on("data", (d) => (report.stderr += d.toString()));
 const client = new Client({ name: "pai-brain-tests", version: "1.0.0" });
 
@@ -82,6 +87,11 @@ try {
   h.nul = await call("remember", { text: "a\u0000b", title: "nul" }, quick);
   h.unshown_and_unknown = await call("feedback", { query_id: got.query_id, answer: "see [1], [12] and [99]" }, quick);
   h.raw_answer = await call("feedback", { query_id: got.query_id, answer: "[1]" }, quick);
+  // a candidate the selector ranked but `k` cut: cited, it is reported as not shown and labels nothing
+  await call("remember", { text: NOTE.replace("purple", "red").replace("Monterey", "Oregon"), title: "Urchins 2" });
+  const cut = await call("context", { query: QUESTION, k: 1 }, quick);
+  h.cut_by_k = { context: cut.structured };
+  h.not_shown = await call("feedback", { query_id: cut.structured?.query_id, answer: "[1] and [2]" }, quick);
   h.raw_null_title = await call("remember", { text: "null", title: "null" }, quick);
   h.foreign_query_staging = await call("staging_file", { query_id: 999999 }, quick);
   try {
