@@ -63,7 +63,8 @@ async function call(name, args, options) {
 }
 
 try {
-  await client.connect(transport);
+  // a first start (initdb, the models) can pass the SDK's 60 s default on a busy machine: not what is tested here
+  await client.connect(transport, { timeout: 300000 });
   report.serverVersion = client.getServerVersion();
   report.capabilities = client.getServerCapabilities();
   const { tools } = await client.listTools();

@@ -129,10 +129,12 @@ def test_the_typescript_client_calls_every_tool_over_stdio(node, service, tmp_pa
 @pytest.mark.slow
 def test_the_typescript_client_on_the_in_process_service_leaves_no_postgres(node, tmp_path):
     """As a user's assistant starts it: the service and an embedded Postgres in `pai mcp`'s own process, a fresh
-    home. The SDK's close finds it gone within its 2 s grace, Postgres stopped, our pid off its handle list."""
+    home. The SDK's close finds it gone, Postgres stopped, our pid off its handle list."""
     report = every_tool(stdio(["--params", str(REPO / "params.yaml")], tmp_path), 600)
     check_every_tool(report)
-    assert report["close"]["exitCode"] == 0 and report["close"]["ms"] < 2000, report["close"]
+    # out on its own (exit 0: a SIGTERM while stopping is ignored) before the SDK's SIGKILL at 4 s: a fresh
+    # Postgres' stop comes near the 2 s grace on a busy machine (docs/measurements.md)
+    assert report["close"]["exitCode"] == 0 and report["close"]["ms"] < 4000, report["close"]
     pgdata = tmp_path / "home" / "pg"
     assert (pgdata / "PG_VERSION").exists() and not (pgdata / "postmaster.pid").exists()
     assert json.loads((pgdata / ".handle_pids.json").read_text() or "[]") == []
