@@ -119,6 +119,7 @@ def check_every_tool(report: dict) -> None:
     assert "Traceback" not in report["stderr"], report["stderr"][-2000:]
 
 
+@pytest.mark.slow  # 26 to 68 s on the shared 2-core machine
 def test_the_typescript_client_calls_every_tool_over_stdio(node, service, tmp_path):
     url, staging = service
     report = every_tool(stdio(["--url", url, "--staging-dir", str(staging)], tmp_path), 120)
