@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import anyio
+import psycopg
 import typer
 import uvicorn
 
@@ -94,21 +95,28 @@ def mcp_command(
     # leaves Postgres' handle list; by default SIGTERM kills the process on the spot
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     stopped = None
-    with contextlib.ExitStack() as stack:
-        if url is None:
-            url, staging = stack.enter_context(_in_process_service(params, staging_dir))
-        else:
-            staging = staging_dir or _staging_dir(params)
-        client = stack.enter_context(Client(url, token))
-        server = build_mcp(client, staging)
-        console.print(f"pai mcp: {transport} in front of {url}")
-        if transport == "stdio":
-            stopped = anyio.run(serve_stdio, server)
-        else:  # loopback only: beyond it the service's own token rules apply, not an MCP auth layer
-            app = server.streamable_http_app(host="127.0.0.1")
-            uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
-        for signum in (signal.SIGTERM, signal.SIGINT):  # stopping already: a second signal must not cut it short
-            signal.signal(signum, signal.SIG_IGN)
+    try:
+        with contextlib.ExitStack() as stack:
+            if url is None:
+                url, staging = stack.enter_context(_in_process_service(params, staging_dir))
+            else:
+                staging = staging_dir or _staging_dir(params)
+            client = stack.enter_context(Client(url, token))
+            server = build_mcp(client, staging)
+            console.print(f"pai mcp: {transport} in front of {url}")
+            if transport == "stdio":
+                stopped = anyio.run(serve_stdio, server)
+            else:  # loopback only: beyond it the service's own token rules apply, not an MCP auth layer
+                app = server.streamable_http_app(host="127.0.0.1")
+                uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
+            for signum in (signal.SIGTERM, signal.SIGINT):  # stopping already: a second signal must not cut it short
+                signal.signal(signum, signal.SIG_IGN)
+    except KeyboardInterrupt:  # Ctrl-C while starting
+        stopped = signal.SIGINT
+    except SystemExit as e:  # SIGTERM while starting (the handler above): unwound; now leave as fast as below
+        if not (isinstance(e.code, int) and e.code > 128):
+            raise
+        stopped = e.code - 128
     # The service is stopped. atexit stops the embedded Postgres (when this was its last user); then leave at once:
     # the interpreter's own teardown (the embedding runtime's) takes 2-3 s more, past a client's grace before it
     # kills the server (the TypeScript SDK's: 2 s).
@@ -145,7 +153,19 @@ def _in_process_service(params: Path, staging_dir: Path | None):
         sys.stdout.flush()
         os.dup2(saved, 1)
         os.close(saved)
+    if not os.environ.get("DATABASE_URL"):
+        _checkpoint(service)
     try:
         yield server.url, service.staging.path()
     finally:
         server.__exit__(None, None, None)
+
+
+def _checkpoint(service) -> None:
+    """Write the embedded Postgres' dirty pages now, at start: its shutdown checkpoint then has only this session's
+    to write, and the stop fits a client's grace (after a first start, initdb and the migrations left seconds of
+    writing to it on a busy machine: docs/measurements.md). Best effort: a failure only makes the stop slower."""
+    if service.pool is None:  # the app's start-up opens it; not started, nothing to write
+        return
+    with contextlib.suppress(psycopg.Error), service.pool.connection() as conn:
+        conn.execute("CHECKPOINT")
