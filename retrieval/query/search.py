@@ -83,9 +83,8 @@ def fused_order(
     ids = [i for i in fused if i in rows]
     if params.fusion != "general" or not params.hybrid:
         return ids, rrf
-    texts = [
-        f"{rows[i][3] or ''} {rows[i][2] or ''} {rows[i][6]}" for i in ids
-    ]  # headings and text, as BM25 reads them
+    # headings and text, as BM25 reads them
+    texts = [f"{rows[i][3] or ''} {rows[i][2] or ''} {rows[i][6]}" for i in ids]
     cosines = np.array([rows[i][9] for i in ids], dtype=np.float64)
     ordered = [ids[p] for p in general_order(query, cosines, texts, GeneralRule.of(params))]
     return ordered, {i: 1.0 / (params.rrf_k + n) for n, i in enumerate(ordered, start=1)}
