@@ -12,6 +12,7 @@ would really hand over, in similarity order.
 from __future__ import annotations
 
 import json
+import random
 import re
 import sysconfig
 from collections.abc import Callable
@@ -119,8 +120,6 @@ def locomo(embedder: Embedder, queries: int, seed: int, progress=None) -> list[d
 
 def sampled(pool: list[tuple[str, str, str]], embedder: Embedder, queries: int, seed: int, progress) -> list[dict]:
     """A pool of (id, query, passage), each passage its own query's one relevant one: `queries` sampled."""
-    import random
-
     picked = random.Random(seed).sample(range(len(pool)), min(queries, len(pool)))
     return mine(
         [(i, None, p) for i, _, p in pool],
