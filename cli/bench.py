@@ -15,11 +15,12 @@ from typing import Annotated, Optional
 
 import typer
 
-from eval import code_bench, man_bench
-from eval.bench import embed, general_fusion, ingest, scrub, seq_length
+from eval import code_bench, domains, man_bench
+from eval.bench import day_one, embed, general_fusion, ingest, scrub, seq_length
 from eval.items import bench_name, checked_items
 from retrieval.db import DatabaseError
 from retrieval.embed import get_embedder
+from retrieval.fusion import GeneralRule
 from retrieval.params import BENCHMARK_DIR, EmbedParams, IngestParams, SearchParams, load_section
 
 from . import bench_memory, capture, maintain, pipeline
@@ -72,10 +73,22 @@ def bench_general_command(
         bool, typer.Option("--echo-query", help="prefix every candidate with the query (BM25 without evidence)")
     ] = False,
     max_queries: Annotated[int, typer.Option(help="queries per file; 0 = all")] = 0,
+    domains_: Annotated[
+        Optional[str],
+        typer.Option(
+            "--domains",
+            help="day one: a folder of contract-5 files (`pai bench build-domains`) or comma-separated files; per "
+            "domain cosine, BM25, hybrid, the first stage and the general order, fitted leave-one-domain-out",
+        ),
+    ] = None,
+    params: ParamsOpt = Path("params.yaml"),
     as_json: JsonOpt = False,
     out: OutOpt = None,
 ) -> None:
-    """The ranker's general weights (train_ranker.general_bm25): cosine + w x BM25 beside the baselines."""
+    """The ranker's general weights (train_ranker.general_bm25): cosine + w x BM25 beside the baselines; with
+    --domains, day one: the first stage and the general order against plain vector search in every domain."""
+    if domains_ is not None:
+        return _day_one(domains_, max_queries, params, as_json, out)
     try:
         ws = [float(w) for w in weights.split(",")]
         floors = tuple(float(f) for f in sd_floor.split(","))
@@ -93,6 +106,38 @@ def bench_general_command(
     except (OSError, ValueError) as e:
         _fail(str(e))
     emit({"machine": machine(), **result}, as_json, out, general_fusion.table(result, machine()))
+
+
+def _day_one(spec: str, max_queries: int, params: Path, as_json: bool, out: Path | None) -> None:
+    try:
+        folder = Path(spec)
+        files = sorted(folder.glob("*.jsonl")) if folder.is_dir() else [Path(f) for f in spec.split(",") if f.strip()]
+        if not files:
+            raise ValueError(f"--domains {spec}: no contract-5 files there (`pai bench build-domains` writes them)")
+        sets = {f.stem: checked_items(f, max_queries) for f in files}
+        rule = GeneralRule.of(load_section(params, "search", SearchParams))
+        with progress_bar() as bar:
+            result = day_one.run(sets, get_embedder(), rule, bar)
+    except (OSError, ValueError) as e:
+        _fail(str(e))
+    emit({"machine": machine(), **result}, as_json, out, day_one.table(result, machine()))
+
+
+def build_domains_command(
+    out: Annotated[Path, typer.Option(help="the folder the domains' contract-5 files are written to")] = Path(
+        "data/domains"
+    ),
+    names: Annotated[str, typer.Option("--domains", help="comma-separated domains")] = ",".join(domains.BUILDERS),
+    queries: Annotated[int, typer.Option(min=1, help="queries per domain (at most)")] = 400,
+    seed: Annotated[int, typer.Option(help="which queries are sampled")] = 0,
+) -> None:
+    """The day-one domain set from the judged sets and this machine's material (eval/domains.py, docs/domains.md)."""
+    try:
+        with progress_bar() as bar:
+            counts = domains.build([n.strip() for n in names.split(",")], out, get_embedder(), queries, seed, bar)
+    except (OSError, ValueError) as e:
+        _fail(str(e))
+    console.print(f"build-domains: {counts} -> {out}")
 
 
 def build_code_command(
@@ -252,4 +297,7 @@ app.command("build-code", rich_help_panel=SETS, short_help="Build the code-searc
 )
 app.command("build-man", rich_help_panel=SETS, short_help="Build the man-page set: a page's summary -> its text.")(
     build_man_command
+)
+app.command("build-domains", rich_help_panel=SETS, short_help="Build the day-one domain set (docs/domains.md).")(
+    build_domains_command
 )

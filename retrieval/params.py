@@ -76,6 +76,11 @@ class SearchParams:
     hybrid: bool = True  # add a keyword side, fused by reciprocal rank
     keyword: str = "fts"  # fts | trgm | both
     rrf_k: int = 60  # RRF constant
+    fusion: str = "general"  # order of the fused top-k: general (retrieval.fusion) | rrf
+    general_bm25: float = 1.0  # the general order: standardised cosine + this x floored BM25
+    general_names_floor: float = 0.2  # its BM25 sd floor for a query naming things
+    general_plain_floor: float = 1.0  # its BM25 sd floor for a query in plain words
+    name_ramp: float = 0.2  # name share at which a query names things
     threshold: float = 0.2  # cosine below which a chunk never enters context
     token_budget: int = 1500  # context budget, approximate tokens
     min_chunks: int = 3  # floor the budget never cuts below, and a short selector pick is topped up to
@@ -104,6 +109,12 @@ class SearchParams:
             out.append(f"search.keyword must be fts, trgm or both, not {self.keyword!r}")
         if self.rrf_k < 1:
             out.append("search.rrf_k must be >= 1")
+        if self.fusion not in ("general", "rrf"):
+            out.append(f"search.fusion must be general or rrf, not {self.fusion!r}")
+        if not all(x >= 0 for x in (self.general_bm25, self.general_names_floor, self.general_plain_floor)):
+            out.append("search: need general_bm25, general_names_floor and general_plain_floor >= 0")
+        if not 0 <= self.name_ramp <= 1:
+            out.append("search.name_ramp must be in [0, 1]")
         if not -1 <= self.threshold <= 1:
             out.append("search.threshold must be a cosine in [-1, 1]")
         if self.token_budget < 1 or self.min_chunks < 0:

@@ -30,23 +30,21 @@ have no capitals and count as plain words: the cosine-leaning order, the best si
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 
-from .lexical import bm25_raw, floored
+from ..fusion import bm25_raw, floored, general_floor, name_share, standardise
+
+__all__ = [
+    "general_floor",
+    "name_share",
+    "standardise",
+]  # defined in retrieval.fusion (the general order), read here too
 
 RANKER_FORMAT = "ranker-input/3"  # /2: the domain gate and general weights; /3: the general weights' per-query floor
 # formats a service still computes: a /2 ranker has no per-query floor and is served as it was trained
 SERVED_FORMATS = ("ranker-input/2", RANKER_FORMAT)
 FEATURES = ("similarity", "adapted", "bm25", "prior")
 GENERAL_BM25 = "bm25_general"  # the general weights read their BM25 from here when `features` computed it
-
-
-def standardise(x: np.ndarray) -> np.ndarray:
-    x = np.asarray(x, dtype=np.float64)
-    sd = x.std()
-    return (x - x.mean()) / sd if sd > 1e-9 else np.zeros_like(x)
 
 
 def adapt_query(q: np.ndarray, adapter: np.ndarray | None) -> np.ndarray:
@@ -56,23 +54,6 @@ def adapt_query(q: np.ndarray, adapter: np.ndarray | None) -> np.ndarray:
     v = q + q @ adapter
     n = np.linalg.norm(v)
     return v / n if n > 0 else q
-
-
-_WORD = re.compile(r"[^\W\d_][\w'-]*")  # a word starts with a letter
-
-
-def name_share(query: str) -> float:
-    """The share of the query's words after its first that start with a capital letter (names, acronyms,
-    identifiers); 0 for a query of one word or in a caseless script."""
-    words = _WORD.findall(query)[1:]
-    return sum(w[0].isupper() for w in words) / len(words) if words else 0.0
-
-
-def general_floor(query: str, names_floor: float, plain_floor: float, name_ramp: float) -> float:
-    """The general weights' BM25 sd floor for `query`: `names_floor` at a name share of `name_ramp` or more,
-    `plain_floor` at none, linear between (name_ramp 0: `names_floor` always)."""
-    share = 1.0 if name_ramp <= 0 else min(1.0, name_share(query) / name_ramp)
-    return plain_floor + (names_floor - plain_floor) * share
 
 
 def features(

@@ -10,6 +10,7 @@ import numpy as np
 import psycopg
 
 from ..embed import Embedder
+from ..fusion import GeneralRule, general_order
 from ..params import SearchParams
 
 
@@ -39,10 +40,12 @@ class SearchResult:
     candidates: list[Candidate]  # top_k, fused order
     threshold: float
     context: list[Candidate] = field(default_factory=list)  # what enters the prompt without a selector
+    floor: int = 0  # search.min_chunks: `above` never holds fewer while there are candidates
 
     @property
     def above(self) -> list[Candidate]:
-        return [c for c in self.candidates if c.score >= self.threshold]
+        """What the selector may show: the candidates at or above the threshold (`kept`)."""
+        return kept(self.candidates, self.threshold, self.floor)
 
     @property
     def below_threshold(self) -> int:
@@ -70,6 +73,23 @@ def with_usage_prior(ids: list[int], scores: dict[int, float], weights: dict[int
     return sorted(ids, key=lambda i: -scores[i] * math.exp(weights.get(i, 0.0)))
 
 
+def fused_order(
+    query: str, fused: list[int], rrf: dict[int, float], rows: dict[int, tuple], params: SearchParams
+) -> tuple[list[int], dict[int, float]]:
+    """The fused top-k in the order the context is drawn from, and each one's score for the usage prior. With
+    `search.fusion: general` (a keyword side on) the candidates RRF found are ordered by the general order
+    (`retrieval.fusion`: cosine, and BM25 as far as its evidence goes), each scored 1 / (rrf_k + its position),
+    so the usage prior moves it as it moves a fused one; `rrf` (or vector only) keeps the reciprocal-rank order."""
+    ids = [i for i in fused if i in rows]
+    if params.fusion != "general" or not params.hybrid:
+        return ids, rrf
+    # headings and text, as BM25 reads them
+    texts = [f"{rows[i][3] or ''} {rows[i][2] or ''} {rows[i][6]}" for i in ids]
+    cosines = np.array([rows[i][9] for i in ids], dtype=np.float64)
+    ordered = [ids[p] for p in general_order(query, cosines, texts, GeneralRule.of(params))]
+    return ordered, {i: 1.0 / (params.rrf_k + n) for n, i in enumerate(ordered, start=1)}
+
+
 def newer_than(candidates: list[Candidate]) -> dict[int, list[int]]:
     """rank -> the ranks of the candidates among `candidates` it is newer than: those near-linked with it (ingest's
     `near_chunk_id`, either way) whose document was written earlier. Ingest keeps both of two near chunks (a note
@@ -85,6 +105,19 @@ def newer_than(candidates: list[Candidate]) -> dict[int, list[int]]:
             new, old = (c, other) if when > other_when else (other, c)
             out.setdefault(new.rank, set()).add(old.rank)
     return {rank: sorted(older) for rank, older in sorted(out.items())}
+
+
+def kept(candidates: list[Candidate], threshold: float, floor: int) -> list[Candidate]:
+    """The candidates at or above `threshold`, in fused order, topped up with the best-fused ones below it to `floor`.
+
+    The threshold trims a context's tail (a candidate that looks unrelated to the query does not spend the budget);
+    it never empties or shortens a context below the floor: the first stage's top candidates are what a store
+    has that looks most relevant, and a fixed cosine means different things for different embedders and corpora."""
+    above = [c for c in candidates if c.score >= threshold]
+    if len(above) >= floor:
+        return above
+    extra = {c.chunk_id for c in [c for c in candidates if c.score < threshold][: floor - len(above)]}
+    return [c for c in candidates if c.score >= threshold or c.chunk_id in extra]
 
 
 def take_budget(candidates: list[Candidate], token_budget: int, min_chunks: int) -> list[Candidate]:
@@ -188,6 +221,7 @@ def search_vector(
             (qvec, fused),
         ).fetchall()
     by_id = {r[0]: r for r in rows}
+    fused, scores = fused_order(query, fused, scores, by_id, params)
     if usage:
         fused = with_usage_prior(fused, scores, {r[0]: r[10] for r in rows})
     vrank = {i: r for r, i in enumerate(vector_ids, start=1)}
@@ -216,5 +250,6 @@ def search_vector(
         )
         for n, i in enumerate((i for i in fused if i in by_id), start=1)
     ]
-    above = [c for c in candidates if c.score >= params.threshold]
-    return SearchResult(query, candidates, params.threshold, take_budget(above, params.token_budget, params.min_chunks))
+    above = kept(candidates, params.threshold, params.min_chunks)
+    context = take_budget(above, params.token_budget, params.min_chunks)
+    return SearchResult(query, candidates, params.threshold, context, params.min_chunks)

@@ -62,7 +62,11 @@ def render(sf: StagingFile, display_root: str | None = None) -> str:
     first = sf.query.split("\n", 1)[0]
     head = {f.name: getattr(sf, f.name) for f in fields(sf) if f.name != "candidates"}
     out = [f"# Query: {first}", "", f"<!-- pai-staging {_comment_json({'version': VERSION, **head})} -->", ""]
-    out.append(f"{len(sf.candidates)} candidates at or above threshold {sf.threshold:g}.")
+    topped = sum(c.score < sf.threshold for c in sf.candidates)  # below it, kept to the floor (search.kept)
+    out.append(
+        f"{len(sf.candidates)} candidates at or above threshold {sf.threshold:g}"
+        + (f" ({topped} below it, kept so the context holds its floor)." if topped else ".")
+    )
     newer = newer_than(list(sf.candidates))
     for c in sf.candidates:
         shown = c.source

@@ -2,9 +2,12 @@
 
 from pathlib import Path
 
+import numpy as np
+
 from retrieval.corpus.ingest import ingest_paths
+from retrieval.fusion import general_order
 from retrieval.params import IngestParams, SearchParams
-from retrieval.query.search import Candidate, newer_than, rrf, search, take_budget
+from retrieval.query.search import Candidate, kept, newer_than, rrf, search, take_budget
 
 DOCS = {
     "rivers.txt": "Rivers carry fresh water from mountains down to the sea, shaping valleys over millennia.",
@@ -41,12 +44,28 @@ def test_hybrid_brings_keyword_matches_and_marks_them(conn, embedder, tmp_path):
         assert Path(r.candidates[0].source).name == "part.txt"
 
 
-def test_threshold_splits_candidates_and_context_comes_only_from_above(conn, embedder, tmp_path):
+def test_threshold_trims_the_tail_but_never_cuts_the_context_below_the_floor(conn, embedder, tmp_path):
     corpus(conn, embedder, tmp_path)
-    r = search(conn, embedder, "how do bees make honey?", SearchParams(threshold=0.3, min_chunks=3))
-    assert len(r.above) >= 1 and r.below_threshold == 5 - len(r.above)
+    r = search(conn, embedder, "how do bees make honey?", SearchParams(threshold=0.3, min_chunks=1))
+    assert len(r.above) >= 1 and r.below_threshold == 5 - len(r.above) and r.below_threshold > 0
     assert all(c.score >= 0.3 for c in r.above)
     assert r.context == r.above[: len(r.context)] and len(r.context) >= 1
+    # one candidate clears the threshold, the floor is 3: the best-fused two below it top the context up
+    strict = SearchParams(threshold=r.candidates[0].score - 1e-6, min_chunks=3)
+    r = search(conn, embedder, "how do bees make honey?", strict)
+    assert [c.rank for c in r.above] == [1, 2, 3] and r.below_threshold == 2 and len(r.context) == 3
+    assert sum(c.score >= strict.threshold for c in r.context) == 1
+    # nothing clears it: still the floor's three, in fused order
+    r = search(conn, embedder, "how do bees make honey?", SearchParams(threshold=1.0, min_chunks=3))
+    assert [c.rank for c in r.context] == [1, 2, 3]
+
+
+def test_kept_keeps_fused_order_and_never_adds_beyond_the_candidates():
+    cs = [Candidate(i, i, "s", None, None, 1, 1, "t", "h", s, 8) for i, s in enumerate((0.1, 0.5, 0.05, 0.4), 1)]
+    assert [c.rank for c in kept(cs, 0.3, 0)] == [2, 4]
+    assert [c.rank for c in kept(cs, 0.3, 3)] == [1, 2, 4]  # the best-fused one below tops it up, in place
+    assert [c.rank for c in kept(cs, 0.9, 9)] == [1, 2, 3, 4]  # fewer candidates than the floor: all of them
+    assert kept([], 0.3, 3) == []
 
 
 def test_take_budget_floor_and_cut():
@@ -77,3 +96,16 @@ def test_newer_than_marks_the_later_of_two_near_linked_candidates_either_way():
 def test_rrf_fuses_by_reciprocal_rank():
     assert rrf([[1, 2, 3], [3, 4]], k=60) == [3, 1, 2, 4]
     assert rrf([[5, 6]], k=1) == [5, 6]
+
+
+def test_general_fusion_orders_the_fused_candidates_by_the_general_rule(conn, embedder, tmp_path):
+    corpus(conn, embedder, tmp_path)
+    for q in ("gasket XJ-9000", "where does fresh water come from", "parses source code into a syntax tree"):
+        g = search(conn, embedder, q, SearchParams())
+        r = search(conn, embedder, q, SearchParams(fusion="rrf"))
+        assert {c.chunk_id for c in g.candidates} == {c.chunk_id for c in r.candidates}  # which: RRF's top_k
+        texts = [f"{c.parent_heading or ''} {c.heading or ''} {c.text}" for c in r.candidates]
+        order = general_order(q, np.array([c.score for c in r.candidates]), texts)
+        assert [c.chunk_id for c in g.candidates] == [r.candidates[i].chunk_id for i in order]
+        assert [c.rank for c in g.candidates] == list(range(1, len(g.candidates) + 1))
+    assert Path(search(conn, embedder, "gasket XJ-9000", SearchParams()).candidates[0].source).name == "part.txt"

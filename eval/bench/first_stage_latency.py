@@ -1,0 +1,90 @@
+"""The first stage's latency, old code beside new, in one run on one store (issue 44: within 1.1x of today's p50).
+
+    python -m eval.bench.first_stage_latency --old /work/main/retrieval/query/search.py --domain data/domains/man.jsonl
+
+Ingests a domain file's distinct candidates into a scratch database, embeds its queries once, then runs each
+query's `search_vector` through the old module (a search.py from another checkout, loaded beside ours) and ours
+(`search.fusion: general`), alternating which goes first, after a warm-up; prints each one's p50 and p90 and the
+ratio of the p50s. The keyword side runs inside the call, as in `pai query`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from retrieval.corpus.ingest import ingest_documents
+from retrieval.corpus.sources import Document
+from retrieval.db import connect, scratch_database
+from retrieval.embed import get_embedder
+from retrieval.params import IngestParams, SearchParams
+from retrieval.query import search as ours
+
+
+def load_old(path: Path):
+    """A search.py of another checkout, as a module of our `retrieval.query` (its relative imports resolve to ours)."""
+    spec = importlib.util.spec_from_file_location("retrieval.query._search_old", path)
+    mod = importlib.util.module_from_spec(spec)
+    mod.__package__ = "retrieval.query"
+    sys.modules[spec.name] = mod  # dataclasses look their module up there
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def timings(conn, fns: dict, queries: list[tuple[str, object]], params: SearchParams, warm: int = 20) -> dict:
+    out = {name: [] for name in fns}
+    for n, (text, qvec) in enumerate(queries):
+        names = list(fns) if n % 2 else list(fns)[::-1]
+        for name in names:
+            t0 = time.perf_counter()
+            fns[name](conn, text, qvec, params)
+            if n >= warm:
+                out[name].append((time.perf_counter() - t0) * 1000)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--old", type=Path, required=True, help="the search.py to compare with (e.g. /work/main's)")
+    ap.add_argument("--domain", type=Path, required=True, help="a contract-5 file (`pai bench build-domains`)")
+    ap.add_argument("--queries", type=int, default=300)
+    args = ap.parse_args()
+    old = load_old(args.old)
+    items = [json.loads(line) for line in open(args.domain, encoding="utf-8")][: args.queries]
+    docs = {c["id"]: c for it in items for c in it["candidates"]}
+    embedder = get_embedder()
+    params = SearchParams()
+    with scratch_database("pai_latency") as url, connect(url) as conn:
+        ingest_documents(
+            conn,
+            [Document(f"doc#{k}", "", c["text"], "text", c.get("title")) for k, c in enumerate(docs.values())],
+            IngestParams(),
+            params,
+            embedder,
+        )
+        queries = [(it["query"], embedder.encode([it["query"]])[0]) for it in items]
+        fns = {"old": old.search_vector, "new": ours.search_vector}
+        t = timings(conn, fns, queries, params)
+    p50 = {k: statistics.median(v) for k, v in t.items()}
+    p90 = {k: statistics.quantiles(v, n=10)[-1] for k, v in t.items()}
+    print(
+        json.dumps(
+            {
+                "documents": len(docs),
+                "queries": len(t["new"]),
+                "p50_ms": p50,
+                "p90_ms": p90,
+                "ratio_p50": p50["new"] / p50["old"],
+            },
+            indent=1,
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()
