@@ -127,8 +127,8 @@ class StagingParams:
         return [] if self.dir else ["staging.dir must be set"]
 
     def path(self) -> Path:
-        """Where staging files go: `dir` as is when absolute, else under $PAI_HOME (default .pai), like
-        every other file the service writes."""
+        """Where staging files go: `dir` as is when absolute, else under $PAI_HOME (retrieval.db.pai_home),
+        like every other file the service writes."""
         d = Path(self.dir)
         return d if d.is_absolute() else pai_home() / d
 

@@ -59,4 +59,5 @@ def test_staging_dir_is_under_pai_home_unless_absolute(monkeypatch, tmp_path):
     assert StagingParams(dir="st/x").path() == tmp_path / "home" / "st" / "x"
     assert StagingParams(dir=str(tmp_path / "elsewhere")).path() == tmp_path / "elsewhere"
     monkeypatch.delenv("PAI_HOME")
-    assert StagingParams().path() == Path(".pai") / "staging"  # the default home, as before
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    assert StagingParams().path() == tmp_path / "data" / "pai-brain" / "staging"  # the user's home, any cwd
