@@ -80,7 +80,7 @@ def mcp_command(
             "service writes its staging files (default: staging.dir)"
         ),
     ] = None,
-    params: ParamsOpt = Path("params.yaml"),
+    params: ParamsOpt = None,
 ) -> None:
     """Serve the memory to an assistant as MCP tools: context, feedback, capture, capture_result, remember,
     staging_file. Stops cleanly when stdin closes, on SIGTERM and on Ctrl-C, the in-process service and its
@@ -118,16 +118,16 @@ def mcp_command(
     os._exit(128 + stopped if stopped else 0)
 
 
-def _staging_dir(params: Path) -> Path:
-    """staging.dir of `params` (its default when the file is absent: an assistant may start us in any folder)."""
+def _staging_dir(params: Path | None) -> Path:
+    """staging.dir of the params (`retrieval.params.params_files`: an assistant may start us in any folder)."""
     try:
-        return load_section(params, "staging", StagingParams).path() if params.exists() else StagingParams().path()
+        return load_section(params, "staging", StagingParams).path()
     except ParamsError as e:
         _fail(str(e))
 
 
 @contextlib.contextmanager
-def _in_process_service(params: Path, staging_dir: Path | None):
+def _in_process_service(params: Path | None, staging_dir: Path | None):
     """`pai serve`'s service on a free loopback port in this process: (its url, its staging dir). Started with
     fd 1 pointed at stderr: on stdio, stdout is the protocol's, and nothing the embedded Postgres prints may
     reach it."""

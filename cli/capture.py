@@ -55,7 +55,7 @@ def _exchange(obj, max_chars: int) -> capture.Exchange | str:
 
 def capture_command(
     target: Annotated[str, typer.Argument(help="a JSON/JSONL file of exchanges, - for stdin, or `noise`")],
-    params: ParamsOpt = Path("params.yaml"),
+    params: ParamsOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Capture facts from exchanges {"user", "assistant", "source"?, "session"?}: one JSON object or

@@ -27,7 +27,16 @@ def make_console() -> Console:
 
 
 console = make_console()  # progress and tables on stderr; --json output alone on stdout
-ParamsOpt = Annotated[Path, typer.Option("--params", help="params.yaml to read")]
+# --params: the commands a user runs from any folder default to None, the rule of retrieval.params.params_files (a
+# checkout's params.yaml, else the packaged defaults under $PAI_HOME/params.yaml); the lab's commands to ./params.yaml
+ParamsOpt = Annotated[
+    Optional[Path],
+    typer.Option(
+        "--params",
+        help="params.yaml to read (default of the commands of Use: ./params.yaml in a pai-brain checkout, else the "
+        "packaged defaults under $PAI_HOME/params.yaml's overrides)",
+    ),
+]
 JsonOpt = Annotated[bool, typer.Option("--json", help="print the result as JSON on stdout")]
 OutOpt = Annotated[Optional[Path], typer.Option("--out", help="also write the result (JSON) to this file")]
 # --benchmark-dir: its default is retrieval.params.BENCHMARK_DIR wherever it is taken
