@@ -24,6 +24,7 @@ from serving.mcp_stdio import serve_stdio
 from serving.server import BackgroundServer, build_service
 from serving.transcript import last_exchange, post_exchange
 
+from . import mcp_config
 from .terminal import ParamsOpt, _fail, console
 
 
@@ -81,10 +82,28 @@ def mcp_command(
         ),
     ] = None,
     params: ParamsOpt = None,
+    print_config: Annotated[
+        Optional[str],
+        typer.Option(
+            "--print-config",
+            metavar="CLIENT",
+            help=f"print the snippet that registers this server with CLIENT ({', '.join(mcp_config.CLIENTS)}), "
+            "this `pai` and PAI_HOME pinned, and exit",
+        ),
+    ] = None,
 ) -> None:
     """Serve the memory to an assistant as MCP tools: context, feedback, capture, capture_result, remember,
     staging_file. Stops cleanly when stdin closes, on SIGTERM and on Ctrl-C, the in-process service and its
     embedded Postgres with it."""
+    if print_config is not None:
+        try:
+            text, notes = mcp_config.print_config(print_config)
+        except mcp_config.ConfigError as e:
+            _fail(str(e))
+        for note in notes:
+            console.print(note, soft_wrap=True, markup=False)
+        print(text)
+        return
     if transport not in ("stdio", "http"):
         _fail(f"--transport must be stdio or http, not {transport!r}")
     url = url or os.environ.get("PAI_URL")
