@@ -25,7 +25,7 @@ from serving.server import BackgroundServer, build_service
 from serving.transcript import last_exchange, post_exchange
 
 from . import mcp_config
-from .terminal import ParamsOpt, _fail, console
+from .terminal import FoundParamsOpt, _fail, console
 
 
 def hook_stop_command(
@@ -81,7 +81,7 @@ def mcp_command(
             "service writes its staging files (default: staging.dir)"
         ),
     ] = None,
-    params: ParamsOpt = None,
+    params: FoundParamsOpt = None,
     print_config: Annotated[
         Optional[str],
         typer.Option(

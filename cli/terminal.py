@@ -27,14 +27,15 @@ def make_console() -> Console:
 
 
 console = make_console()  # progress and tables on stderr; --json output alone on stdout
-# --params: the commands a user runs from any folder default to None, the rule of retrieval.params.params_files (a
-# checkout's params.yaml, else the packaged defaults under $PAI_HOME/params.yaml); the lab's commands to ./params.yaml
-ParamsOpt = Annotated[
+ParamsOpt = Annotated[Path, typer.Option("--params", help="params.yaml to read")]  # the lab's: run in the checkout
+# the commands a user runs from any folder: None, the rule of retrieval.params.params_files
+FoundParamsOpt = Annotated[
     Optional[Path],
     typer.Option(
         "--params",
-        help="params.yaml to read (default of the commands of Use: ./params.yaml in a pai-brain checkout, else the "
-        "packaged defaults under $PAI_HOME/params.yaml's overrides)",
+        help="params.yaml to read (default: ./params.yaml in a pai-brain checkout, else the packaged defaults with "
+        "$PAI_HOME/params.yaml's overrides)",
+        show_default=False,
     ),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="print the result as JSON on stdout")]
