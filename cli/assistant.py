@@ -25,7 +25,8 @@ from serving.mcp_stdio import serve_stdio
 from serving.server import BackgroundServer, build_service
 from serving.transcript import last_exchange, post_exchange
 
-from .terminal import ParamsOpt, _fail, console
+from . import mcp_config
+from .terminal import FoundParamsOpt, _fail, console
 
 
 def hook_stop_command(
@@ -81,11 +82,29 @@ def mcp_command(
             "service writes its staging files (default: staging.dir)"
         ),
     ] = None,
-    params: ParamsOpt = Path("params.yaml"),
+    params: FoundParamsOpt = None,
+    print_config: Annotated[
+        Optional[str],
+        typer.Option(
+            "--print-config",
+            metavar="CLIENT",
+            help=f"print the snippet that registers this server with CLIENT ({', '.join(mcp_config.CLIENTS)}), "
+            "this `pai` and PAI_HOME pinned, and exit",
+        ),
+    ] = None,
 ) -> None:
     """Serve the memory to an assistant as MCP tools: context, feedback, capture, capture_result, remember,
     staging_file. Stops cleanly when stdin closes, on SIGTERM and on Ctrl-C, the in-process service and its
     embedded Postgres with it."""
+    if print_config is not None:
+        try:
+            text, notes = mcp_config.print_config(print_config)
+        except mcp_config.ConfigError as e:
+            _fail(str(e))
+        for note in notes:
+            console.print(note, soft_wrap=True, markup=False)
+        print(text)
+        return
     if transport not in ("stdio", "http"):
         _fail(f"--transport must be stdio or http, not {transport!r}")
     url = url or os.environ.get("PAI_URL")
@@ -126,16 +145,16 @@ def mcp_command(
     os._exit(128 + stopped if stopped else 0)
 
 
-def _staging_dir(params: Path) -> Path:
-    """staging.dir of `params` (its default when the file is absent: an assistant may start us in any folder)."""
+def _staging_dir(params: Path | None) -> Path:
+    """staging.dir of the params (`retrieval.params.params_files`: an assistant may start us in any folder)."""
     try:
-        return load_section(params, "staging", StagingParams).path() if params.exists() else StagingParams().path()
+        return load_section(params, "staging", StagingParams).path()
     except ParamsError as e:
         _fail(str(e))
 
 
 @contextlib.contextmanager
-def _in_process_service(params: Path, staging_dir: Path | None):
+def _in_process_service(params: Path | None, staging_dir: Path | None):
     """`pai serve`'s service on a free loopback port in this process: (its url, its staging dir). Started with
     fd 1 pointed at stderr: on stdio, stdout is the protocol's, and nothing the embedded Postgres prints may
     reach it."""

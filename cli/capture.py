@@ -21,7 +21,7 @@ from serving.extractor import build_extractor
 from serving.interface import SelectorLoadError
 
 from . import bench_capture
-from .terminal import BenchDirOpt, JsonOpt, OutOpt, ParamsOpt, _fail, console, emit
+from .terminal import BenchDirOpt, FoundParamsOpt, JsonOpt, OutOpt, ParamsOpt, _fail, console, emit
 
 
 def read_records(raw: bytes, max_chars: int) -> list[tuple[int, capture.Exchange | str]]:
@@ -55,7 +55,7 @@ def _exchange(obj, max_chars: int) -> capture.Exchange | str:
 
 def capture_command(
     target: Annotated[str, typer.Argument(help="a JSON/JSONL file of exchanges, - for stdin, or `noise`")],
-    params: ParamsOpt = Path("params.yaml"),
+    params: FoundParamsOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Capture facts from exchanges {"user", "assistant", "source"?, "session"?}: one JSON object or

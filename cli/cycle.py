@@ -34,6 +34,17 @@ from serving.server import BackgroundServer, build_service
 from .replay import run_replay
 from .terminal import LOG_WIDTH
 
+DEMO_HOME = Path(".pai")  # the demo's home when PAI_HOME is unset: the checkout's own, never the user's memory
+
+
+def demo_home() -> Path | None:
+    """Point PAI_HOME at the checkout's `.pai` when unset (the demo ingests SciFact and fills the log with replayed
+    feedback: that must not land in the user's memory); the home chosen, None when PAI_HOME was set."""
+    if os.environ.get("PAI_HOME"):
+        return None
+    os.environ["PAI_HOME"] = str(DEMO_HOME.resolve())
+    return DEMO_HOME.resolve()
+
 
 def run_cycle(params: Path, benchmark_dir: Path, split: str, bar, replay: bool | None = None) -> dict:
     corpus = benchmark_dir / "scifact" / "corpus.jsonl"

@@ -41,7 +41,7 @@ from serving.selectors import resolve
 from serving.server import build_service
 
 from . import assistant, bench, capture, jobs, lab, maintain, pipeline, promote, retrain
-from .terminal import ParamsOpt, _fail, console, emit, progress_bar
+from .terminal import FoundParamsOpt, _fail, console, emit, progress_bar
 
 app = typer.Typer(
     add_completion=False,
@@ -69,7 +69,7 @@ def unpack_judged_sets() -> None:
 
 def ingest(
     paths: Annotated[list[Path], typer.Argument(help="files, directories or JSONL corpora")],
-    params: ParamsOpt = Path("params.yaml"),
+    params: FoundParamsOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the report as JSON")] = False,
     scope: Annotated[str, typer.Option(help="the scope to store into, e.g. alice/notes")] = DEFAULT,
 ) -> None:
@@ -101,7 +101,7 @@ def ingest(
 
 def query(
     texts: Annotated[list[str], typer.Argument(help="one or more queries (one staging file each)")],
-    params: ParamsOpt = Path("params.yaml"),
+    params: FoundParamsOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="print results as JSON")] = False,
     staging_dir: Annotated[Optional[Path], typer.Option(help="override staging.dir")] = None,
     no_staging: Annotated[bool, typer.Option("--no-staging", help="do not write staging files")] = False,
@@ -182,7 +182,7 @@ def serve(
     ] = "champion",
     timeout: Annotated[float, typer.Option(help="selector timeout, seconds")] = 30.0,
     staging_dir: Annotated[Optional[Path], typer.Option(help="override staging.dir")] = None,
-    params: ParamsOpt = Path("params.yaml"),
+    params: FoundParamsOpt = None,
 ) -> None:
     """Run the retrieval service (HTTP API; OpenAPI docs at /docs)."""
 
@@ -220,7 +220,7 @@ hooks_app = typer.Typer(
 
 def watch(
     inbox: Annotated[Path, typer.Argument(help="folder to watch; files move to processed/ or failed/")],
-    params: ParamsOpt = Path("params.yaml"),
+    params: FoundParamsOpt = None,
 ) -> None:
     """Ingest every file dropped into INBOX (Ctrl-C to stop)."""
 
@@ -254,7 +254,7 @@ def watch(
 @hooks_app.command("install")
 def hooks_install(
     repo: Annotated[Path, typer.Argument(help="git repository whose commits to ingest")] = Path("."),
-    params: ParamsOpt = Path("params.yaml"),
+    params: FoundParamsOpt = None,
 ) -> None:
     """Add a post-commit hook that re-ingests the files each commit touches."""
     try:

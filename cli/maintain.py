@@ -36,14 +36,14 @@ from retrieval.params import (
     load_section,
 )
 
-from .terminal import BenchDirOpt, ParamsOpt, _fail, console, emit, progress_bar
+from .terminal import BenchDirOpt, FoundParamsOpt, ParamsOpt, _fail, console, emit, progress_bar
 
 
 def migrate_command(
     grant: Annotated[
         Optional[str], typer.Option(help="a runtime role to grant DML on every table (now and later) and the sequences")
     ] = None,
-    params: ParamsOpt = Path("params.yaml"),
+    params: FoundParamsOpt = None,
 ) -> None:
     """Create or upgrade the schema (and the HNSW index to params), as the database owner: the runtime (serve,
     ingest, query, feedback, maintain) then needs only DML. The embedded default does this by itself."""
@@ -75,7 +75,7 @@ def migrate_command(
 def maintain_command(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="count what would change; change nothing")] = False,
     staging_dir: Annotated[Optional[Path], typer.Option(help="override staging.dir")] = None,
-    params: ParamsOpt = Path("params.yaml"),
+    params: FoundParamsOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the report as JSON")] = False,
 ) -> None:
     """Garbage-collect (gone files, superseded documents, orphan rows, old staging files, old pulled

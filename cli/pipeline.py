@@ -25,7 +25,7 @@ from serving.selectors import resolve
 from training.build import BuildParams
 
 from . import bench_policy, bench_serve, bench_swap, onpolicy
-from .cycle import print_cycle, run_cycle
+from .cycle import demo_home, print_cycle, run_cycle
 from .loop import print_loop, run_loop, write_outputs
 from .replay import run_replay
 from .terminal import BenchDirOpt, OutOpt, ParamsOpt, _fail, console, emit, machine, progress_bar
@@ -109,6 +109,8 @@ def cycle(
     """The main job on embedded defaults, one retrain cycle: ingest the SciFact corpus, replay its
     train queries into the feedback log when the log is empty, `dvc repro`, and measure retrieval on
     the test queries (vector vs hybrid)."""
+    if home := demo_home():
+        console.print(f"pai lab cycle: the demo runs in {home} (PAI_HOME unset), not in your memory", soft_wrap=True)
     try:
         with progress_bar() as bar:
             result = run_cycle(params, benchmark_dir, split, bar, replay=replay)

@@ -20,7 +20,7 @@ from retrieval.logs import deployments, trials
 from retrieval.logs.used import used_labels
 from retrieval.params import ParamsError, UsedParams, load_section
 
-from .terminal import ParamsOpt, _fail, console
+from .terminal import FoundParamsOpt, _fail, console
 
 WaitOpt = Annotated[float, typer.Option(help="seconds to wait for running services' canaries (0: don't wait)")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="print the result as JSON")]
@@ -76,12 +76,12 @@ def rollback(wait: WaitOpt = 60.0, as_json: JsonOpt = False) -> None:
         _fail(str(e))
 
 
-def used_params(params: Path) -> UsedParams:
-    """The params file's `used` section (what the services credit a trial by); its defaults without one."""
-    return load_section(params, "used", UsedParams) if params.exists() else UsedParams()
+def used_params(params: Path | None) -> UsedParams:
+    """The params' `used` section (what the services credit a trial by); its defaults without the file named."""
+    return load_section(params, "used", UsedParams) if params is None or params.exists() else UsedParams()
 
 
-def status(as_json: JsonOpt = False, params: ParamsOpt = Path("params.yaml")) -> None:
+def status(as_json: JsonOpt = False, params: FoundParamsOpt = None) -> None:
     """Registry aliases, the latest deployments and what each service did about them."""
     try:
         settled = record_trials()  # trials closed since the last look: into the registry first

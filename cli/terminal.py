@@ -27,7 +27,17 @@ def make_console() -> Console:
 
 
 console = make_console()  # progress and tables on stderr; --json output alone on stdout
-ParamsOpt = Annotated[Path, typer.Option("--params", help="params.yaml to read")]
+ParamsOpt = Annotated[Path, typer.Option("--params", help="params.yaml to read")]  # the lab's: run in the checkout
+# the commands a user runs from any folder: None, the rule of retrieval.params.params_files
+FoundParamsOpt = Annotated[
+    Optional[Path],
+    typer.Option(
+        "--params",
+        help="params.yaml to read (default: ./params.yaml in a pai-brain checkout, else the packaged defaults with "
+        "$PAI_HOME/params.yaml's overrides)",
+        show_default=False,
+    ),
+]
 JsonOpt = Annotated[bool, typer.Option("--json", help="print the result as JSON on stdout")]
 OutOpt = Annotated[Optional[Path], typer.Option("--out", help="also write the result (JSON) to this file")]
 # --benchmark-dir: its default is retrieval.params.BENCHMARK_DIR wherever it is taken

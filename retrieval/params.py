@@ -1,8 +1,10 @@
-"""Typed views of params.yaml: one frozen dataclass per section, checked once on load."""
+"""Typed views of params.yaml: one frozen dataclass per section, checked once on load; and which params files a
+command reads (`params_files`: the rule, written once)."""
 
 from __future__ import annotations
 
 import dataclasses
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -10,6 +12,9 @@ from typing import Any, TypeVar
 import yaml
 
 from .db import pai_home
+
+PARAMS = "params.yaml"
+SOURCE_ROOT = Path(__file__).resolve().parents[1]  # the folder holding our packages: a checkout, or site-packages
 
 T = TypeVar("T")
 
@@ -147,8 +152,8 @@ class StagingParams:
         return [] if self.dir else ["staging.dir must be set"]
 
     def path(self) -> Path:
-        """Where staging files go: `dir` as is when absolute, else under $PAI_HOME (default .pai), like
-        every other file the service writes."""
+        """Where staging files go: `dir` as is when absolute, else under $PAI_HOME (retrieval.db.pai_home),
+        like every other file the service writes."""
         d = Path(self.dir)
         return d if d.is_absolute() else pai_home() / d
 
@@ -188,34 +193,99 @@ class MaintainParams:
         return out
 
 
-def load_section(path: Path | str, section: str, cls: type[T]) -> T:
-    """Read `section` of a params file into `cls`; raise ParamsError listing every problem."""
-    raw = _read(Path(path))
+def packaged_defaults() -> Path:
+    """The params.yaml pai-brain ships: the checkout's top-level file (a checkout, an editable install), else the
+    copy a wheel installs under `<prefix>/share/pai-brain` (pyproject.toml, `data-files`)."""
+    source = SOURCE_ROOT / PARAMS
+    return source if source.is_file() else Path(sys.prefix) / "share" / "pai-brain" / PARAMS
+
+
+def is_checkout(folder: Path) -> bool:
+    """A pai-brain checkout: its params.yaml beside our source (a DVC project's own params.yaml is not ours)."""
+    return (folder / PARAMS).is_file() and (folder / "retrieval" / "params.py").is_file()
+
+
+def params_files(explicit: Path | str | None = None) -> list[Path]:
+    """The params files a command reads, each later one a partial override of the ones before:
+
+    1. `--params FILE`: that file alone.
+    2. In a pai-brain checkout (the working folder): its params.yaml alone, what `dvc repro` and `pai retrain` read.
+    3. Anywhere else (an MCP client starts `pai mcp` in any folder): the packaged defaults, then
+       `$PAI_HOME/params.yaml` when it exists: only the keys it sets, section by section, key by key.
+    """
+    if explicit is not None:
+        return [Path(explicit)]
+    if is_checkout(Path.cwd()):
+        return [Path(PARAMS)]
+    home = pai_home() / PARAMS
+    return [packaged_defaults(), *([home] if home.is_file() else [])]
+
+
+def load_section(path: Path | str | None, section: str, cls: type[T]) -> T:
+    """Read `section` of a params file (None: the files of `params_files`) into `cls`; raise ParamsError listing
+    every problem."""
+    raw = _read(path)
     return _build(raw.get(section) or {}, section, cls)
 
 
-def load_key(path: Path | str, section: str, key: str, kind: type[T]) -> T:
+def load_key(path: Path | str | None, section: str, key: str, kind: type[T]) -> T:
     """One key of another stage's section, for a module that may not import that stage's dataclass (eval
     never imports training): required, since its default and its range check live with that dataclass."""
-    values = _read(Path(path)).get(section) or {}
+    values = _read(path).get(section) or {}
     if not isinstance(values, dict) or key not in values:
-        raise ParamsError(f"{path}: {section}.{key} must be set")
+        raise ParamsError(f"{path or PARAMS}: {section}.{key} must be set")
     value, problem = _typed(values[key], kind)
     if problem:
         raise ParamsError(f"{section}.{key}: {problem}")
     return value
 
 
-def _read(path: Path) -> dict[str, Any]:
+def _read(path: Path | str | None) -> dict[str, Any]:
+    first, *overrides = params_files(path)
+    data = _read_file(first)
+    for override in overrides:
+        data = merge_override(data, _read_file(override, empty_ok=True), override)
+    return data
+
+
+def merge_override(defaults: dict[str, Any], override: dict[str, Any], where: Path) -> dict[str, Any]:
+    """`defaults` with each key `override` sets replaced; a section or key the defaults lack is an error (a typo
+    would otherwise be ignored), all of them in one line."""
+    merged, problems = dict(defaults), []
+    for section, values in override.items():
+        base = defaults.get(section)
+        if not isinstance(base, dict):
+            problems.append(f"{section}: unknown section")
+        elif values is None:  # `search:` with nothing under it: nothing overridden
+            continue
+        elif not isinstance(values, dict):
+            problems.append(f"{section}: must be a mapping of keys")
+        else:
+            problems += [f"{section}.{k}: unknown key" for k in values if k not in base]
+            merged[section] = base | values
+    if problems:
+        raise ParamsError(f"{where}: " + "; ".join(problems))
+    return merged
+
+
+def _read_file(path: Path, empty_ok: bool = False) -> dict[str, Any]:
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ParamsError(f"{path}: no such params file") from None
-    except yaml.YAMLError as e:
-        raise ParamsError(f"{path}: not valid YAML ({e})") from None
+    except (yaml.YAMLError, ValueError, RecursionError) as e:  # ValueError: an int of more than 4300 digits
+        raise ParamsError(f"{path}: not valid YAML ({_one_line(e)})") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise ParamsError(f"{path}: unreadable ({e})") from None
+    if data is None and empty_ok:
+        return {}
     if not isinstance(data, dict):
         raise ParamsError(f"{path}: expected a mapping of sections")
     return data
+
+
+def _one_line(e: Exception) -> str:
+    return " ".join(str(e).split())
 
 
 def _build(values: dict[str, Any], section: str, cls: type[T]) -> T:

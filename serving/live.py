@@ -115,12 +115,13 @@ export PAI_HOME="${{PAI_HOME:-{home}}}"
 list=$(mktemp) || exit 0
 git diff-tree --root --no-commit-id --name-only -r -z HEAD > "$list"
 # a background job's stdin is /dev/null unless redirected: hand xargs the list explicitly
-(xargs -0 -r {pai} ingest --params {params} < "$list" >> .git/pai-ingest.log 2>&1; rm -f "$list") &
+(xargs -0 -r {pai} ingest{params} < "$list" >> .git/pai-ingest.log 2>&1; rm -f "$list") &
 """
 
 
-def install_hook(repo: Path, params: Path, pai_home: Path) -> Path:
-    """Write the post-commit hook into `repo` (refusing to clobber a hook that is not ours)."""
+def install_hook(repo: Path, params: Path | None, pai_home: Path) -> Path:
+    """Write the post-commit hook into `repo` (refusing to clobber a hook that is not ours). `params` None: the
+    hook's `pai ingest` reads the params of retrieval.params.params_files, as a command run by hand would."""
     git_dir = repo / ".git"
     if not git_dir.is_dir():
         raise ValueError(f"{repo}: not a git repository (no .git folder)")
@@ -131,7 +132,9 @@ def install_hook(repo: Path, params: Path, pai_home: Path) -> Path:
     hook.parent.mkdir(exist_ok=True)
     hook.write_text(
         HOOK.format(
-            home=shlex.quote(str(pai_home.resolve())), pai=shlex.quote(pai), params=shlex.quote(str(params.resolve()))
+            home=shlex.quote(str(pai_home.resolve())),
+            pai=shlex.quote(pai),
+            params=f" --params {shlex.quote(str(params.resolve()))}" if params else "",
         )
     )
     hook.chmod(hook.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)

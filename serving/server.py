@@ -36,7 +36,7 @@ from .service import Service
 
 
 def build_service(
-    params: Path,
+    params: Path | None,
     selector: Selector | None = None,
     inline: bool = False,
     staging_dir: Path | None = None,

@@ -18,6 +18,12 @@ from eval import judged_sets
 from retrieval.db import connect
 
 REPO = Path(__file__).resolve().parents[1]
+# Every test, and every `pai` a test starts (they inherit os.environ), runs on an explicit PAI_HOME: the checkout's
+# own git-ignored `.pai` (its caches: the converted embedder, the scanner's rules, the tokenizer), never the user's
+# memory in the platform's data folder (retrieval.db.default_home), and not a PAI_HOME exported in the shell.
+# Tests that write state of their own (a database, staging files, a registry) set a tmp_path home over this one.
+TEST_HOME = REPO / ".pai"
+os.environ["PAI_HOME"] = str(TEST_HOME)
 PG15 = Path("/usr/lib/postgresql/15")  # Debian's postgresql-15; pgvector is built into it by .ci/pg15
 
 

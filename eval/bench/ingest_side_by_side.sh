@@ -14,7 +14,8 @@ grep -q "def scratch_database" "$old/tree/retrieval/db.py" || {
   sed -i '0,/^import re$/s//import re\nimport uuid\nfrom contextlib import contextmanager\nfrom psycopg.conninfo import make_conninfo/' "$old/tree/retrieval/db.py"
   sed -n '/^@contextmanager$/,$p' retrieval/db.py >>"$old/tree/retrieval/db.py"
 }
-ln -s "$here/.pai" "$old/tree/.pai"
+ln -s "$here/.pai" "$old/tree/.pai"  # an older revision's default home: .pai under the folder it runs in
+export PAI_HOME="$here/.pai"          # this tree's: the checkout's, never the user's memory (retrieval.db.pai_home)
 for tree in "$old/tree" "$here"; do
   echo "== $(git -C "$tree" rev-parse --short HEAD)$([ "$tree" = "$here" ] && echo ' + working tree')"
   (cd "$tree" && CORPUS="$here/data/judged/scifact/corpus.jsonl" "$here/.venv/bin/python" - <<'PY'

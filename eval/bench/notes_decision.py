@@ -12,7 +12,7 @@ from pathlib import Path
 from eval.retrieval_eval import doc_ids, load_scifact
 from eval.systems import run_systems
 from retrieval.contracts.metrics import paired_bootstrap, per_query
-from retrieval.db import connect
+from retrieval.db import connect, pai_home
 from retrieval.embed import get_embedder
 from retrieval.params import SearchParams, load_section
 from retrieval.query.search import search_vector
@@ -59,7 +59,7 @@ def score(home: Path, benchmark_dir: Path = Path("data/judged")) -> dict:
 
 
 def main() -> None:
-    out = score(Path(sys.argv[1] if len(sys.argv) > 1 else ".pai"))
+    out = score(Path(sys.argv[1]) if len(sys.argv) > 1 else pai_home())
     print(f"{out['claims']} of {out['of']} SciFact test claims have a relevant note among their candidates")
     for system, r in out["recall@5"].items():
         print(f"  {system}: Recall@5 {r}")

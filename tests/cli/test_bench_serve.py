@@ -10,6 +10,7 @@ REPO = Path(__file__).resolve().parents[2]
 def test_bench_serve_small_and_leaves_no_trace(db_url, monkeypatch, tmp_path, conn):
     monkeypatch.setenv("DATABASE_URL", db_url)
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PAI_HOME", str(tmp_path / ".pai"))
     queries = ["how do bees make honey?", "what is a compiler?", "rivers shape valleys over millennia"]
     result = run(REPO / "params.yaml", queries, [2], 2.0, 3)
     (row,) = result["load"]

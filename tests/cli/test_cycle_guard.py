@@ -1,5 +1,6 @@
 """The demo never runs in a user's memory: a store holding anything but SciFact is refused in one line."""
 
+import os
 from pathlib import Path
 
 import pytest
@@ -21,3 +22,13 @@ def test_the_demo_refuses_a_store_with_the_users_notes(conn, db_url, embedder, b
     (queries,) = conn.execute("SELECT count(*) FROM queries").fetchone()
     (docs,) = conn.execute("SELECT count(*) FROM documents").fetchone()
     assert (queries, docs) == (0, 1)  # nothing ingested, nothing replayed
+
+
+def test_the_demo_runs_in_the_checkouts_home_not_the_users(monkeypatch, tmp_path):
+    from cli.cycle import demo_home
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PAI_HOME", str(tmp_path / "chosen"))
+    assert demo_home() is None and os.environ["PAI_HOME"] == str(tmp_path / "chosen")  # an explicit home is kept
+    monkeypatch.delenv("PAI_HOME")
+    assert demo_home() == tmp_path / ".pai" and os.environ["PAI_HOME"] == str(tmp_path / ".pai")

@@ -84,6 +84,7 @@ def test_simulate_fills_the_feedback_log(db_url, benchmark_dir, monkeypatch, tmp
     """The oracle consumer (the bound) judges every candidate; the main job's realistic one is tested below."""
     monkeypatch.setenv("DATABASE_URL", db_url)
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PAI_HOME", str(tmp_path / ".pai"))
     params = tmp_path / "params.yaml"
     params.write_text((REPO / "params.yaml").read_text().replace("consumer: realistic ", "consumer: oracle "))
     r = CliRunner().invoke(

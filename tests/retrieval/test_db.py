@@ -5,7 +5,7 @@ import subprocess
 import sys
 import time
 
-from retrieval.db import migrate
+from retrieval.db import default_home, migrate, pai_home
 
 HOLD = """
 import sys, time, psycopg
@@ -36,3 +36,31 @@ def test_concurrent_processes_share_one_embedded_server(tmp_path):
             break
         time.sleep(0.1)
     assert not pidfile.exists()
+
+
+def test_the_home_is_the_users_data_folder_whatever_the_working_folder(monkeypatch, tmp_path):
+    """An MCP client starts `pai mcp` in any folder with a minimal environment: the memory must not follow the cwd."""
+    monkeypatch.delenv("PAI_HOME")
+    monkeypatch.delenv("XDG_DATA_HOME", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "user"))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "platform", "linux")
+    assert pai_home() == tmp_path / "user" / ".local" / "share" / "pai-brain"
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    assert pai_home() == tmp_path / "xdg" / "pai-brain"
+    monkeypatch.setenv("XDG_DATA_HOME", "relative/data")  # invalid per the XDG spec: ignored
+    assert pai_home() == tmp_path / "user" / ".local" / "share" / "pai-brain"
+    monkeypatch.setattr(sys, "platform", "darwin")
+    assert pai_home() == tmp_path / "user" / "Library" / "Application Support" / "pai-brain"
+    monkeypatch.setattr(sys, "platform", "win32")
+    monkeypatch.setenv("LOCALAPPDATA", str(tmp_path / "local"))
+    assert default_home() == tmp_path / "local" / "pai-brain"
+    monkeypatch.setenv("PAI_HOME", "")  # set but empty: unset, not the working folder
+    assert pai_home() == tmp_path / "local" / "pai-brain"
+    monkeypatch.setenv("PAI_HOME", str(tmp_path / "mine"))  # PAI_HOME overrides on every platform
+    assert pai_home() == tmp_path / "mine"
+
+
+def test_the_test_suite_never_runs_on_the_users_home():
+    """conftest points PAI_HOME at the checkout's own .pai before any test (and every `pai` they start) runs."""
+    assert pai_home() != default_home() and pai_home().name == ".pai"

@@ -72,3 +72,11 @@ def test_post_commit_hook_ingests_what_a_commit_touches(db_url, tmp_path):
                 break
             time.sleep(0.2)
     assert [Path(s).name for (s,) in rows] == ["a.md"], (repo / ".git" / "pai-ingest.log").read_text()
+
+
+def test_a_hook_installed_without_params_reads_them_as_pai_would_by_hand(tmp_path):
+    (tmp_path / "repo" / ".git").mkdir(parents=True)
+    hook = install_hook(tmp_path / "repo", None, tmp_path / "home")
+    text = hook.read_text()
+    assert " ingest < " in text and "--params" not in text  # retrieval.params.params_files decides at commit time
+    assert f'export PAI_HOME="${{PAI_HOME:-{tmp_path / "home"}}}"' in text
