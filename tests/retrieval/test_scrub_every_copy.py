@@ -92,3 +92,21 @@ def test_pulled_record_and_the_llm_dataset(all_text):
     assert not leaks(json.dumps(rec)) and sum(redactions.values()) >= 4
     splits, pairs, _ = build_examples([rec], BuildParams(val_fraction=0.01, shuffles=1), UsedParams())
     assert splits["train"] and not leaks(json.dumps(splits) + json.dumps(pairs))
+
+
+def test_rescrub_redacts_the_bare_copy_in_another_chunk(conn, embedder, tmp_path, monkeypatch, all_text):
+    """Stored raw by an older scrubber, the named copy and the bare one in different chunks: re-scrubbing the
+    document's chunks together takes both."""
+    from retrieval.corpus import ingest as ingest_module
+    from retrieval.ops import maintain
+    from retrieval.params import MaintainParams
+    from retrieval.scrub import ScrubResult
+
+    with monkeypatch.context() as m:
+        m.setattr(ingest_module, "scrub", ScrubResult)
+        m.setattr(ingest_module, "scrub_version", lambda: "rules-old")
+        ingest_documents(conn, [Document("note:deploy", "note:", DOC, "markdown", None)], IP, SP, embedder)
+    assert leaks(all_text(conn))
+    mp = MaintainParams(feedback=str(tmp_path / "feedback"))
+    r = maintain.run(conn, mp, SP, tmp_path).rescrub
+    assert r["documents"] == 1 and r["chunks_changed"] == 2 and not leaks(all_text(conn))
