@@ -11,7 +11,8 @@ four mechanisms, and every one of them must go.
 - `prefixed`: a token of a short prefix and a machine-made body, for made-up providers (no list of prefixes).
 
 Sources (`source` in each record): `written`, forms and values written here (random values from a seeded
-generator, providers with made-up names); and `gitleaks`, `credsweeper`, `classifinder` (all MIT): the
+generator, providers with made-up names); `written-untuned`, more such forms written after the rules were;
+and `gitleaks`, `credsweeper`, `classifinder` (all MIT): the
 secrets of the provider corpus (`tests/data/provider_corpus.jsonl`, generated from those scanners' published
 rules, see `provider_corpus.py`) in the `copies` and `pairs` forms. Built in memory from a seed: the same
 corpus on every run. `negatives` holds look-alikes (digests, request ids, code) that must stay as they are.
@@ -145,6 +146,38 @@ def _prefixed(v: Values) -> list[tuple[str, str, list[str]]]:
     ]
 
 
+def _untuned(v: Values) -> list[tuple[str, str, str, list[str]]]:
+    """Forms written after the scrubber's rules were (the first figure on them is the one reported): more
+    syntaxes, each mechanism."""
+    p, k, pw, rid, kid = v.provider(), v.b62(), v.password(), v.uuid(), v.key_id()
+    P = p.upper()
+    t = [v.b62(40) for _ in range(6)]
+    basic = base64.b64encode(f"bob:{pw}".encode()).decode()
+    return [
+        ("assignments", "kubernetes", f"kind: Secret\nstringData:\n  {P}_TOKEN: {t[0]}", [t[0]]),
+        ("assignments", "powershell", f'$env:{P}_API_KEY = "{t[1]}"', [t[1]]),
+        ("assignments", "terraform", f'provider "{p}" {{\n  api_token = "{t[2]}"\n}}', [t[2]]),
+        ("assignments", ".npmrc", f"//registry.{p}.io/:_authToken={t[3]}", [t[3]]),
+        ("assignments", "properties", f"{p}.apiKey={k}", [k]),
+        ("assignments", "connection string", f"Server=db;User Id=sa;Password={pw};", [pw]),
+        ("assignments", "go setenv", f'os.Setenv("{P}_SECRET", "{t[4]}")', [t[4]]),
+        ("assignments", "netrc", f"machine api.{p}.com login bob password {pw}", [pw]),
+        ("assignments", "query string", f"GET /v1/items?apikey={k}&page=2", [k]),
+        ("assignments", "cli flag", f"{p}-cli deploy --api-key {t[5]}", [t[5]]),
+        ("assignments", "basic header", f"Authorization: Basic {basic}", [basic]),
+        ("assignments", "chat", f"here's the {p} key: {k}", [k]),
+        ("pairs", "azure env", f"AZURE_CLIENT_ID={rid}\nAZURE_CLIENT_SECRET={t[0]}", [rid, t[0]]),
+        ("pairs", "one line", f"ACCESS_KEY={kid} SECRET_KEY={t[1]}", [kid, t[1]]),
+        ("pairs", "key and secret", f'{{"key": "{kid}", "secret": "{t[2]}"}}', [kid, t[2]]),
+        ("pairs", "user and password", f"username: bob.smith\npassword: {pw}", ["bob.smith", pw]),
+        ("copies", "table", f'{{"api_key": "{k}"}}\n\n| env | key |\n|---|---|\n| prod | {k} |', [k]),
+        ("copies", "url then log", f"https://bob:{pw}@db.{p}.io/app\nconnect failed for {pw}", [pw]),
+        ("prefixed", "dashed prefix", f"set it to {p[:3]}-zen-{k}", [f"{p[:3]}-zen-{k}"]),
+        ("prefixed", "upper prefix", f"token {P[:4]}_{k} expires soon", [f"{P[:4]}_{k}"]),
+        ("prefixed", "digit prefix", f"use d4x_{t[3]} here", [f"d4x_{t[3]}"]),
+    ]
+
+
 def _negatives(v: Values) -> list[str]:
     return [
         f'commit_sha = "{v.hex(40)}"',
@@ -174,6 +207,8 @@ def build(provider_items: list[dict], seed: int = 0, per_form: int = 4) -> dict:
         add("written", "pairs", _pairs(v))
         add("written", "copies", _copies(v))
         add("written", "prefixed", _prefixed(v))
+        for mechanism, form, text, secrets in _untuned(v):
+            add("written-untuned", mechanism, [(form, text, secrets)])
     for it in provider_items[::3]:  # a third of the provider secrets: each its own form, copied and paired
         secret = it["secret"]
         add(

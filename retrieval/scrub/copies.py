@@ -16,6 +16,7 @@ MIN_COPY = 6  # shorter values ("abc", "1234") are words and numbers too often t
 _PAIR_LINES = 3  # an id within this many lines of a redacted secret, with no blank line between, is its pair
 # the last word of a name for the public half of a credential pair
 _ID_WORDS = {"id", "sid", "uid", "guid", "key", "user", "username", "login", "account", "tenant", "principal"}
+_USER_NAME = re.compile(r"[\w.@+-]{2,}")
 _ID_ASSIGNMENT = re.compile(  # `name = value`, `"name": "value"`, `name: value`, `<name>value</name>`
     r"""(?<![\w.])["']?(?P<key>[A-Za-z_][\w.-]{0,60}?)["']?[ \t]*(?::=|=>|=|:)[ \t]*["']?(?P<value>[\w.@+/=:-]{3,200}?)["']?(?=[\s,;}\])]|$)"""
     r"""|<(?P<tag>[A-Za-z_][\w.-]{0,60})>(?P<tagvalue>[^<>\s]{3,200})</(?P=tag)>""",
@@ -29,25 +30,41 @@ def redact_copies(text: str, found: dict[str, str], counts: Counter) -> str:
     secrets = [s for s in found if len(s.strip()) >= MIN_COPY and s in text and not REDACTED.search(s)]
     if not secrets:
         return text
-    alternatives = []
-    for s in sorted(secrets, key=len, reverse=True):  # the longest first: a secret that holds another wins
-        head = r"(?<![A-Za-z0-9])" if s[0].isalnum() else ""
-        tail = r"(?![A-Za-z0-9])" if s[-1].isalnum() else ""
-        alternatives.append(head + re.escape(s) + tail)
-
-    def repl(m: re.Match[str]) -> str:
-        kind = found[m.group(0)]
+    spans = []  # (start, end, secret) of each copy standing alone; found with str.find, linear per secret
+    for secret in secrets:
+        i = text.find(secret)
+        while i >= 0:
+            j = i + len(secret)
+            if not (_word(secret[0]) and i > 0 and _word(text[i - 1])) and not (
+                _word(secret[-1]) and j < len(text) and _word(text[j])
+            ):
+                spans.append((i, j, secret))
+            i = text.find(secret, i + 1)
+    if not spans:
+        return text
+    out, pos = [], 0
+    for a, b, secret in sorted(spans, key=lambda x: (x[0], x[0] - x[1])):  # the longest copy where two overlap
+        if a < pos:
+            continue
+        kind = found[secret]
         counts[kind] += 1
-        return marker(kind, m.group(0))
+        out.append(text[pos:a] + marker(kind, secret))
+        pos = b
+    out.append(text[pos:])
+    return "".join(out)
 
-    return re.sub("|".join(alternatives), repl, text)
+
+def _word(c: str) -> bool:
+    return c.isascii() and c.isalnum()
 
 
 def _id_like(name: list[str], value: str) -> bool:
-    if REDACTED.search(value) or CODE_VALUE.match(value) or value.lower() in ("none", "null", "true", "false"):
+    if REDACTED.search(value) or value.lower() in ("none", "null", "true", "false"):
         return False
-    if name[-1] in ("user", "username", "login"):
-        return True
+    if name[-1] in ("user", "username", "login"):  # bob.smith reads as code (an attribute) but is a name here
+        return _USER_NAME.fullmatch(value) is not None
+    if CODE_VALUE.match(value):
+        return False
     return len(value) >= 8 and (any(c.isdigit() for c in value) or len(value) >= 16)
 
 
@@ -56,14 +73,18 @@ def redact_pair_ids(text: str, found: dict[str, str], counts: Counter) -> str:
     if "[REDACTED:" not in text:
         return text
     lines = text.split("\n")
-    marked = [i for i, line in enumerate(lines) if "[REDACTED:" in line]
-    blank = [i for i, line in enumerate(lines) if not line.strip()]
+    block, blocks = 0, []  # each line's block: blank lines separate them
+    for line in lines:
+        block += not line.strip()
+        blocks.append(block)
+    marked = {i for i, line in enumerate(lines) if "[REDACTED:" in line}
     starts = [0]
     for line in lines:
         starts.append(starts[-1] + len(line) + 1)
 
     def paired(i: int) -> bool:
-        return any(abs(i - j) <= _PAIR_LINES and not any(min(i, j) < b < max(i, j) for b in blank) for j in marked)
+        near = range(max(0, i - _PAIR_LINES), min(len(lines), i + _PAIR_LINES + 1))
+        return any(j in marked and blocks[j] == blocks[i] for j in near)
 
     spans = []
     line_of = 0

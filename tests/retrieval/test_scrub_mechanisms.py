@@ -158,3 +158,18 @@ def test_prefixed_tokens_of_unknown_providers(token):
 )
 def test_look_alikes_stay(text):
     assert scrub(text).text == text
+
+
+def test_hostile_huge_and_odd_inputs_stay_fast_and_whole():
+    """Many pairs and copies in one large text, NULs and look-alike names: linear enough, line count kept."""
+    import time
+
+    lines = [f"key_id: ID{i:08d}\npassword: Pw{i:06d}#x\nnote: Pw{i:06d}#x again\n" for i in range(3000)]
+    text = "\n".join(lines) + "\x00" + "a_b-" * 50_000 + '"' + "Ab1" * 20_000 + '"'
+    t = time.perf_counter()
+    out = scrub(text).text
+    assert time.perf_counter() - t < 30
+    assert out.count("\n") == text.count("\n")
+    assert "ID00000007" not in out and "Pw000007#x" not in out
+    assert scrub("password\x00=\x00hunter22").text.count("\x00") == 2
+    assert scrub("passwordless_key_identifier = 3").text == "passwordless_key_identifier = 3"
