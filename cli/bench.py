@@ -44,11 +44,13 @@ def bench_scrub_command(
     as_json: JsonOpt = False,
     out: OutOpt = None,
 ) -> None:
-    """The secret scrubber: recall on a provider corpus (with and without the rule set), placeholders redacted,
-    and false positives: tokens it changes in SciFact's abstracts, lines in this repository's code."""
+    """The secret scrubber: recall on a provider corpus (with and without the rule set), the mechanism corpus by
+    source and mechanism, placeholders redacted, and false positives: tokens it changes in SciFact's abstracts,
+    lines in this repository's code."""
     try:
         m = scrub.measure(benchmark_dir / "scifact" / "corpus.jsonl", repo.resolve())
         m["providers"] = scrub.providers(providers)
+        m["mechanisms"] = scrub.mechanisms(providers)
         m["placeholders"] = scrub.placeholders()
     except (OSError, ValueError) as e:
         _fail(str(e))

@@ -24,7 +24,7 @@ from retrieval.files import write_atomic
 from retrieval.logs.feedback import CANDIDATE_KEYS, FEEDBACK_FILE, WATERMARK_FILE, FeedbackRecord
 from retrieval.params import load_section
 from retrieval.scopes import ScopeError, check
-from retrieval.scrub import scrub
+from retrieval.scrub import scrub_all
 
 METRICS_FILE = "metrics.json"
 
@@ -88,16 +88,19 @@ def to_record(row: tuple, redactions: Counter) -> FeedbackRecord:
         cands,
     ) = row
 
-    def clean(s: str | None) -> str | None:
-        if s is None:
-            return None
-        r = scrub(s)
-        redactions.update(r.counts)
-        return r.text
-
+    # every free text of the record scrubbed together: a secret found in one field goes from every other
+    text_keys = ("text", "source", "heading", "parent_heading")
+    results = scrub_all(
+        [text, correction, answer] + [c.get(k) for c in cands for k in CANDIDATE_KEYS if k in text_keys]
+    )
+    for r in results:
+        if r is not None:
+            redactions.update(r.counts)
+    clean = iter([None if r is None else r.text for r in results])
+    query, correction, answer = next(clean), next(clean), next(clean)
     return {
         "query_id": qid,
-        "query": clean(text),
+        "query": query,
         "created_at": created.isoformat(),
         "updated_at": updated.isoformat(),
         "selector_version": version,
@@ -106,15 +109,9 @@ def to_record(row: tuple, redactions: Counter) -> FeedbackRecord:
         "selection_status": status,
         "threshold": threshold,
         "rating": rating,
-        "correction": clean(correction),
-        "answer": clean(answer),
-        "candidates": [
-            {
-                k: (clean(c.get(k)) if k in ("text", "source", "heading", "parent_heading") else c.get(k))
-                for k in CANDIDATE_KEYS
-            }
-            for c in cands
-        ],
+        "correction": correction,
+        "answer": answer,
+        "candidates": [{k: (next(clean) if k in text_keys else c.get(k)) for k in CANDIDATE_KEYS} for c in cands],
     }
 
 

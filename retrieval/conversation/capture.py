@@ -24,7 +24,7 @@ from ..corpus.sources import text_problem
 from ..embed import Embedder
 from ..params import IngestParams, SearchParams
 from ..scopes import DEFAULT
-from ..scrub import scrub
+from ..scrub import scrub_all
 from . import noise
 from .capture_rules import extract_messages, is_procedural, parse_facts, split_facts, strip_code
 from .facts import store_facts, supersede
@@ -114,8 +114,8 @@ def parse_exchange(obj: Any, max_chars: int) -> Exchange:
 
 def submit(conn: psycopg.Connection, ex: Exchange, scope: str = DEFAULT) -> int:
     """Scrub the exchange and record it as pending in `scope` (its facts are stored there); its id."""
-    user, assistant = scrub(ex.user), scrub(ex.assistant)
-    source, session = (scrub(x) if x is not None else None for x in (ex.source, ex.session))
+    # together: a secret found in one turn is redacted in the other too (a bare copy of it)
+    user, assistant, source, session = scrub_all([ex.user, ex.assistant, ex.source, ex.session])
     redactions = sum((r.counts for r in (user, assistant, source, session) if r), Counter())
     (cid,) = conn.execute(
         """INSERT INTO captures (source, session, user_text, assistant_text, redactions, scope)

@@ -16,7 +16,7 @@ import psycopg
 
 from ..query.search import Candidate
 from ..scopes import DEFAULT
-from ..scrub import scrub_text
+from ..scrub import scrub_all, scrub_text
 from .citations import Recorded, read_citations, replaced_state
 
 LEARNED_QA_MIN_SIMILARITY = 0.15  # pg_trgm similarity for a learned answer to count as related
@@ -216,7 +216,11 @@ def record_feedback(
     if rating not in (None, -1, 1) or isinstance(rating, bool):
         raise FeedbackError(f"rating must be +1 or -1, not {rating!r}")
     # a blank answer or correction says nothing (it must not replace a learned answer)
-    answer, correction = (scrub_text(x) if x is not None and x.strip() else None for x in (answer, correction))
+    # scrubbed together: a secret found in one is redacted in the other too
+    answer, correction = (
+        r.text if r is not None else None
+        for r in scrub_all([x if x is not None and x.strip() else None for x in (answer, correction)])
+    )
     with conn.transaction():
         row = conn.execute(
             "SELECT text, rating, answer, correction, scope FROM queries"

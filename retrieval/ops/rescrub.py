@@ -48,7 +48,7 @@ def rescrub(conn, mp: MaintainParams, dry_run: bool) -> dict:
 
 
 def _rescrub_document(conn, doc_id: int, current: str) -> tuple[int, dict[str, int]]:
-    """One document, in one transaction. Two chunks that differed only in their secret are one chunk after it:
+    """One document, in one transaction, its chunks scrubbed together. Two chunks that differed only in their secret are one chunk after it:
     the later is deleted (the document's chunks are unique by content)."""
     changed, counts = 0, {}
     with conn.transaction():
@@ -58,9 +58,11 @@ def _rescrub_document(conn, doc_id: int, current: str) -> tuple[int, dict[str, i
             (doc_id,),
         ).fetchall()
         taken = {h for *_, h in rows}
+        # the document's chunks together: a secret found in one chunk goes from every other (a bare copy)
+        scrubbed = iter(scrub.scrub_all([x for _, heading, parent, text, _ in rows for x in (text, heading, parent)]))
         for cid, heading, parent, text, old_hash in rows:
-            body = scrub.scrub(text)
-            new_heading, new_parent = scrub.scrub_text(heading), scrub.scrub_text(parent)
+            body, new_heading, new_parent = next(scrubbed), next(scrubbed), next(scrubbed)
+            new_heading, new_parent = (None if r is None else r.text for r in (new_heading, new_parent))
             if (body.text, new_heading, new_parent) == (text, heading, parent):
                 continue
             new_hash = Chunk(body.text, 0, 0, new_heading, new_parent).content_hash

@@ -16,11 +16,12 @@ from functools import lru_cache
 from pathlib import Path
 
 from .context import after_secret_words, beside_key_ids
+from .copies import redact_copies, redact_pair_ids
 from .names import secret_kind
 from .patterns import PATTERNS, apply_pattern, fold, may_match
 from .rule_sets import detect_secrets_pass, rule_set_pass
 
-__all__ = ["ScrubResult", "scrub", "scrub_text", "secret_kind", "version"]
+__all__ = ["ScrubResult", "scrub", "scrub_all", "scrub_text", "secret_kind", "version"]
 
 # the rules this process loaded: every module of this package (a rule lives in any of them), as imported
 _RULES_DIGEST = hashlib.sha256(
@@ -47,20 +48,40 @@ def version() -> str:
 class ScrubResult:
     text: str
     counts: Counter = field(default_factory=Counter)  # kind -> number of secrets redacted
+    found: dict[str, str] = field(default_factory=dict)  # each secret redacted -> its kind (never stored)
 
 
 def scrub(text: str) -> ScrubResult:
-    """Replace every secret found in `text` with `[REDACTED:KIND]`, keeping line count."""
+    """Replace every secret found in `text` with `[REDACTED:KIND]`, keeping line count: each copy of a secret
+    found anywhere in it, and the id paired with it. Scrub a whole document before it is cut into chunks."""
     counts: Counter = Counter()
+    found: dict[str, str] = {}
     folded = fold(text)
     for p in PATTERNS:
-        if may_match(p, text, folded) and (new := apply_pattern(p, text, counts)) is not text:  # it replaced something
+        if may_match(p, text, folded) and (new := apply_pattern(p, text, counts, found)) is not text:  # replaced
             text, folded = new, fold(new)
-    text = rule_set_pass(text, counts)
-    text = detect_secrets_pass(text, counts)
-    text = beside_key_ids(text, counts)
-    text = after_secret_words(text, counts)
-    return ScrubResult(text, counts)
+    text = rule_set_pass(text, counts, found)
+    text = detect_secrets_pass(text, counts, found)
+    text = beside_key_ids(text, counts, found)
+    text = after_secret_words(text, counts, found)
+    text = redact_pair_ids(text, found, counts)
+    text = redact_copies(text, found, counts)
+    return ScrubResult(text, counts, found)
+
+
+def scrub_all(texts: list[str | None]) -> list[ScrubResult | None]:
+    """Scrub the fields of one record together (a capture's user and assistant turns, a feedback's answer and
+    correction, a pulled query with its candidates): a secret found in one is redacted in every other."""
+    results = [None if t is None else scrub(t) for t in texts]
+    found: dict[str, str] = {}
+    for r in results:
+        if r is not None:
+            found.update(r.found)
+    if found:
+        for r in results:
+            if r is not None:
+                r.text = redact_copies(r.text, found, r.counts)
+    return results
 
 
 def scrub_text(text: str | None) -> str | None:

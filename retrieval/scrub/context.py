@@ -56,7 +56,7 @@ _BESIDE_KEY_ID = (
 _KEY_ID_WINDOW = 200  # characters either side of a key id searched for its secret
 
 
-def after_secret_words(text: str, counts: Counter) -> str:
+def after_secret_words(text: str, counts: Counter, found: dict[str, str] | None = None) -> str:
     """`password is X`, `client secret X`, `the deploy token for prod is X`: the first credential-like
     word right after a secret-ish word (past connectors such as "is", ":"), or a high-entropy token
     a few words further on the same line."""
@@ -81,6 +81,8 @@ def after_secret_words(text: str, counts: Counter) -> str:
                 kind = secret_kind(m.group(0).replace(" ", "_")) or "SECRET"
                 out.append(text[pos:start] + f"[REDACTED:{kind}]")
                 counts[kind] += 1
+                if found is not None:
+                    found.setdefault(word, kind)
                 pos = start + len(word)
                 break
             gap += 1
@@ -90,7 +92,7 @@ def after_secret_words(text: str, counts: Counter) -> str:
     return "".join(out)
 
 
-def beside_key_ids(text: str, counts: Counter) -> str:
+def beside_key_ids(text: str, counts: Counter, found: dict[str, str] | None = None) -> str:
     """A secret next to its key id in prose: "the key AKIA... with secret <40 chars>"."""
     for marker, shape, kind in _BESIDE_KEY_ID:
         ids = [m.start() for m in re.finditer(re.escape(marker), text)]
@@ -102,6 +104,8 @@ def beside_key_ids(text: str, counts: Counter) -> str:
             if not near or m.group(0).isalpha() or m.group(0).isdigit():
                 return m.group(0)
             counts[kind] += 1
+            if found is not None:
+                found.setdefault(m.group(0), kind)
             return f"[REDACTED:{kind}]"
 
         text = shape.sub(repl, text)

@@ -88,9 +88,72 @@ _NOT_THE_VALUE = {
 }
 
 
+# words of a name whose random-looking value is a digest, an id or a nonce, not a credential
+_NOT_A_CREDENTIAL = {
+    "hash",
+    "sha",
+    "sha1",
+    "sha256",
+    "sha512",
+    "md5",
+    "digest",
+    "checksum",
+    "crc",
+    "sum",
+    "commit",
+    "rev",
+    "revision",
+    "etag",
+    "nonce",
+    "salt",
+    "iv",
+    "id",
+    "ids",
+    "uuid",
+    "guid",
+    "uid",
+    "fingerprint",
+    "integrity",
+    "signature",
+    "sig",
+    "color",
+    "colour",
+    "tag",
+    "build",
+    "sequence",
+    "seq",
+    "dna",
+    "rna",
+    "peptide",
+    "primer",
+    "accession",
+    "doi",
+    "isbn",
+    "test",
+    "example",
+    "sample",
+    "dummy",
+    "fake",
+    "mock",
+}
+# a name that says "key" or "auth" without saying which: its value counts only where it reads as random
+WEAK_WORDS = {"key", "keys", "auth", "authorization", "apikey", "pat", "bearer", "cred", "login"}
+
+
+def name_words(name: str) -> list[str]:
+    """The words of a name, lower-case: `AWS_ACCESS_KEY_ID`, `accessKeyId` -> ["aws"/"access", "key", "id"]."""
+    return [w.lower() for w in re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+", name)]
+
+
+def may_name_a_credential(name: str) -> bool:
+    """A name (a provider's, `stripe`, `SENDGRID`) that does not say its value is a digest, an id or a test value."""
+    words = name_words(name)
+    return bool(words) and words[-1] not in _NOT_THE_VALUE and not _NOT_A_CREDENTIAL & set(words)
+
+
 def secret_kind(name: str) -> str | None:
     """PASSWORD / API_KEY / TOKEN / SECRET when a variable or field name says its value is a secret."""
-    words = [w.lower() for w in re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+", name)]
+    words = name_words(name)
     if not words or words[-1] in _NOT_THE_VALUE:
         return None
     joined = "".join(words)

@@ -9,8 +9,18 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from .names import secret_kind
-from .values import CODE_VALUE, PREFIXED_TOKEN, credential_like, entropy, marker, random_part
+from .names import WEAK_WORDS, may_name_a_credential, name_words, secret_kind
+from .values import (
+    CODE_VALUE,
+    PREFIXED_TOKEN,
+    basic_credentials,
+    credential_like,
+    entropy,
+    marker,
+    random_hex,
+    random_part,
+    random_token,
+)
 
 # Values that look like a credential rather than a word: quoted (any 4+ chars), or unquoted with a
 # digit or symbol in them, or long. Prose such as "token: a unit of text" must survive.
@@ -58,11 +68,28 @@ def _judge_assignment(m: re.Match[str]) -> str | None:
     if CODE_VALUE.match(value.rstrip(")]}")) or value.lower() in ("none", "null", "true", "false"):
         return None
     kind = secret_kind(m.group("key"))
-    if kind is None and PREFIXED_TOKEN.fullmatch(value) and entropy(value) >= 3.5:
-        return "TOKEN"  # a provider-style token under a name that says nothing: GITLAB_TRIGGER = "glptt-…"
+    if kind is None:
+        return _judge_unnamed(m.group("key"), value)
     if kind not in (None, "PASSWORD") and value.count(" ") >= 3:  # a message about the token, not a token
         return None
     return kind
+
+
+def _judge_unnamed(key: str, value: str) -> str | None:
+    """A value under a name that does not say it holds a secret (a log line's unquoted Key, a variable named
+    after the provider, a registry's base64 auth of user:password): it counts where the value reads as
+    machine-made."""
+    if PREFIXED_TOKEN.fullmatch(value) and entropy(value) >= 3.5:
+        return "TOKEN"  # a provider-style token under a name that says nothing: GITLAB_TRIGGER = "glptt-…"
+    words = name_words(key)
+    if not may_name_a_credential(key):
+        return None
+    if words[-1] == "auth" and basic_credentials(value):
+        return "BASIC_AUTH"
+    if random_token(value.rstrip("=")):
+        return "API_KEY" if words[-1] in WEAK_WORDS else "SECRET"
+    env_name = key.isupper() or words[-1] in WEAK_WORDS  # SENDGRID=<hex>; a lower-case name holds hashes in code
+    return "SECRET" if env_name and random_hex(value) else None
 
 
 def _judge_argument(m: re.Match[str]) -> str | None:
@@ -199,6 +226,63 @@ PATTERNS: tuple[Pattern, ...] = (
         needles=("</",),
     ),
     Pattern("SECRET", re.compile(_ASSIGNMENT + _VALUE), "value", _judge_assignment, needles=(":", "=")),
+    Pattern(  # Authorization: token X, Authorization: <raw key>, "authorization": "Key X", X-Api-Key: X
+        "AUTH_HEADER",
+        re.compile(
+            r"(?i)\b(?:authori[sz]ation|x-[\w-]*(?:key|token|auth))[\"']?[ \t]*[:=][ \t]*[\"']?"
+            r"(?:(?:bearer|token|basic|key|apikey|api-key|sso-key|bot|digest|otp|klaviyo-api-key|[a-z]+-?hmac[\w-]*)[ \t]+)?"
+            r"(?P<value>[A-Za-z0-9._~+/:=-]{12,})"
+        ),
+        "value",
+        lambda m: (
+            None
+            if CODE_VALUE.match(m.group("value")) or not any(c.isdigit() for c in m.group("value"))
+            else "AUTH_HEADER"
+        ),
+        needles=("authori", "x-"),
+    ),
+    Pattern(  # <string name="api_key">X</string>, <entry key="password">X</entry>, <add name="token">X</add>
+        "SECRET",
+        re.compile(
+            r"""<(?P<tag>[\w:.-]{1,40})\b[^<>]*?\b(?:name|key|id)[ \t]*=[ \t]*["'](?P<key>[A-Za-z_][\w.:-]{0,80})["'][^<>]*>"""
+            r"""(?P<value>[^<>\s]{4,})</(?P=tag)>"""
+        ),
+        "value",
+        lambda m: secret_kind(m.group("key")) or _judge_unnamed(m.group("key"), m.group("value")),
+        needles=("</",),
+    ),
+    Pattern(  # docker login -u user -p X, a registry password on a command line
+        "PASSWORD",
+        re.compile(r"\blogin\b[^\n]*?[ \t]-p[ \t]+['\"]?(?P<value>[^\s'\"]{4,})"),
+        "value",
+        lambda m: _not_code(m, "PASSWORD"),
+        needles=("login",),
+    ),
+    Pattern(  # a token as a URL's user: https://<token>@github.com/...
+        "URL_TOKEN",
+        re.compile(r"\b[a-z][a-z0-9+.-]*://(?P<value>[^\s:/@\[\]]{20,})@(?=[\w.-])", re.I),
+        "value",
+        lambda m: "URL_TOKEN" if random_token(m.group("value")) or random_hex(m.group("value")) else None,
+        needles=("://",),
+    ),
+    Pattern(  # a provider-style token anywhere: a short prefix, "_" or "-", a machine-made body (ghp_…, xoxb-…,
+        # sk_live_…, glpat-…, and the providers outside every list)
+        "TOKEN",
+        re.compile(
+            r"(?<![\w./+-])(?P<value>[A-Za-z][A-Za-z0-9]{1,9}(?:[_-][A-Za-z0-9]{2,9}){0,2}[_-]"
+            r"(?P<body>[A-Za-z0-9]{20,}(?:[_-][A-Za-z0-9]{4,})*))(?![\w./+=-])"
+        ),
+        "value",
+        lambda m: "TOKEN" if random_token(m.group("body")) or random_hex(m.group("body")) else None,
+        needles=("_", "-"),
+    ),
+    Pattern(  # a quoted machine-made string passed or assigned anywhere: Client("…"), new Api('…')
+        "SECRET",
+        re.compile(r"""(?<![\w\\])(?P<q>["'`])(?P<value>[A-Za-z0-9+/_.~-]{24,}={0,2})(?P=q)"""),
+        "value",
+        lambda m: "SECRET" if random_token(m.group("value").rstrip("=")) and entropy(m.group("value")) >= 4.0 else None,
+        needles=('"', "'", "`"),
+    ),
     Pattern(  # a name and its value as call arguments: System.setProperty("API_TOKEN", "..."), put("password", "...")
         "SECRET",
         re.compile(r"""["'](?P<key>[A-Za-z_][\w.-]{0,80})["'][ \t]*,[ \t]*""" + _VALUE),
@@ -218,7 +302,8 @@ PATTERNS: tuple[Pattern, ...] = (
 )
 
 
-def apply_pattern(p: Pattern, text: str, counts: Counter) -> str:
+def apply_pattern(p: Pattern, text: str, counts: Counter, found: dict[str, str] | None = None) -> str:
+    """`text` with each match of `p` that its judge calls a secret replaced by a marker; each secret into `found`."""
     out, pos, replaced = [], 0, False
     while m := p.regex.search(text, pos):
         group = p.group
@@ -232,6 +317,8 @@ def apply_pattern(p: Pattern, text: str, counts: Counter) -> str:
             pos = nxt
             continue
         counts[kind] += 1
+        if found is not None:
+            found.setdefault(secret, kind)
         replaced = True
         out.append(text[pos : m.start(group)] + marker(kind, secret))
         pos = m.end(group)

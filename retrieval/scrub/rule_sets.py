@@ -34,7 +34,7 @@ _DS_PLUGINS = (
 )
 
 
-def rule_set_pass(text: str, counts: Counter) -> str:
+def rule_set_pass(text: str, counts: Counter, found: dict[str, str] | None = None) -> str:
     """The maintained provider rule set (kingfisher-secret-scanner: ~490 rules over ~280 providers, from
     Betterleaks/gitleaks and Google's Veles), run in-process by its Rust engine; each secret it finds, where
     no earlier layer already redacted it, becomes `[REDACTED:RULE]`."""
@@ -66,6 +66,8 @@ def rule_set_pass(text: str, counts: Counter) -> str:
         kind = _kind(rule.rsplit("/", 1)[-1].split(".", 1)[-1])
         out.append(data[pos:a].decode("utf-8", "surrogatepass") + marker(kind, secret))
         counts[kind] += 1
+        if found is not None:
+            found.setdefault(secret, kind)
         pos = b
     out.append(data[pos:].decode("utf-8", "surrogatepass"))
     return "".join(out)
@@ -113,7 +115,7 @@ _DS_NEEDLES = {
 }
 
 
-def detect_secrets_pass(text: str, counts: Counter) -> str:
+def detect_secrets_pass(text: str, counts: Counter, found: dict[str, str] | None = None) -> str:
     scan_line, may_match = _detect_secrets_scanner()
     out = []
     for line in text.split("\n"):
@@ -124,6 +126,8 @@ def detect_secrets_pass(text: str, counts: Counter) -> str:
                 if value and value in line and not REDACTED.search(value):
                     kind = _kind(secret.type)
                     counts[kind] += line.count(value)
+                    if found is not None:
+                        found.setdefault(value, kind)
                     line = line.replace(value, f"[REDACTED:{kind}]")
         out.append(line)
     return "\n".join(out)

@@ -261,14 +261,14 @@ def test_a_secret_stored_before_a_rule_existed_is_gone_after_maintenance(conn, e
     its full-text row; one maintenance run re-scrubs it (counted), a second finds nothing stale."""
     from retrieval import scrub
     from retrieval.corpus import ingest as ingest_module
-    from retrieval.scrub import rule_sets
+    from retrieval.scrub import ScrubResult
 
     key = "lin_api_q8Zr2Lw9Xv4Tn7KsP0aB3cD5eF7gH9iJ1kL3mN5o"
     note = Document(
         "note:triage", "note:", f"# Triage bot\n\nThe bot posts with {key} every morning.", "markdown", None
     )
-    with monkeypatch.context() as m:  # the scrubber as it was last month
-        m.setattr(rule_sets, "rule_set_scanner", lambda: None)
+    with monkeypatch.context() as m:  # the scrubber as it was last month: no rule for this key
+        m.setattr(ingest_module, "scrub", ScrubResult)
         m.setattr(ingest_module, "scrub_version", lambda: "rules-old+kingfisher-secret-scanner-none")
         ingest_documents(conn, [note], IngestParams(), SP, embedder)
     (text,) = conn.execute("SELECT text FROM chunks WHERE source = 'note:triage'").fetchone()
@@ -306,13 +306,13 @@ def test_a_secret_stored_before_a_rule_existed_is_gone_after_maintenance(conn, e
 def test_two_chunks_that_differed_only_in_their_secret_become_one(conn, embedder, tmp_path, monkeypatch):
     """Unique by content within a document: after re-scrubbing, the second copy goes instead of failing the run."""
     from retrieval.corpus import ingest as ingest_module
-    from retrieval.scrub import rule_sets
+    from retrieval.scrub import ScrubResult
 
     a, b = "lin_api_q8Zr2Lw9Xv4Tn7KsP0aB3cD5eF7gH9iJ1kL3mN5o", "lin_api_Zr2Lw9Xv4Tn7KsP0aB3cD5eF7gH9iJ1kL3mN5oq8"
     text = f"# Bot\n\nThe triage bot posts with {a} every day.\n\n# Bot\n\nThe triage bot posts with {b} every day."
     note = Document("note:twins", "note:", text, "markdown", None)
     with monkeypatch.context() as m:
-        m.setattr(rule_sets, "rule_set_scanner", lambda: None)
+        m.setattr(ingest_module, "scrub", ScrubResult)
         m.setattr(ingest_module, "scrub_version", lambda: "rules-old")
         ingest_documents(conn, [note], IngestParams(), SP, embedder)
     assert conn.execute("SELECT count(*) FROM chunks WHERE source = 'note:twins'").fetchone()[0] == 2
