@@ -29,7 +29,7 @@ from retrieval.logs.used import label_changes, used_labels
 from retrieval.params import BENCHMARK_DIR, ParamsError, UsedParams, load_section
 from training import gpu_smoke
 
-from . import pipeline
+from . import loop_trial, pipeline
 from .replay import write_notes
 from .terminal import BenchDirOpt, JsonOpt, ParamsOpt, _fail, console, emit, progress_bar
 
@@ -161,6 +161,7 @@ app.command("grounding", rich_help_panel=FEEDBACK, short_help="What reading the 
     grounding_command
 )
 loop_app.command("report", short_help="Held-out Recall@5 after each retrain, with 95 % CIs.")(pipeline.loop_report)
+loop_app.command("trial", short_help="On-policy cycles per domain, the trial the only judge.")(loop_trial.command)
 
 
 def notes_command(
