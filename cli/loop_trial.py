@@ -40,8 +40,22 @@ from .terminal import BenchDirOpt, JsonOpt, ParamsOpt, _fail, console, emit
 DOMAINS = ("scifact", "hotpotqa", "code")
 
 
-def domain_items(name: str, benchmark_dir: Path, embedder, code_queries: int) -> list[dict]:
-    """Every judged item of a domain: SciFact's train and test claims, HotpotQA's three samples, the code set."""
+def domain_items(name: str, benchmark_dir: Path, embedder, code_queries: int, cache: Path | None = None) -> list[dict]:
+    """Every judged item of a domain: SciFact's train and test claims, HotpotQA's three samples, the code set.
+    With `cache`, the items built once (SciFact's and the code set's candidates are mined over a whole corpus, the
+    slow part) are written to `cache/NAME.jsonl` and read from there after."""
+    saved = cache / (f"code-{code_queries}.jsonl" if name == "code" else f"{name}.jsonl") if cache else None
+    if saved and saved.is_file():
+        items = checked_items(saved)
+    else:
+        items = built(name, benchmark_dir, embedder, code_queries)
+    if saved and not saved.is_file():
+        saved.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(saved, "".join(json.dumps(it) + "\n" for it in items))
+    return [{**it, "qid": str(it["qid"]), "domain": name} for it in items if it.get("relevant_ids")]
+
+
+def built(name: str, benchmark_dir: Path, embedder, code_queries: int) -> list[dict]:
     if name == "scifact":
         items = [*scifact_items(benchmark_dir, embedder, "train"), *scifact_items(benchmark_dir, embedder, "test")]
     elif name == "hotpotqa":
@@ -52,7 +66,7 @@ def domain_items(name: str, benchmark_dir: Path, embedder, code_queries: int) ->
         items = build_code_items(Path(sysconfig.get_paths()["purelib"]), embedder, code_queries)
     else:
         raise ValueError(f"domain {name!r}: one of {', '.join(DOMAINS)}")
-    return [{**it, "qid": str(it["qid"]), "domain": name} for it in items if it.get("relevant_ids")]
+    return items
 
 
 def embed(items: list[dict], embedder) -> dict[str, tuple[np.ndarray, np.ndarray]]:
@@ -117,7 +131,10 @@ def command(
     cycles: Annotated[int, typer.Option(help="on-policy cycles per seed")] = 3,
     seeds: Annotated[int, typer.Option(help="independent runs (seeds 0..N-1)")] = 2,
     test_fraction: Annotated[float, typer.Option(help="share of each domain's items held out as the judge")] = 0.3,
-    code_queries: Annotated[int, typer.Option(help="items of the code domain")] = 1000,
+    code_queries: Annotated[int, typer.Option(help="items of the code domain")] = 600,
+    items_cache: Annotated[
+        Optional[Path], typer.Option(help="keep each domain's built items here (NAME.jsonl) and reuse them")
+    ] = None,
     max_queries: Annotated[int, typer.Option(help="items per domain (0 = all)")] = 0,
     benchmark_dir: BenchDirOpt = BENCHMARK_DIR,
     params: ParamsOpt = Path("params.yaml"),
@@ -140,7 +157,7 @@ def command(
     embedder, items, vectors, first = get_embedder(), {}, {}, {}
     for d in names:
         console.print(f"loop trial: {d}: loading and embedding the judged items (vector cache)")
-        items[d] = domain_items(d, benchmark_dir, embedder, code_queries)
+        items[d] = domain_items(d, benchmark_dir, embedder, code_queries, items_cache)
         items[d] = items[d][:max_queries] if max_queries else items[d]
         vectors.update(embed(items[d], embedder))
         first[d] = hybrid(items[d], vectors)
