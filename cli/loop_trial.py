@@ -21,7 +21,7 @@ from eval.bench import loop_trial
 from eval.bench.trial_power import Consumer, scifact_items
 from eval.code_bench import build as build_code_items
 from eval.items import checked_items
-from eval.systems import bm25_ranking
+from eval.systems import bm25_ranking, passage_texts, prefill_vectors
 from retrieval.contracts.interleaving import TrialParams
 from retrieval.contracts.passage import passage_text
 from retrieval.contracts.selection import PromptCandidate
@@ -70,7 +70,9 @@ def built(name: str, benchmark_dir: Path, embedder, code_queries: int) -> list[d
 
 
 def embed(items: list[dict], embedder) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """qid -> (query vector, candidate vectors), the passages through the vector cache."""
+    """qid -> (query vector, candidate vectors), the passages through the vector cache (filled first in full
+    batches of similar length)."""
+    prefill_vectors(embedder, passage_texts(items))
     qs = embedder.encode([it["query"] for it in items])
     return {
         it["qid"]: (
