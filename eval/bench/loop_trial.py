@@ -191,7 +191,7 @@ def run(
                 kinds = dict(rankers[d])
                 if len(names) > 1:
                     kinds["other-domain"] = rankers[names[(n + 1) % len(names)]]["retrained"]
-                every = traffic + test
+                every, promoted = traffic + test, champion[d]
                 for kind, ranker in kinds.items():
                     orders = ranker(every)
                     score = judged(test, champion[d][1], orders, k, seed)
@@ -220,7 +220,8 @@ def run(
                         f"{out['judged']} cited queries ({row['passes']} passes over traffic), cost {out['cost']:+.4f}"
                     )
                     if kind == "retrained" and out["decision"] == "promote":
-                        champion[d] = (f"retrained@{cycle}", orders)
+                        promoted = (f"retrained@{cycle}", orders)
+                champion[d] = promoted  # after every challenger's trial: all of a cycle's face the same champion
     return {
         "domains": {d: {"traffic": len(parts[d][0]), "test": len(parts[d][1])} for d in names},
         "rows": rows,
