@@ -1,6 +1,7 @@
 """`pai lab`: the tools of experiments beside the main job, registered here, one line each. `simulate`
 fills the feedback log from a benchmark (a stand-in for real consumers); `loop report` retrains over
-slices of it (cli/loop.py, cli/onpolicy.py); `grounding` shows what reading the answers would change in a
+slices of it (cli/loop.py, cli/onpolicy.py); `loop trial` runs on-policy cycles per domain in which only the
+trial by interleaving promotes (cli/loop_trial.py); `grounding` shows what reading the answers would change in a
 pulled log (retrieval/logs/grounding.py); `gpu-smoke` runs the train stage's GPU path on random
 weights (training/gpu_smoke.py). The benchmarks proper are `pai bench` (cli/bench.py).
 
@@ -29,7 +30,7 @@ from retrieval.logs.used import label_changes, used_labels
 from retrieval.params import BENCHMARK_DIR, ParamsError, UsedParams, load_section
 from training import gpu_smoke
 
-from . import pipeline
+from . import loop_trial, pipeline
 from .replay import write_notes
 from .terminal import BenchDirOpt, JsonOpt, ParamsOpt, _fail, console, emit, progress_bar
 
@@ -38,7 +39,10 @@ app = typer.Typer(
     help="Lab tools: simulated feedback, the loop report, the GPU path.\n\n"
     "Experiments beside the main job; their figures are in docs/measurements.md, each with its command.",
 )
-loop_app = typer.Typer(no_args_is_help=True, help="Does the loop learn? Retrain over slices of the feedback log.")
+loop_app = typer.Typer(
+    no_args_is_help=True,
+    help="Does the loop learn? Retrains over the log; trial-decided cycles.",
+)
 
 
 def gpu_smoke_command(
@@ -161,6 +165,7 @@ app.command("grounding", rich_help_panel=FEEDBACK, short_help="What reading the 
     grounding_command
 )
 loop_app.command("report", short_help="Held-out Recall@5 after each retrain, with 95 % CIs.")(pipeline.loop_report)
+loop_app.command("trial", short_help="On-policy cycles per domain, the trial the only judge.")(loop_trial.command)
 
 
 def notes_command(

@@ -1,0 +1,113 @@
+"""The on-policy loop of `pai lab loop trial` on a constructed judged set: what is logged, what each retrain is
+given, what the trial sees, and that only the trial's rule promotes."""
+
+import random
+
+from eval.bench import loop_trial, trial_power
+from eval.bench.loop_trial import expose, flipped, run, serve, split
+from eval.bench.trial_power import Consumer
+from retrieval.contracts.interleaving import TrialParams, Verdict
+
+ITEMS = [
+    {
+        "qid": f"q{q}",
+        "query": f"question number {q}",
+        "relevant_ids": [f"{q}-rel"],
+        "candidates": [{"id": f"{q}-{i}", "text": f"passage {i} of {q}"} for i in range(9)]
+        + [{"id": f"{q}-rel", "text": f"the answer to {q}"}],
+    }
+    for q in range(60)
+]
+FIRST = {it["qid"]: [c["id"] for c in it["candidates"]] for it in ITEMS}  # the relevant one last: a weak champion
+RULE = TrialParams(share=0.2, max_judged=200)
+
+
+def oracle(records):
+    """A 'trained' ranker that puts the relevant candidate first whatever it was given."""
+    return lambda items: {it["qid"]: [f"{it['qid'][1:]}-rel", *FIRST[it["qid"]][:-1]] for it in items}
+
+
+def test_split_is_stable_disjoint_and_by_qid():
+    traffic, test = split(ITEMS, 0.3)
+    again = split(list(reversed(ITEMS)), 0.3)
+    assert {it["qid"] for it in traffic} == {it["qid"] for it in again[0]}
+    assert not {it["qid"] for it in traffic} & {it["qid"] for it in test} and len(traffic) + len(test) == 60
+    assert 5 < len(test) < 35
+
+
+def test_serve_logs_the_context_as_the_pull_stage_exports_it():
+    records, recall = serve(ITEMS[:20], FIRST, FIRST, Consumer(1.0, 0.0), 5, 0.0, random.Random(0), 7)
+    assert recall == 0.0 and [r["query_id"] for r in records][:2] == [7, 8]
+    c = records[0]["candidates"]
+    assert [x["rank"] for x in c] == list(range(1, 11)) and [x["served_rank"] for x in c][:5] == [1, 2, 3, 4, 5]
+    assert [x["shown"] for x in c] == [True] * 5 + [False] * 5
+    assert [x["propensity"] for x in c] == [1.0] * 5 + [0.0] * 5  # no exploration: the top 5, surely
+    assert [x["used"] for x in c] == [False] * 5 + [None] * 5  # nothing relevant shown, nothing cited
+    assert c[9]["text"] == "the answer to 0" and c[9]["source"] == "lab/0-rel"
+
+
+def test_exploration_logs_the_probability_it_drew_with():
+    order = [str(i) for i in range(10)]
+    context, p = expose(order, 5, 0.5, random.Random(1))
+    assert abs(sum(p.values()) - 5) < 1e-9 and p["0"] == 1.0 and p["4"] == 0.5 and p["9"] == 0.1
+    assert len(context) == 5 and context[:4] == order[:4]
+
+
+def test_the_flipped_log_turns_used_and_ignored_over_among_the_shown_only():
+    records, _ = serve(ITEMS[:5], FIRST, FIRST, Consumer(0.8, 0.5), 5, 0.0, random.Random(0), 1)
+    for a, b in zip(records, flipped(records)):
+        assert [x["used"] for x in b["candidates"]] == [
+            None if u is None else not u for u in (x["used"] for x in a["candidates"])
+        ]
+
+
+def run_spied(monkeypatch, cycles=2):
+    calls, trials = [], []
+    real = loop_trial.trial
+
+    def train(records):
+        calls.append(records)
+        return oracle(records)
+
+    def spy(items, champ, chall, *args, **kw):
+        trials.append([it["qid"] for it in items])
+        return real(items, champ, chall, *args, **kw)
+
+    monkeypatch.setattr(loop_trial, "trial", spy)
+    out = run({"d": ITEMS}, {"d": FIRST}, train, RULE, Consumer(), cycles, [0], log=lambda _: None)
+    return out, calls, trials
+
+
+def test_each_cycle_retrains_on_the_log_and_on_its_labels_turned_over(monkeypatch):
+    out, calls, _ = run_spied(monkeypatch)
+    assert len(calls) == 4  # per cycle: retrained, flipped
+    assert calls[1] == flipped(calls[0]) and calls[3] == flipped(calls[2])
+    assert len(calls[2]) > len(calls[0]) and calls[2][: len(calls[0])] == calls[0]  # everything logged so far
+
+
+def test_test_items_never_reach_training_or_the_trial(monkeypatch):
+    out, calls, trials = run_spied(monkeypatch)
+    traffic, test = split(ITEMS, 0.3)
+    held_out = {it["query"] for it in test}
+    assert not held_out & {r["query"] for rs in calls for r in rs}
+    assert trials and all(set(t) == {it["qid"] for it in traffic} for t in trials)
+    assert out["domains"] == {"d": {"traffic": len(traffic), "test": len(test)}}
+
+
+def test_the_trial_promotes_and_the_next_cycle_serves_the_promoted(monkeypatch):
+    out, _, _ = run_spied(monkeypatch)
+    first, second = [r for r in out["rows"] if r["cycle"] == 1], [r for r in out["rows"] if r["cycle"] == 2]
+    assert first[0]["kind"] == "retrained" and first[0]["decision"] == "promote" and first[0]["gain"] == 1.0
+    assert {r["champion"] for r in first} == {"hybrid"}  # every challenger of a cycle faces the same champion
+    assert {r["champion"] for r in second} == {"retrained@1"}
+    assert out["summary"]["d"]["better_promoted"] >= 1 and out["summary"]["d"]["wrong_promotions"] == 0
+
+
+def test_promotion_happens_only_through_decide(monkeypatch):
+    def never(wins, losses, ties, rule):
+        return Verdict("reject", "stub", wins, losses, ties, wins + losses + ties, 0.0, 0.0)
+
+    monkeypatch.setattr(trial_power, "decide", never)
+    out, _, _ = run_spied(monkeypatch)
+    assert {r["champion"] for r in out["rows"]} == {"hybrid"} and {r["decision"] for r in out["rows"]} == {"reject"}
+    assert out["summary"]["d"]["misses"] == out["summary"]["d"]["better_by_0.05"] > 0
