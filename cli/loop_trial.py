@@ -27,6 +27,7 @@ from retrieval.contracts.passage import passage_text
 from retrieval.contracts.selection import PromptCandidate
 from retrieval.embed import get_embedder
 from retrieval.files import write_atomic
+from retrieval.fusion import GeneralRule, general_order
 from retrieval.logs.feedback import FEEDBACK_FILE
 from retrieval.params import BENCHMARK_DIR, ParamsError, SearchParams, UsedParams, load_section
 from retrieval.query.search import rrf
@@ -85,13 +86,20 @@ def embed(items: list[dict], embedder) -> dict[str, tuple[np.ndarray, np.ndarray
     }
 
 
-def hybrid(items: list[dict], vectors: dict) -> loop_trial.Orders:
-    """The first stage's order: cosine and BM25 by reciprocal rank (`retrieval.query.search.rrf`)."""
+def first_stage(items: list[dict], vectors: dict, search: SearchParams) -> loop_trial.Orders:
+    """The first stage's order over each query's candidates, as `retrieval.query.search.fused_order` gives it: with
+    `search.fusion: general` the general order (`retrieval.fusion`: cosine, and BM25 as far as its evidence goes);
+    with `rrf`, cosine and BM25 by reciprocal rank."""
     out = {}
     for it in items:
         q, P = vectors[it["qid"]]
-        cos = [it["candidates"][i]["id"] for i in np.argsort(-(P @ q), kind="stable")]
-        out[it["qid"]] = rrf([cos, bm25_ranking(it)], 60)
+        ids = [c["id"] for c in it["candidates"]]
+        if search.fusion == "general" and search.hybrid:
+            texts = [f"{c.get('parent_heading') or ''} {c.get('title') or ''} {c['text']}" for c in it["candidates"]]
+            out[it["qid"]] = [ids[i] for i in general_order(it["query"], P @ q, texts, GeneralRule.of(search))]
+        else:
+            cos = [ids[i] for i in np.argsort(-(P @ q), kind="stable")]
+            out[it["qid"]] = rrf([cos, bm25_ranking(it)], search.rrf_k)
     return out
 
 
@@ -153,7 +161,7 @@ def command(
         _fail(f"--domain among {', '.join(DOMAINS)}; --cycles, --seeds >= 1; --test-fraction in (0, 1)")
     try:
         rule = load_section(params, "trial", TrialParams)
-        explore = load_section(params, "search", SearchParams).explore_rate
+        search = load_section(params, "search", SearchParams)
     except ParamsError as e:
         _fail(str(e))
     embedder, items, vectors, first = get_embedder(), {}, {}, {}
@@ -162,7 +170,7 @@ def command(
         items[d] = domain_items(d, benchmark_dir, embedder, code_queries, items_cache)
         items[d] = items[d][:max_queries] if max_queries else items[d]
         vectors.update(embed(items[d], embedder))
-        first[d] = hybrid(items[d], vectors)
+        first[d] = first_stage(items[d], vectors, search)
     with tempfile.TemporaryDirectory() as tmp:
         result = loop_trial.run(
             items,
@@ -173,10 +181,16 @@ def command(
             cycles,
             list(range(seeds)),
             test_fraction=test_fraction,
-            explore_rate=explore,
+            explore_rate=search.explore_rate,
             log=lambda line: console.print(f"loop trial: {line}", soft_wrap=True),
         )
-    result = {"rule": asdict(rule), "consumer": asdict(Consumer()), "explore_rate": explore, **result}
+    result = {
+        "rule": asdict(rule),
+        "consumer": asdict(Consumer()),
+        "explore_rate": search.explore_rate,
+        "first_stage": search.fusion,
+        **result,
+    }
     result |= {"seeds": list(range(seeds)), "cycles": cycles, "test_fraction": test_fraction}
     if out:
         out.parent.mkdir(parents=True, exist_ok=True)

@@ -3,7 +3,7 @@ judged test split scores each decision afterwards.
 
 Per domain, the judged items (a query, its candidates, its relevant ids) are split by a hash of the qid into
 *traffic* (the user's queries) and *test* (the judge: never logged, trained on or interleaved). Cycle 1's
-champion is the first stage's order (`hybrid`: cosine and BM25 by reciprocal rank). Each cycle:
+champion is the first stage's order (`first-stage`: as `search.fusion` orders the candidates). Each cycle:
 1. serve: the next slice of traffic gets the champion's top k (exploration as the service does it: with
    `explore_rate` the last slot goes to a random candidate below the cut, its propensity logged); a consumer
    cites context items (`trial_power.Consumer`); each query becomes a feedback record in the pull stage's
@@ -171,7 +171,7 @@ def run(
     parts = {d: split(items, test_fraction) for d, items in domains.items()}
     names, rows = list(domains), []
     for seed in seeds:
-        champion = {d: ("hybrid", first_stage[d]) for d in names}
+        champion = {d: ("first-stage", first_stage[d]) for d in names}
         logs: dict[str, list[dict]] = {d: [] for d in names}
         stream = {d: random.Random(seed).sample(parts[d][0], len(parts[d][0])) for d in names}
         for cycle in range(1, cycles + 1):

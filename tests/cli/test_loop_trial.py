@@ -9,13 +9,13 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from cli.loop_trial import embed, hybrid, trainer
+from cli.loop_trial import embed, first_stage, trainer
 from cli.main import app
 from eval.bench.loop_trial import flipped, serve
 from eval.bench.trial_power import Consumer
 from eval.items import checked_items
 from retrieval.contracts.metrics import recall_at_k
-from retrieval.params import load_section
+from retrieval.params import SearchParams, load_section
 from training.train_ranker import CONFIG_FILE, METRICS_FILE
 
 PARAMS = Path(__file__).resolve().parents[2] / "params.yaml"
@@ -25,7 +25,7 @@ PARAMS = Path(__file__).resolve().parents[2] / "params.yaml"
 def served(benchmark_dir, embedder):
     items = [{**it, "domain": "hotpotqa"} for it in checked_items(benchmark_dir / "hotpotqa" / "train.jsonl", 100)]
     vectors = embed(items, embedder)
-    first = hybrid(items, vectors)
+    first = first_stage(items, vectors, load_section(PARAMS, "search", SearchParams))
     records, _ = serve(items, first, first, Consumer(), 5, 0.05, random.Random(0), 1)
     return items, vectors, first, records
 

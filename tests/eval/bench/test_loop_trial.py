@@ -98,7 +98,7 @@ def test_the_trial_promotes_and_the_next_cycle_serves_the_promoted(monkeypatch):
     out, _, _ = run_spied(monkeypatch)
     first, second = [r for r in out["rows"] if r["cycle"] == 1], [r for r in out["rows"] if r["cycle"] == 2]
     assert first[0]["kind"] == "retrained" and first[0]["decision"] == "promote" and first[0]["gain"] == 1.0
-    assert {r["champion"] for r in first} == {"hybrid"}  # every challenger of a cycle faces the same champion
+    assert {r["champion"] for r in first} == {"first-stage"}  # every challenger of a cycle faces the same champion
     assert {r["champion"] for r in second} == {"retrained@1"}
     assert out["summary"]["d"]["better_promoted"] >= 1 and out["summary"]["d"]["wrong_promotions"] == 0
 
@@ -109,5 +109,5 @@ def test_promotion_happens_only_through_decide(monkeypatch):
 
     monkeypatch.setattr(trial_power, "decide", never)
     out, _, _ = run_spied(monkeypatch)
-    assert {r["champion"] for r in out["rows"]} == {"hybrid"} and {r["decision"] for r in out["rows"]} == {"reject"}
+    assert {r["champion"] for r in out["rows"]} == {"first-stage"} and {r["decision"] for r in out["rows"]} == {"reject"}
     assert out["summary"]["d"]["misses"] == out["summary"]["d"]["better_by_0.05"] > 0
