@@ -266,7 +266,30 @@ def test_train_image_runs_a_dvc_stage_in_the_mounted_repo():
     workdir = [a for i, a in image if i == "WORKDIR"][-1]
     for name in JOB_SERVICES:
         assert host_path(mounts(compose()["services"][name])[workdir]) == REPO
-    assert re.match(r"nvidia/cuda:12\.", next(a for i, a in image if i == "FROM"))
+
+
+def test_images_build_from_the_local_base_by_default_and_compose_picks_the_profiles():
+    """The Dockerfiles' default base is the one containers/base.sh makes (no registry); compose (a box with
+    one) builds `train` as the GPU profile on CUDA and `train-cpu` and the service on Debian."""
+    local = re.search(r"^IMAGE=\$\{PAI_BASE_IMAGE:-(\S+)\}$", (CONTAINERS / "base.sh").read_text(), re.M).group(1)
+    for name in ("serve.Dockerfile", "train.Dockerfile"):
+        image = dockerfile(name)
+        assert build_args(image)["BASE_IMAGE"] == local, name
+        assert all(a.split()[0] == "${BASE_IMAGE}" for i, a in image if i == "FROM"), name
+    train = dockerfile("train.Dockerfile")
+    assert build_args(train)["PROFILE"] == "cpu" and "whl/cpu" in build_args(train)["TORCH_INDEX"]
+    s = compose()["services"]
+    gpu, cpu = s["train"]["build"]["args"], s["train-cpu"]["build"]["args"]
+    assert gpu["PROFILE"] == "gpu" and re.match(r"nvidia/cuda:12\.", gpu["BASE_IMAGE"])
+    assert re.search(r"/whl/cu12\d$", gpu["TORCH_INDEX"])
+    assert cpu["PROFILE"] == "cpu" and "TORCH_INDEX" not in cpu
+    assert interpolate(cpu["BASE_IMAGE"]) == interpolate(s["service"]["build"]["args"]["BASE_IMAGE"])
+    assert interpolate(cpu["BASE_IMAGE"]).startswith("debian:bookworm")  # the same Debian as the local base
+    assert s["train"]["image"] != s["train-cpu"]["image"]
+    assert {s["train"]["image"], s["train-cpu"]["image"]} == set(cli_jobs.IMAGES.values())  # what podman runs
+    build = (CONTAINERS / "build.sh").read_text()
+    assert all(f" {image} train.Dockerfile" in build for image in cli_jobs.IMAGES.values())
+    assert f"nvidia/cuda:{gpu['BASE_IMAGE'].split(':')[1]}" in build and gpu["TORCH_INDEX"] in build
 
 
 def test_pins_agree_with_pyproject_ci_install_and_the_llama_cpp_sdist():
