@@ -5,9 +5,10 @@
 #                                       #   pai-brain/train:local FROM nvidia/cuda, Unsloth (a GPU box)
 #   bash containers/build.sh            # both
 # Environment: PAI_ENGINE (podman if installed, else docker); PAI_UID (the image user's uid, 1000);
-# PAI_CA_BUNDLE (below); PAI_WHEELS, a folder with the torch-*+cpu wheel where download.pytorch.org is not reachable (it is
-# mounted into the build and PyPI serves the rest). Layers are cached: a rebuild after a code change
-# redoes the project's own layer only; pip's downloads sit in a build cache mount, not in the image.
+# PAI_CA_BUNDLE (below); PAI_WHEELS, a folder with the torch-*+cpu wheel where download.pytorch.org is not
+# reachable (default: PIP_FIND_LINKS when it is a folder; it is mounted into the build, PyPI serves the
+# rest). Layers are cached: a rebuild after a code change redoes the project's own layer only; pip's
+# downloads and built wheels sit in a build cache mount, not in the image.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 engine=${PAI_ENGINE:-$(command -v podman >/dev/null && echo podman || echo docker)}
@@ -21,6 +22,10 @@ args=(--build-arg "PAI_UID=${PAI_UID:-1000}")
 # (a TLS-intercepting proxy's CA too); nothing of it stays in the image. PAI_CA_BUNDLE= turns it off.
 ca=${PAI_CA_BUNDLE-/etc/ssl/certs/ca-certificates.crt}
 [ -n "$ca" ] && [ -f "$ca" ] && args+=(-v "$(realpath "$ca"):/etc/ssl/certs/ca-certificates.crt:ro")
+# PAI_WHEELS defaults to the host's own PIP_FIND_LINKS when that is one folder (where its CPU torch came from)
+if [ -z "${PAI_WHEELS+set}" ] && [ -n "${PIP_FIND_LINKS:-}" ] && [ -d "${PIP_FIND_LINKS}" ]; then
+  PAI_WHEELS=$PIP_FIND_LINKS
+fi
 if [ -n "${PAI_WHEELS:-}" ]; then
   [ -d "$PAI_WHEELS" ] || { echo "build: PAI_WHEELS=$PAI_WHEELS is not a folder" >&2; exit 1; }
   args+=(-v "$(realpath "$PAI_WHEELS"):/wheels:ro" --build-arg WHEELS=/wheels --build-arg TORCH_INDEX=https://pypi.org/simple)

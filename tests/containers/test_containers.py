@@ -117,8 +117,10 @@ def final_stage(instructions: list[tuple[str, str]]) -> list[tuple[str, str]]:
 
 
 def env_read_by_code() -> set[str]:
+    from serving import auth
+
     pattern = re.compile(r"""os\.(?:environ(?:\.get|\.setdefault)?\s*[(\[]|getenv\s*\()\s*["'](\w+)["']""")
-    names: set[str] = set()
+    names: set[str] = {auth.ADMIN_TOKEN, auth.WRITE_TOKEN, auth.READ_TOKEN}  # read through these constants
     for pkg in PACKAGES:
         for path in (REPO / pkg).rglob("*.py"):
             names |= set(pattern.findall(path.read_text()))
@@ -226,6 +228,12 @@ def test_service_runs_pai_serve_and_is_checked_on_its_health_route():
     assert cmd[0] == "serve" and {"--host", "--port"} <= options
     port = cmd[cmd.index("--port") + 1]
     assert cmd[cmd.index("--host") + 1] == "0.0.0.0"
+    # beyond loopback `pai serve` starts only with a token (serving.auth.check_exposure): compose passes them
+    from serving import auth
+
+    assert {auth.READ_TOKEN, auth.WRITE_TOKEN, auth.ADMIN_TOKEN} <= set(s["environment"])
+    example = (CONTAINERS / ".env.example").read_text()
+    assert all(re.search(rf"^{t}=", example, re.M) for t in (auth.READ_TOKEN, auth.WRITE_TOKEN, auth.ADMIN_TOKEN))
     assert f"http://127.0.0.1:{port}/health" in s["healthcheck"]["test"][-1]
     assert any(interpolate(p).endswith(f":{port}") for p in s["ports"])
     assert '@app.get("/health")' in (REPO / "serving" / "app.py").read_text()
