@@ -17,16 +17,18 @@ local_base=localhost/pai-base:bookworm
 base=${PAI_BASE_IMAGE:-$local_base}
 [ "$base" != "$local_base" ] || [ "$engine" != podman ] || bash containers/base.sh
 args=(--build-arg "PAI_UID=${PAI_UID:-1000}")
-[ "$engine" = podman ] && args+=(--network=host --layers)
+# docker format: OCI images drop HEALTHCHECK
+[ "$engine" = podman ] && args+=(--network=host --layers --format docker)
 # the host's CA bundle over the image's during the build: pip and apt then trust what the host trusts
 # (a TLS-intercepting proxy's CA too); nothing of it stays in the image. PAI_CA_BUNDLE= turns it off.
+# (docker build mounts nothing: there the images' own bundle and download.pytorch.org serve)
 ca=${PAI_CA_BUNDLE-/etc/ssl/certs/ca-certificates.crt}
-[ -n "$ca" ] && [ -f "$ca" ] && args+=(-v "$(realpath "$ca"):/etc/ssl/certs/ca-certificates.crt:ro")
+[ "$engine" = podman ] && [ -n "$ca" ] && [ -f "$ca" ] && args+=(-v "$(realpath "$ca"):/etc/ssl/certs/ca-certificates.crt:ro")
 # PAI_WHEELS defaults to the host's own PIP_FIND_LINKS when that is one folder (where its CPU torch came from)
 if [ -z "${PAI_WHEELS+set}" ] && [ -n "${PIP_FIND_LINKS:-}" ] && [ -d "${PIP_FIND_LINKS}" ]; then
   PAI_WHEELS=$PIP_FIND_LINKS
 fi
-if [ -n "${PAI_WHEELS:-}" ]; then
+if [ "$engine" = podman ] && [ -n "${PAI_WHEELS:-}" ]; then
   [ -d "$PAI_WHEELS" ] || { echo "build: PAI_WHEELS=$PAI_WHEELS is not a folder" >&2; exit 1; }
   args+=(-v "$(realpath "$PAI_WHEELS"):/wheels:ro" --build-arg WHEELS=/wheels --build-arg TORCH_INDEX=https://pypi.org/simple)
 fi

