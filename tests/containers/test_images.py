@@ -137,14 +137,24 @@ def pg15_socket_url(debian15_url):
     yield f"host={folder} port=5432 user=postgres dbname={db}", folder
 
 
-def test_service_container_on_a_database_url_and_a_job_pulls_its_log(
-    serve_image, train_image, pg15_socket_url, tmp_path
-):
-    url_db, folder = pg15_socket_url
+def serve_on(url_db: str, folder: str) -> int:
+    """The service on DATABASE_URL (its socket folder mounted): ingest and one query; the query's id."""
     with service("-v", f"{folder}:{folder}", env={"DATABASE_URL": url_db}) as (url, _):
         health = httpx.get(f"{url}/health", timeout=10).json()
         assert health["status"] == "ok" and health["chunks"] == 0, health
-        qid = ingest_and_query(url)["query_id"]
+        return ingest_and_query(url)["query_id"]
+
+
+def test_service_container_on_a_database_url(serve_image, pg15_socket_url):
+    url_db, folder = pg15_socket_url
+    qid = serve_on(url_db, folder)
+    with psycopg.connect(url_db) as conn:  # it wrote to that database, not to an embedded one
+        assert conn.execute("SELECT count(*) FROM queries WHERE id = %s", (qid,)).fetchone() == (1,)
+
+
+def test_job_container_pulls_the_log_the_service_wrote(serve_image, train_image, pg15_socket_url, tmp_path):
+    url_db, folder = pg15_socket_url
+    qid = serve_on(url_db, folder)
     # `pai job run pull` in the train container, in a copy of the repository (the job writes data/feedback)
     repo = tmp_path / "repo"
     tracked = subprocess.run(
