@@ -117,8 +117,10 @@ def final_stage(instructions: list[tuple[str, str]]) -> list[tuple[str, str]]:
 
 
 def env_read_by_code() -> set[str]:
+    from serving import auth
+
     pattern = re.compile(r"""os\.(?:environ(?:\.get|\.setdefault)?\s*[(\[]|getenv\s*\()\s*["'](\w+)["']""")
-    names: set[str] = set()
+    names: set[str] = {auth.ADMIN_TOKEN, auth.WRITE_TOKEN, auth.READ_TOKEN}  # read through these constants
     for pkg in PACKAGES:
         for path in (REPO / pkg).rglob("*.py"):
             names |= set(pattern.findall(path.read_text()))
@@ -226,6 +228,12 @@ def test_service_runs_pai_serve_and_is_checked_on_its_health_route():
     assert cmd[0] == "serve" and {"--host", "--port"} <= options
     port = cmd[cmd.index("--port") + 1]
     assert cmd[cmd.index("--host") + 1] == "0.0.0.0"
+    # beyond loopback `pai serve` starts only with a token (serving.auth.check_exposure): compose passes them
+    from serving import auth
+
+    assert {auth.READ_TOKEN, auth.WRITE_TOKEN, auth.ADMIN_TOKEN} <= set(s["environment"])
+    example = (CONTAINERS / ".env.example").read_text()
+    assert all(re.search(rf"^{t}=", example, re.M) for t in (auth.READ_TOKEN, auth.WRITE_TOKEN, auth.ADMIN_TOKEN))
     assert f"http://127.0.0.1:{port}/health" in s["healthcheck"]["test"][-1]
     assert any(interpolate(p).endswith(f":{port}") for p in s["ports"])
     assert '@app.get("/health")' in (REPO / "serving" / "app.py").read_text()
@@ -266,7 +274,30 @@ def test_train_image_runs_a_dvc_stage_in_the_mounted_repo():
     workdir = [a for i, a in image if i == "WORKDIR"][-1]
     for name in JOB_SERVICES:
         assert host_path(mounts(compose()["services"][name])[workdir]) == REPO
-    assert re.match(r"nvidia/cuda:12\.", next(a for i, a in image if i == "FROM"))
+
+
+def test_images_build_from_the_local_base_by_default_and_compose_picks_the_profiles():
+    """The Dockerfiles' default base is the one containers/base.sh makes (no registry); compose (a box with
+    one) builds `train` as the GPU profile on CUDA and `train-cpu` and the service on Debian."""
+    local = re.search(r"^IMAGE=\$\{PAI_BASE_IMAGE:-(\S+)\}$", (CONTAINERS / "base.sh").read_text(), re.M).group(1)
+    for name in ("serve.Dockerfile", "train.Dockerfile"):
+        image = dockerfile(name)
+        assert build_args(image)["BASE_IMAGE"] == local, name
+        assert all(a.split()[0] == "${BASE_IMAGE}" for i, a in image if i == "FROM"), name
+    train = dockerfile("train.Dockerfile")
+    assert build_args(train)["PROFILE"] == "cpu" and "whl/cpu" in build_args(train)["TORCH_INDEX"]
+    s = compose()["services"]
+    gpu, cpu = s["train"]["build"]["args"], s["train-cpu"]["build"]["args"]
+    assert gpu["PROFILE"] == "gpu" and re.match(r"nvidia/cuda:12\.", gpu["BASE_IMAGE"])
+    assert re.search(r"/whl/cu12\d$", gpu["TORCH_INDEX"])
+    assert cpu["PROFILE"] == "cpu" and "TORCH_INDEX" not in cpu
+    assert interpolate(cpu["BASE_IMAGE"]) == interpolate(s["service"]["build"]["args"]["BASE_IMAGE"])
+    assert interpolate(cpu["BASE_IMAGE"]).startswith("debian:bookworm")  # the same Debian as the local base
+    assert s["train"]["image"] != s["train-cpu"]["image"]
+    assert {s["train"]["image"], s["train-cpu"]["image"]} == set(cli_jobs.IMAGES.values())  # what podman runs
+    build = (CONTAINERS / "build.sh").read_text()
+    assert all(f" {image} train.Dockerfile" in build for image in cli_jobs.IMAGES.values())
+    assert f"nvidia/cuda:{gpu['BASE_IMAGE'].split(':')[1]}" in build and gpu["TORCH_INDEX"] in build
 
 
 def test_pins_agree_with_pyproject_ci_install_and_the_llama_cpp_sdist():
