@@ -109,5 +109,7 @@ def test_promotion_happens_only_through_decide(monkeypatch):
 
     monkeypatch.setattr(trial_power, "decide", never)
     out, _, _ = run_spied(monkeypatch)
-    assert {r["champion"] for r in out["rows"]} == {"first-stage"} and {r["decision"] for r in out["rows"]} == {"reject"}
+    assert {r["champion"] for r in out["rows"]} == {"first-stage"} and {r["decision"] for r in out["rows"]} == {
+        "reject"
+    }
     assert out["summary"]["d"]["misses"] == out["summary"]["d"]["better_by_0.05"] > 0
