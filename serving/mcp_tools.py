@@ -13,7 +13,7 @@ from .client import Context
 from .schemas import Id, Line, Rating, Scope, Text
 
 MAX_ANSWER = 50_000  # /feedback's answer and correction, /capture's turns as the tools take them
-MAX_NOTE = 2_000_000  # /ingest's body limit
+MAX_NOTE = 200_000  # a note a tool call stores within a client's request timeout (60 s); a longer one: pai ingest
 
 
 class Args(BaseModel):
@@ -68,7 +68,10 @@ class CaptureResultArgs(Args):
 
 
 class RememberArgs(Args):
-    text: Line = Field(max_length=MAX_NOTE, description="the note, markdown (up to 2,000,000 characters)")
+    text: Line = Field(
+        max_length=MAX_NOTE,
+        description="the note, markdown (up to 200,000 characters; a longer document: `pai ingest FILE`, which shows progress)",
+    )
     title: Text | None = Field(
         None,
         max_length=500,

@@ -289,6 +289,21 @@ def test_remember_takes_ordinary_titles_and_never_stores_a_secret(service, db_ur
     assert GH not in stored
 
 
+def test_a_note_too_long_for_one_call_is_refused_in_one_line_and_nothing_stored(service, db_url):
+    """A 1 MB note took longer than a client's 60 s request timeout to store: the schema caps a note at what one
+    call stores in time, and the error says where a longer document goes."""
+
+    async def steps(session):
+        r = await session.call_tool("remember", {"text": "x " * 100_001, "title": "Too long"})
+        assert r.is_error
+        return text_of(r)
+
+    text = in_process(*service, steps)
+    assert "200000" in text.replace(",", "") and len(text.splitlines()) == 1, text
+    with connect(db_url) as conn:
+        assert conn.execute("SELECT count(*) FROM chunks WHERE heading = 'Too long'").fetchone() == (0,)
+
+
 def test_a_note_source_cannot_read_as_a_secret():
     digest = hashlib.sha256(b"AWS setup").hexdigest()[:10]
     assert note_source("AWS setup", "text") == f"mcp-aws-setup-{digest}"
