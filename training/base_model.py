@@ -38,7 +38,7 @@ def llama_cpp_tree(cache: Path) -> Path:
                 "-q",
                 "--no-deps",
                 "--no-binary",
-                ":all:",
+                "llama-cpp-python",  # this sdist only: its build dependencies come as wheels (all from source took >10 min)
                 LLAMA_CPP_SDIST,
                 "-d",
                 tmp,
