@@ -33,7 +33,7 @@ RUN --mount=type=cache,target=/root/.cache/pip \
 # hadolint ignore=DL3059
 RUN --mount=type=cache,target=/root/.cache/pip \
     CMAKE_ARGS="-DGGML_NATIVE=OFF" pip install "llama-cpp-python==${LLAMA_CPP_PYTHON_VERSION}"
-COPY pyproject.toml README.md /opt/pai/src/
+COPY pyproject.toml README.md params.yaml /opt/pai/src/
 COPY retrieval /opt/pai/src/retrieval
 COPY serving /opt/pai/src/serving
 COPY training /opt/pai/src/training

@@ -359,3 +359,16 @@ def test_docs_gpu_box_page_has_the_walk_through():
         "dvc remote",
     ):
         assert needed in page, needed
+
+
+@pytest.mark.parametrize("dockerfile", ["serve.Dockerfile", "train.Dockerfile"])
+def test_the_project_layer_copies_every_file_its_wheel_ships(dockerfile):
+    """`pip install /opt/pai/src` builds the wheel, which ships pyproject's data-files (params.yaml, the packaged
+    defaults): a file missing from the COPY fails the build ("can't copy 'params.yaml'") after every slow layer."""
+    data_files = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["data-files"]
+    copied = set()
+    for line in (CONTAINERS / dockerfile).read_text().splitlines():
+        if line.startswith("COPY ") and line.rstrip().endswith("/opt/pai/src/"):
+            copied |= set(line.split()[1:-1])
+    shipped = {f for files in data_files.values() for f in files}
+    assert shipped and shipped <= copied, (dockerfile, shipped - copied)
