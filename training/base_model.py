@@ -14,7 +14,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -52,6 +52,8 @@ def llama_cpp_tree(cache: Path) -> Path:
                 m
                 for m in tar.getmembers()
                 if "/vendor/llama.cpp/" in m.name
+                and (m.isfile() or m.isdir())  # no links, devices
+                and not (m.name.startswith("/") or ".." in PurePosixPath(m.name).parts)
                 and (
                     m.name.endswith(f"models/{VOCAB}")
                     or "/gguf-py/" in m.name
@@ -59,7 +61,10 @@ def llama_cpp_tree(cache: Path) -> Path:
                     or m.name.endswith("convert_hf_to_gguf.py")
                 )
             ]
-            tar.extractall(staging, members=members, filter="data")
+            # the "data" filter where this Python has it (3.11.4+; Debian bookworm's 3.11.2 has not): the members
+            # above are already plain files and folders inside the archive
+            safe = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
+            tar.extractall(staging, members=members, **safe)  # noqa: S202 - members checked above
         (src,) = staging.glob("*/vendor/llama.cpp")
         root.parent.mkdir(parents=True, exist_ok=True)
         shutil.rmtree(root, ignore_errors=True)
