@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The main job (`pai lab cycle`) of two commits one after the other, in git worktrees of this checkout with this
+# checkout's .venv (no second install: the commits must share their dependencies), each with a home of its own
+# and a copy of this home's embedding cache. Usage: eval/bench/main_job_worktrees.sh OLD_REV NEW_REV [WORKDIR]
+# Reads: WORKDIR/times, WORKDIR/cycle-{old,new}.json, WORKDIR/eval-{old,new}.json (metrics/eval.json).
+set -uo pipefail
+OLD=${1:?old rev} NEW=${2:?new rev} B=${3:-/tmp/main-job-worktrees}
+REPO=$(cd "$(dirname "$0")/../.." && pwd)
+HOME_NOW=${PAI_HOME:-$REPO/.pai}
+rm -rf "$B" && mkdir -p "$B"
+echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) cores" > "$B/times"
+for v in old new; do
+  rev=$OLD; [ $v = new ] && rev=$NEW
+  git -C "$REPO" worktree add -q --detach "$B/$v" "$rev"
+  (cd "$B/$v" && PYTHONPATH="$B/$v" "$REPO/.venv/bin/python" -m eval.judged_sets >/dev/null)
+  mkdir -p "$B/home-$v"
+  [ -f "$HOME_NOW/embeddings.sqlite" ] && cp "$HOME_NOW/embeddings.sqlite" "$B/home-$v/"
+  for d in cache models; do [ -d "$HOME_NOW/$d" ] && ln -s "$HOME_NOW/$d" "$B/home-$v/$d"; done
+done
+for v in old new; do
+  s=$(date +%s)
+  (cd "$B/$v" && PAI_HOME="$B/home-$v" PYTHONPATH="$B/$v" HF_HUB_OFFLINE=1 MLFLOW_DISABLE_TELEMETRY=true \
+    "$REPO/.venv/bin/python" -m cli.main lab cycle --json > "$B/cycle-$v.json" 2> "$B/cycle-$v.log")
+  echo "cycle $v rc=$? $(( $(date +%s) - s )) s" >> "$B/times"
+  cp "$B/$v/metrics/eval.json" "$B/eval-$v.json"
+done
+for v in old new; do git -C "$REPO" worktree remove --force "$B/$v"; done
+cat "$B/times"
