@@ -95,7 +95,8 @@ def first_stage(items: list[dict], vectors: dict, search: SearchParams) -> loop_
         q, P = vectors[it["qid"]]
         ids = [c["id"] for c in it["candidates"]]
         if search.fusion == "general" and search.hybrid:
-            texts = [f"{c.get('parent_heading') or ''} {c.get('title') or ''} {c['text']}" for c in it["candidates"]]
+            # the texts as the ranker reads them, as `pai bench general` replays the first stage (eval/bench/day_one)
+            texts = [passage_text(c.get("title"), c["text"], c.get("parent_heading")) for c in it["candidates"]]
             out[it["qid"]] = [ids[i] for i in general_order(it["query"], P @ q, texts, GeneralRule.of(search))]
         else:
             cos = [ids[i] for i in np.argsort(-(P @ q), kind="stable")]
