@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import sysconfig
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -192,6 +192,9 @@ def trial_command(
         str, typer.Option(help="the ranker serving as champion: hybrid (the first stage) or cosine")
     ] = ("hybrid"),
     max_queries: Annotated[int, typer.Option(help="items per domain (0 = all)")] = 0,
+    merge: Annotated[
+        str, typer.Option(help="trial.merge to compare, comma-separated, on the same items (default: params')")
+    ] = "",
     benchmark_dir: BenchDirOpt = BENCHMARK_DIR,
     params: ParamsOpt = Path("params.yaml"),
     as_json: JsonOpt = False,
@@ -201,6 +204,9 @@ def trial_command(
     judged Recall@5 gain over the champion (hybrid), per domain (eval/bench/trial_power.py)."""
     try:
         rule = load_section(params, "trial", TrialParams)
+        rules = [replace(rule, merge=m) for m in merge.split(",") if m] or [rule]
+        if bad := [p for r in rules for p in r.problems()]:
+            raise ParamsError(bad[0])
     except ParamsError as e:
         _fail(str(e))
     embedder, report = get_embedder(), {"rule": rule.__dict__, "domains": {}}
@@ -214,42 +220,43 @@ def trial_command(
         else:
             items = checked_items(Path(name))
         items = items[:max_queries] if max_queries else items
-        with progress_bar() as bar:
-            task = bar.add_task(f"{name}: {len(items)} queries, {seeds} trials per challenger", total=10)
-            rows = trial_power.domain_report(
-                items,
-                embedder,
-                rule,
-                trial_power.Consumer(),
-                seeds,
-                progress=lambda t=task: bar.advance(t),
-                champion=champion,
-            )
-        report["domains"][name] = {"queries": len(items), "champion": champion, "challengers": rows}
-        if not as_json:
-            t = Table(title=f"{name}: {len(items)} queries; champion {champion}; {seeds} trials per challenger")
-            for col in (
-                "challenger",
-                "recall@5",
-                "gain [95% CI]",
-                "promoted",
-                "rejected",
-                "cited to promote",
-                "max cost",
-            ):
-                t.add_column(col, justify="right")
-            for r in rows:
-                t.add_row(
-                    r["challenger"],
-                    f"{r['recall@5']:.3f}",
-                    f"{r['gain']:+.3f} [{r['ci95'][0]:+.3f}, {r['ci95'][1]:+.3f}]",
-                    f"{r['promoted']:.0%}",
-                    f"{r['rejected']:.0%}",
-                    str(r["median_judged_to_promote"] or "-"),
-                    f"{r['max_cost']:.4f}",
-                )
-            console.print(t)
+        for r in rules:
+            key = name if len(rules) == 1 else f"{name} ({r.merge})"
+            rows = _power(items, embedder, r, seeds, champion, f"{key}: {len(items)} queries, {seeds} trials each")
+            report["domains"][key] = {
+                "queries": len(items),
+                "champion": champion,
+                "merge": r.merge,
+                "challengers": rows,
+            }
+            if not as_json:
+                _print_power(f"{key}: {len(items)} queries; champion {champion}; {seeds} trials per challenger", rows)
     emit(report, as_json, out, lambda console: None)  # the tables are printed above, domain by domain
+
+
+def _power(items: list[dict], embedder, rule: TrialParams, seeds: int, champion: str, title: str) -> list[dict]:
+    with progress_bar() as bar:
+        task = bar.add_task(title, total=10)
+        consumer = trial_power.Consumer()
+        progress = lambda t=task: bar.advance(t)  # noqa: E731
+        return trial_power.domain_report(items, embedder, rule, consumer, seeds, progress=progress, champion=champion)
+
+
+def _print_power(title: str, rows: list[dict]) -> None:
+    t = Table(title=title)
+    for col in ("challenger", "recall@5", "gain [95% CI]", "promoted", "rejected", "cited to promote", "max cost"):
+        t.add_column(col, justify="right")
+    for r in rows:
+        t.add_row(
+            r["challenger"],
+            f"{r['recall@5']:.3f}",
+            f"{r['gain']:+.3f} [{r['ci95'][0]:+.3f}, {r['ci95'][1]:+.3f}]",
+            f"{r['promoted']:.0%}",
+            f"{r['rejected']:.0%}",
+            str(r["median_judged_to_promote"] or "-"),
+            f"{r['max_cost']:.4f}",
+        )
+    console.print(t)
 
 
 app.command("notes", rich_help_panel=FEEDBACK, short_help="A benchmark's corpus as a folder of markdown notes.")(

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from retrieval.contracts.interleaving import TrialParams, decide, outcome, sides, team_draft
+from retrieval.contracts.interleaving import TrialParams, decide, merged, outcome, sides
 from retrieval.contracts.lexical import lexical_scores
 from retrieval.contracts.metrics import paired_bootstrap, recall_at_k
 from retrieval.contracts.passage import passage_text
@@ -80,7 +80,7 @@ def trial(
     while queries < 50 * rule.max_judged:
         it = items[rng.randrange(len(items))]
         rel, q = set(it["relevant_ids"]), it["qid"]
-        context = [x for x, _ in team_draft(champ[q], chall[q], rng)[:k]]
+        context = [x for x, _ in merged(champ[q], chall[q], rng, rule.merge, k)[:k]]
         queries += 1
         cost += recall_at_k(rel, champ[q], k) - recall_at_k(rel, context, k)
         used = {x for x in context if rng.random() < (consumer.p_relevant if x in rel else consumer.p_other)}
