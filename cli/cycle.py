@@ -21,12 +21,13 @@ from pathlib import Path
 
 import httpx
 import yaml
+from psycopg.conninfo import conninfo_to_dict
 from rich.table import Table
 
 from eval.evaluate import print_table
 from eval.retrieval_eval import evaluate, load_scifact
 from retrieval.corpus.ingest import ingest_paths
-from retrieval.db import connect
+from retrieval.db import connect, own_database
 from retrieval.embed import get_embedder
 from retrieval.params import EmbedParams, IngestParams, SearchParams, load_section
 from serving.server import BackgroundServer, build_service
@@ -44,6 +45,20 @@ def demo_home() -> Path | None:
         return None
     os.environ["PAI_HOME"] = str(DEMO_HOME.resolve())
     return DEMO_HOME.resolve()
+
+
+DEMO_DATABASE = "pai_lab_demo"  # the demo's database on the server DATABASE_URL names: never the user's
+
+
+def demo_database() -> str | None:
+    """With DATABASE_URL set (the user's own server), point it at the demo's database on that server, created when
+    missing: the demo's SciFact and replayed feedback never land in the user's database. The database chosen, None
+    when DATABASE_URL is unset (the embedded server in the demo's home) or names the demo's already."""
+    url = os.environ.get("DATABASE_URL")
+    if not url or conninfo_to_dict(url).get("dbname") == DEMO_DATABASE:
+        return None
+    os.environ["DATABASE_URL"] = own_database(DEMO_DATABASE, url)
+    return DEMO_DATABASE
 
 
 def run_cycle(params: Path, benchmark_dir: Path, split: str, bar, replay: bool | None = None) -> dict:

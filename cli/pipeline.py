@@ -25,7 +25,7 @@ from serving.selectors import resolve
 from training.build import BuildParams
 
 from . import bench_policy, bench_serve, bench_swap, onpolicy
-from .cycle import demo_home, print_cycle, run_cycle
+from .cycle import demo_database, demo_home, print_cycle, run_cycle
 from .loop import print_loop, run_loop, write_outputs
 from .replay import run_replay
 from .terminal import BenchDirOpt, OutOpt, ParamsOpt, _fail, console, emit, machine, progress_bar
@@ -112,6 +112,8 @@ def cycle(
     if home := demo_home():
         console.print(f"pai lab cycle: the demo runs in {home} (PAI_HOME unset), not in your memory", soft_wrap=True)
     try:
+        if db := demo_database():
+            console.print(f"pai lab cycle: the demo uses database {db} on DATABASE_URL's server, not yours")
         with progress_bar() as bar:
             result = run_cycle(params, benchmark_dir, split, bar, replay=replay)
     except (ParamsError, DatabaseError, FileNotFoundError, RuntimeError) as e:

@@ -190,7 +190,22 @@ def _migration_files() -> list[tuple[int, str, str]]:
 
 
 def _redact_url(url: str) -> str:
-    return re.sub(r"(://[^:/@]+):[^@]*@", r"\1:***@", url)
+    """A URL or key=value conninfo with its password shown as ***."""
+    url = re.sub(r"(://[^:/@]+):[^@]*@", r"\1:***@", url)
+    return re.sub(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", r"\1***", url)
+
+
+def own_database(name: str, url: str | None = None) -> str:
+    """The URL of database `name` on the server of `url` (default: DATABASE_URL's), created when missing."""
+    url = url or database_url()
+    try:
+        with psycopg.connect(url, autocommit=True, connect_timeout=10) as c:
+            if not c.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone():
+                c.execute(f'CREATE DATABASE "{name}"')
+    except psycopg.Error as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise DatabaseError(f"could not create database {name} at {_redact_url(url)}: {first}") from e
+    return make_conninfo(url, dbname=name)
 
 
 @contextmanager
