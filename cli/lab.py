@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import sysconfig
-from dataclasses import asdict, replace
+from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -193,8 +193,9 @@ def trial_command(
     ] = ("hybrid"),
     max_queries: Annotated[int, typer.Option(help="items per domain (0 = all)")] = 0,
     merge: Annotated[
-        str, typer.Option(help="trial.merge to compare, comma-separated, on the same items (default: params')")
-    ] = "",
+        str,
+        typer.Option(help="the trial contexts to compare on the same items: team-draft (served), agreed-first, union"),
+    ] = "team-draft",
     benchmark_dir: BenchDirOpt = BENCHMARK_DIR,
     params: ParamsOpt = Path("params.yaml"),
     as_json: JsonOpt = False,
@@ -204,9 +205,9 @@ def trial_command(
     judged Recall@5 gain over the champion (hybrid), per domain (eval/bench/trial_power.py)."""
     try:
         rule = load_section(params, "trial", TrialParams)
-        rules = [replace(rule, merge=m) for m in merge.split(",") if m] or [rule]
-        if bad := [p for r in rules for p in r.problems()]:
-            raise ParamsError(bad[0])
+        merges = [m for m in merge.split(",") if m]
+        if bad := [m for m in merges if m not in trial_power.MERGES] or not merges:
+            raise ParamsError(f"--merge {','.join(bad)}: one or more of {', '.join(trial_power.MERGES)}")
     except ParamsError as e:
         _fail(str(e))
     embedder, report = get_embedder(), {"rule": rule.__dict__, "domains": {}}
@@ -220,13 +221,14 @@ def trial_command(
         else:
             items = checked_items(Path(name))
         items = items[:max_queries] if max_queries else items
-        for r in rules:
-            key = name if len(rules) == 1 else f"{name} ({r.merge})"
-            rows = _power(items, embedder, r, seeds, champion, f"{key}: {len(items)} queries, {seeds} trials each")
+        for m in merges:
+            key = name if len(merges) == 1 else f"{name} ({m})"
+            title = f"{key}: {len(items)} queries, {seeds} trials each"
+            rows = _power(items, embedder, rule, seeds, champion, m, title)
             report["domains"][key] = {
                 "queries": len(items),
                 "champion": champion,
-                "merge": r.merge,
+                "merge": m,
                 "challengers": rows,
             }
             if not as_json:
@@ -234,12 +236,14 @@ def trial_command(
     emit(report, as_json, out, lambda console: None)  # the tables are printed above, domain by domain
 
 
-def _power(items: list[dict], embedder, rule: TrialParams, seeds: int, champion: str, title: str) -> list[dict]:
+def _power(items: list[dict], embedder, rule, seeds: int, champion: str, merge: str, title: str) -> list[dict]:
     with progress_bar() as bar:
         task = bar.add_task(title, total=10)
         consumer = trial_power.Consumer()
         progress = lambda t=task: bar.advance(t)  # noqa: E731
-        return trial_power.domain_report(items, embedder, rule, consumer, seeds, progress=progress, champion=champion)
+        return trial_power.domain_report(
+            items, embedder, rule, consumer, seeds, progress=progress, champion=champion, merge=merge
+        )
 
 
 def _print_power(title: str, rows: list[dict]) -> None:

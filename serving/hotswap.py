@@ -211,7 +211,7 @@ class HotSwapper:
             self.last_error = f"trial {trial.id} ({trial.challenger}) not served here: {detail}"
             log.warning("%s", self.last_error)
             return
-        self.picker.trial = TrialArm(trial.id, challenger, trial.share, trial.rule.merge)
+        self.picker.trial = TrialArm(trial.id, challenger, trial.share)
         log.info(
             "trial %d: %s vs %s on %.0f%% of queries", trial.id, trial.challenger, trial.champion, 100 * trial.share
         )

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from retrieval.contracts.interleaving import TEAM_DRAFT, merged, sides
+from retrieval.contracts.interleaving import sides, team_draft
 from retrieval.contracts.selection import Pick, PromptCandidate, choose, similarity_order, top_up
 from retrieval.logs.feedback import normalize_query
 from retrieval.query.search import Candidate, take_budget
@@ -61,7 +61,6 @@ class TrialArm:
     id: int
     selector: Selector
     share: float  # of queries served interleaved
-    merge: str = TEAM_DRAFT  # how the two rankings merge (`trial.merge`, fixed when the trial started)
 
 
 def split(selector: Selector) -> tuple[Selector | None, Selector | None]:
@@ -183,12 +182,11 @@ class Picker:
         at = {c.chunk_id: i for i, c in enumerate(shown, start=1)}
         n = len(shown)
         ours, theirs = top_up(champion, n, n), top_up([at[i] for i in pick.ids], n, n)
-        k = len(take_budget([shown[i - 1] for i in ours], self.token_budget, self.min_chunks))
         with self._lock:
-            order = merged(ours, theirs, self._rng, trial.merge, k)
-        chosen = [shown[i - 1] for i, _ in order]
+            merged = team_draft(ours, theirs, self._rng)
+        chosen = [shown[i - 1] for i, _ in merged]
         context = take_budget(chosen, self.token_budget, self.min_chunks)
-        side = sides([i for i, _ in order[: len(context)]], ours, theirs)
+        side = sides([i for i, _ in merged[: len(context)]], ours, theirs)
         team = {shown[i - 1].rank: t for i, t in side.items()}
         self._count("interleaved")
         return replace(

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from retrieval.contracts.interleaving import TrialParams, decide, merged, outcome, sides
+from retrieval.contracts.interleaving import BOTH, CHALLENGER, CHAMPION, TrialParams, decide, outcome, sides, team_draft
 from retrieval.contracts.lexical import lexical_scores
 from retrieval.contracts.metrics import paired_bootstrap, recall_at_k
 from retrieval.contracts.passage import passage_text
@@ -32,7 +32,10 @@ from retrieval.contracts.ranking_features import standardise
 from retrieval.embed import Embedder
 from retrieval.query.search import rrf
 
-CHAMPION = "hybrid"
+CHAMPION_RANKER = "hybrid"
+# How a trial's context is made from the two rankings: team-draft is what the service serves; the others are the
+# designs measured against it (docs/measurements.md, "The trial by interleaving"), kept here, in the lab only.
+MERGES = ("team-draft", "agreed-first", "union")
 
 
 @dataclass(frozen=True)
@@ -64,14 +67,39 @@ def rankings(items: list[dict], embedder: Embedder, seed: int = 0) -> dict[str, 
             **{f"cosine+noise{s:g}": cos + rng.normal(0, s, len(cos)) for s in (0.5, 1.0, 2.0)},
         }
         ranked = {name: [ids[i] for i in np.argsort(-score, kind="stable")] for name, score in order.items()}
-        ranked[CHAMPION] = rrf([ranked["cosine"], ranked["bm25"]], 60)
+        ranked[CHAMPION_RANKER] = rrf([ranked["cosine"], ranked["bm25"]], 60)
         for name, r in ranked.items():
             out.setdefault(name, {})[it["qid"]] = r
     return out
 
 
+def context(champ: list, chall: list, rng: random.Random, k: int, merge: str = "team-draft") -> tuple[list, dict]:
+    """(the trial's context, item -> side) by `merge`: `team-draft`, the merge's first k, as served;
+    `agreed-first`, the items both top k hold, then the team-draft of the items they disagree on, k in all;
+    `union`, every item of either top k (up to 2k: the context grows), in team-draft order."""
+    if merge == "team-draft":
+        shown = [x for x, _ in team_draft(champ, chall, rng)[:k]]
+        return shown, sides(shown, champ, chall)
+    mine, theirs = set(champ[:k]), set(chall[:k])
+    side = {x: BOTH if x in mine and x in theirs else CHAMPION if x in mine else CHALLENGER for x in mine | theirs}
+    if merge == "union":
+        return [x for x, _ in team_draft(champ, chall, rng) if x in side], side
+    if merge != "agreed-first":
+        raise ValueError(f"merge {merge!r}: one of {', '.join(MERGES)}")
+    agreed = [x for x in champ[:k] if side[x] == BOTH]
+    rest = [x for x, _ in team_draft([x for x in champ if x not in agreed], [x for x in chall if x not in agreed], rng)]
+    return (agreed + rest)[:k], side
+
+
 def trial(
-    items: list[dict], champ: dict, chall: dict, rule: TrialParams, consumer: Consumer, k: int, seed: int
+    items: list[dict],
+    champ: dict,
+    chall: dict,
+    rule: TrialParams,
+    consumer: Consumer,
+    k: int,
+    seed: int,
+    merge: str = "team-draft",
 ) -> dict:
     """One simulated trial: its decision, the cited queries it took, and the served Recall@k it cost."""
     rng = random.Random(seed)
@@ -80,13 +108,13 @@ def trial(
     while queries < 50 * rule.max_judged:
         it = items[rng.randrange(len(items))]
         rel, q = set(it["relevant_ids"]), it["qid"]
-        context = [x for x, _ in merged(champ[q], chall[q], rng, rule.merge, k)[:k]]
+        shown, side = context(champ[q], chall[q], rng, k, merge)
         queries += 1
-        cost += recall_at_k(rel, champ[q], k) - recall_at_k(rel, context, k)
-        used = {x for x in context if rng.random() < (consumer.p_relevant if x in rel else consumer.p_other)}
+        cost += recall_at_k(rel, champ[q], k) - recall_at_k(rel, shown, len(shown))
+        used = {x for x in shown if rng.random() < (consumer.p_relevant if x in rel else consumer.p_other)}
         if not used:
             continue
-        o = outcome(sides(context, champ[q], chall[q]), used)
+        o = outcome(side, used)
         wins, losses, ties = wins + (o > 0), losses + (o < 0), ties + (o == 0)
         v = decide(wins, losses, ties, rule)
         if v.decision:
@@ -107,7 +135,8 @@ def domain_report(
     seeds: int,
     k: int = 5,
     progress=None,
-    champion: str = CHAMPION,
+    champion: str = CHAMPION_RANKER,
+    merge: str = "team-draft",
 ) -> list[dict]:
     """One row per challenger against `champion` (one of the rankers: the first stage's `hybrid`, or another to
     see the trial from a weaker champion's side)."""
@@ -120,7 +149,7 @@ def domain_report(
             continue
         mine = np.array([recall_at_k(rel[q], chall[q], k) for q in rel])
         diff, lo, hi = paired_bootstrap(mine, base)
-        runs = [trial(items, ranked[champion], chall, rule, consumer, k, s) for s in range(seeds)]
+        runs = [trial(items, ranked[champion], chall, rule, consumer, k, s, merge) for s in range(seeds)]
         judged = sorted(r["judged"] for r in runs if r["decision"] == "promote") or [0]
         rows.append(
             {

@@ -32,20 +32,13 @@ from dataclasses import dataclass
 
 CHAMPION, CHALLENGER, BOTH = "champion", "challenger", "both"
 TEAMS = (CHAMPION, CHALLENGER)
-TEAM_DRAFT, AGREED_FIRST = "team-draft", "agreed-first"  # trial.merge
 _GRID = 64  # win rates the mixture averages over
 
 
-def team_draft(
-    champion: Sequence[Hashable], challenger: Sequence[Hashable], rng: random.Random, agreed: int = 0
-) -> list[tuple]:
-    """(item, team) in served order: both rankings merged by team-draft until every item of either is placed.
-    `agreed` > 0 (the `agreed-first` merge): the items both rankings hold in their top `agreed` come first, in the
-    champion's order, as team BOTH; the draft then runs over what is left, so the context's other slots go to the
-    items the two top-`agreed` lists disagree on."""
-    both = set(champion[:agreed]) & set(challenger[:agreed])
-    out: list[tuple] = [(x, BOTH) for x in champion if x in both]
-    placed: set = set(both)
+def team_draft(champion: Sequence[Hashable], challenger: Sequence[Hashable], rng: random.Random) -> list[tuple]:
+    """(item, team) in served order: both rankings merged by team-draft until every item of either is placed."""
+    out: list[tuple] = []
+    placed: set = set()
     count = {CHAMPION: 0, CHALLENGER: 0}
     rankings = {CHAMPION: list(champion), CHALLENGER: list(challenger)}
     while True:
@@ -80,13 +73,6 @@ def outcome(teams: dict[Hashable, str], used: set) -> int:
     return (challenger > champion) - (challenger < champion)
 
 
-def merged(
-    champion: Sequence[Hashable], challenger: Sequence[Hashable], rng: random.Random, merge: str, k: int
-) -> list[tuple]:
-    """The trial's served order by `merge` (params.yaml `trial.merge`), for a context of about `k` items."""
-    return team_draft(champion, challenger, rng, agreed=k if merge == AGREED_FIRST else 0)
-
-
 @dataclass(frozen=True)
 class TrialParams:
     """A trial's design (params.yaml `trial`), fixed when it starts and stored with it: pre-registered."""
@@ -95,7 +81,6 @@ class TrialParams:
     alpha: float = 0.05  # the chance of promoting a challenger that is no better, at most
     max_judged: int = 800  # cited trial queries after which a challenger not yet proven better is rejected
     max_effect: float = 0.2  # the mixture's win rates run from 0.5 to 0.5 + this
-    merge: str = TEAM_DRAFT  # team-draft from the top, or agreed-first (what both would serve, then the draft)
 
     def problems(self) -> list[str]:
         out = []
@@ -107,8 +92,6 @@ class TrialParams:
             out.append("trial.max_judged must be >= 1")
         if not 0 < self.max_effect <= 0.5:
             out.append("trial.max_effect must be in (0, 0.5]")
-        if self.merge not in (TEAM_DRAFT, AGREED_FIRST):
-            out.append(f"trial.merge must be {TEAM_DRAFT} or {AGREED_FIRST}")
         return out
 
 

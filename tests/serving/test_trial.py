@@ -5,12 +5,11 @@ running one trial, and a restarted service resuming it."""
 import contextlib
 import json
 import time
-from dataclasses import replace
 
 import httpx
 import pytest
 
-from retrieval.contracts.interleaving import BOTH, CHALLENGER, CHAMPION, TrialParams
+from retrieval.contracts.interleaving import CHALLENGER, CHAMPION, TrialParams
 from retrieval.db import connect
 from retrieval.logs import deployments, trials
 from retrieval.params import IngestParams, SearchParams, StagingParams
@@ -43,27 +42,13 @@ class SlowReverse(Reverse):
     answers_inline = False
 
 
-class AgreeOnTwo(Reverse):
-    """2, 4, 1, 3, 5, ...: its top three share ranks 1 and 2 with the similarity order's, not their order."""
-
-    def answer(self, query, cands, k, query_vec=None):
-        order = [2, 4, 1, 3, *range(5, len(cands) + 1)]
-        return json.dumps({"selected": order[:k]})
-
-
 class Broken(Reverse):
     def answer(self, query, cands, k, query_vec=None):
         return "no idea"
 
 
 def build(record):
-    kinds = {
-        "reverse": Reverse,
-        "slow": SlowReverse,
-        "broken": Broken,
-        "agree2": AgreeOnTwo,
-        "similarity": lambda v: SimilaritySelector(),
-    }
+    kinds = {"reverse": Reverse, "slow": SlowReverse, "broken": Broken, "similarity": lambda v: SimilaritySelector()}
     return kinds[record["kind"]](record["version"])
 
 
@@ -140,27 +125,6 @@ def test_trial_queries_are_interleaved_and_each_shown_chunk_logs_its_team(notes,
         assert {1, len(rows)} <= {c["rank"] for c in r["context"]}
         stats = client.get("/stats").json()["trial"]
         assert stats["id"] == trial.id and stats["served_here"] and stats["evidence"]["judged"] == 0
-
-
-def test_an_agreed_first_trial_serves_what_both_hold_then_one_sides_own(notes, db_url, embedder, tmp_path):
-    with running_service(db_url, embedder, tmp_path) as client:
-        trial = start(db_url, {"kind": "agree2", "version": "agree2-v2"}, replace(RULE, merge="agreed-first"))
-        wait_for(lambda: client.get("/selector").json()["trial"] == trial.id)
-        seen = set()
-        for query in ("rivers and tides", "bees and orchids", "comets", "glaciers and volcanoes") * 3:
-            r = client.post("/query", json={"query": query}).json()
-            with connect(db_url) as conn:
-                teams = dict(
-                    conn.execute(
-                        "SELECT rank, team FROM query_candidates WHERE query_id = %s AND shown", (r["query_id"],)
-                    ).fetchall()
-                )
-            # a context of 3: ranks 1 and 2, which both sides hold, first in the champion's order (team-draft
-            # from the top serves 2, 1, 4 when the challenger picks first); then rank 3 (the champion's alone) or 4
-            assert [(c["rank"], teams[c["rank"]]) for c in r["context"][:2]] == [(1, BOTH), (2, BOTH)]
-            assert (r["context"][2]["rank"], teams[r["context"][2]["rank"]]) in ((3, CHAMPION), (4, CHALLENGER))
-            seen.add(teams[r["context"][2]["rank"]])
-        assert seen == {CHAMPION, CHALLENGER}  # the coin gives the disagreeing slot to either side
 
 
 def test_citations_of_the_challengers_team_promote_it_and_every_service_swaps(notes, db_url, embedder, tmp_path):

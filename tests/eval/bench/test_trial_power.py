@@ -1,7 +1,11 @@
 """The trial simulation of `pai lab trial`: the same merge and rule as the service, on given orders."""
 
-from eval.bench.trial_power import Consumer, trial
-from retrieval.contracts.interleaving import TrialParams
+import random
+
+import pytest
+
+from eval.bench.trial_power import Consumer, context, trial
+from retrieval.contracts.interleaving import BOTH, CHALLENGER, CHAMPION, TrialParams
 
 ITEMS = [
     {
@@ -32,3 +36,27 @@ def test_a_worse_challenger_is_rejected_and_its_cost_is_the_share_of_the_loss():
 def test_the_same_ranking_never_wins_and_is_rejected_when_the_budget_is_spent():
     out = trial(ITEMS, BEST, BEST, RULE, Consumer(), k=5, seed=0)
     assert out == {"decision": "reject", "judged": RULE.max_judged, "queries": out["queries"], "cost": 0.0}
+
+
+def test_the_merges_measured_against_team_draft_show_what_they_say():
+    # champion 1 2 3 4 5 6, challenger 2 1 3 9 8 6: both top 5 hold 1 2 3; then 4 5 against 9 8
+    a, b = [1, 2, 3, 4, 5, 6], [2, 1, 3, 9, 8, 6]
+    for seed in range(20):
+        shown, side = context(a, b, random.Random(seed), 5, "agreed-first")
+        assert shown[:3] == [1, 2, 3] and [side[x] for x in shown[:3]] == [BOTH] * 3
+        assert sorted(side[x] for x in shown[3:]) == [CHALLENGER, CHAMPION]  # one disagreement of each side
+        shown, side = context(a, b, random.Random(seed), 5, "union")
+        assert sorted(shown) == [1, 2, 3, 4, 5, 8, 9] and side[9] == CHALLENGER and side[4] == CHAMPION
+        shown, side = context(a, b, random.Random(seed), 5)  # team-draft from the top: 1, 2, 3 and two more
+        assert len(shown) == 5 and {1, 2, 3} <= set(shown)
+    with pytest.raises(ValueError, match="merge 'mixed'"):
+        context(a, b, random.Random(0), 5, "mixed")
+
+
+def test_under_agreed_first_equal_rankers_split_the_credit():
+    # two rankings that disagree only below the top 3, and a consumer who cites each side's item alike
+    a, b = [1, 2, 3, 4, 5, 6, 7], [1, 2, 3, 6, 7, 4, 5]
+    rng = random.Random(0)
+    credit = [context(a, b, rng, 4, "agreed-first") for _ in range(2000)]
+    wins = sum((side[shown[-1]] == CHALLENGER) - (side[shown[-1]] == CHAMPION) for shown, side in credit)
+    assert abs(wins) < 150  # +1 / -1 per query: within about 3 sd of 2,000 fair coins

@@ -11,7 +11,6 @@ from retrieval.contracts.interleaving import (
     TrialParams,
     decide,
     log_evidence,
-    merged,
     outcome,
     sides,
     team_draft,
@@ -45,38 +44,6 @@ def test_team_draft_literal():
     assert merged[0] in ((3, CHALLENGER), (1, CHAMPION))
     assert {x for x, _ in merged} == {1, 2, 3}
     assert team_draft([1, 2], [], random.Random(0)) == [(1, CHAMPION), (2, CHAMPION)]
-
-
-def test_agreed_first_serves_what_both_hold_then_drafts_the_disagreement():
-    # champion 1 2 3 4 5 6, challenger 2 1 3 9 8 6: both top 5 hold 1 2 3; then 4 5 against 9 8
-    a, b = [1, 2, 3, 4, 5, 6], [2, 1, 3, 9, 8, 6]
-    for seed in range(20):
-        order = merged(a, b, random.Random(seed), "agreed-first", 5)
-        assert order[:3] == [(1, BOTH), (2, BOTH), (3, BOTH)]  # in the champion's order
-        context = [x for x, _ in order[:5]]
-        s = sides(context, a, b)
-        # the two other slots: one item each side alone would serve (team-draft from the top could give
-        # both to items ranked 1-3 and show no disagreement at all)
-        assert sorted(s[x] for x in context[3:]) == [CHALLENGER, CHAMPION]
-        assert sorted(x for x, _ in order) == sorted(set(a) | set(b))  # every item once
-    # team-draft: the first five hold a disagreement only when the draft reaches it
-    shown = [
-        sorted(sides([x for x, _ in merged(a, b, random.Random(s), "team-draft", 5)[:5]], a, b).values())
-        for s in range(20)
-    ]
-    assert all(v.count(BOTH) == 3 for v in shown)
-
-
-def test_agreed_first_credit_is_even_between_equal_rankers():
-    # two rankings that disagree only below the top 3, and a consumer citing each side's item alike:
-    # the coin gives each side the first disagreeing slot half the time
-    a, b = [1, 2, 3, 4, 5, 6, 7], [1, 2, 3, 6, 7, 4, 5]
-    rng = random.Random(0)
-    wins = sum(
-        outcome(sides(c := [x for x, _ in merged(a, b, rng, "agreed-first", 4)[:4]], a, b), {c[-1]})
-        for _ in range(2000)
-    )
-    assert abs(wins) < 150  # +1 / -1 per query: a sum near 0 within ~3 sd of 2000 fair coins
 
 
 def test_sides_say_whose_context_of_the_same_size_held_each_item():
