@@ -30,6 +30,7 @@ _HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)[ \t]*#*[ \t]*$")
 _TURN = re.compile(r"^([A-Za-z][\w.'-]{0,30}(?: [A-Za-z][\w.'-]{0,30}){0,2}):[ \t]+(\S.*)", re.S)
 _HEADER = re.compile(r"^\[([^\]\n]*) · (session [^\]\n·]*) · [^\]\n]*\]")
 _SESSION = re.compile(r"\bsession[ \t]*#?(\d+)\b", re.I)
+_SESSION_NAME = re.compile(r"\bsession[ \t]+([\w.:-]{1,40})(?![\w.:-])", re.I)  # "Session s1" (a captured one)
 _MONTHS = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
 _ISO = re.compile(r"(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{1,2}):(\d{2}))?")
 _CLOCK = re.compile(r"\b(\d{1,2}):(\d{2})\s*([ap]\.?m\.?)?", re.I)
@@ -108,7 +109,8 @@ def parse_chat_log(text: str) -> list[Session]:
 
     def flush_session() -> None:
         if turns:
-            label = f"session {m.group(1)}" if (m := _SESSION.search(heading)) else f"session {len(sessions) + 1}"
+            m = _SESSION.search(heading) or _SESSION_NAME.search(heading)
+            label = f"session {m.group(1)}" if m else f"session {len(sessions) + 1}"
             sessions.append(Session(heading[:MAX_HEADING_CHARS], label, parse_when(heading), list(turns)))
 
     for i, line in enumerate(lines):
