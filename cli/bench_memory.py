@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -20,10 +21,15 @@ from eval.bench import memory
 from retrieval.chunking import approx_tokens
 from retrieval.corpus.ingest import ingest_paths
 from retrieval.db import DatabaseError, connect, scratch_database
-from retrieval.params import BENCHMARK_DIR, IngestParams, SearchParams, load_section
+from retrieval.logs.feedback import record_feedback
+from retrieval.params import BENCHMARK_DIR, IngestParams, SearchParams, UsedParams, load_section
 from serving.selectors import SimilaritySelector, resolve
 from serving.server import build_service
 from serving.service import run_query
+from training import train_ranker
+from training.build import BuildParams
+from training.pull import PullParams, pull
+from training.train_ranker import RankerParams
 
 from .terminal import JsonOpt, OutOpt, ParamsOpt, _fail, console, emit, machine
 
@@ -31,9 +37,11 @@ LOCOMO = BENCHMARK_DIR / "locomo"  # `python -m eval.judged_sets` unpacks it
 
 
 def serve_conversation(
-    conv: memory.Conversation, params: Path, k: int | None, fmt: str, selector: str, say
+    conv: memory.Conversation, params: Path, k: int | None, fmt: str, selector: str, say, log_to: Path | None = None
 ) -> list[dict]:
-    """One conversation in a fresh store: write it as a user keeps it, ingest, ask every question."""
+    """One conversation in a fresh store: write it as a user keeps it, ingest, ask every question. With `log_to`,
+    a consumer cites the served chunks that hold an evidence turn of the question (`/feedback`), and the log is
+    pulled into `log_to` as the pull stage writes it."""
     ip, sp = load_section(params, "ingest", IngestParams), load_section(params, "search", SearchParams)
     with scratch_database("pai_bench_memory") as url, tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp) / conv.name
@@ -62,6 +70,8 @@ def serve_conversation(
                 tokens = sum(approx_tokens(t) for t in context)
                 rec = {"system": "served", "category": q.category, "ms": ms, "tokens": tokens}
                 records.append(rec | {"found": memory.found(q.evidence, turns, context), "dated": _dated(body)})
+                if log_to is not None:
+                    _cite(service, body, memory.found_in(q.evidence, turns, context))
                 ids = [c["chunk_id"] for c in body["candidates"]]
                 with service.pool.connection() as conn:
                     pool = [t for (t,) in conn.execute("SELECT text FROM chunks WHERE id = ANY(%s)", (ids,))]
@@ -77,11 +87,35 @@ def serve_conversation(
                     records.append({"system": name, "category": q.category, "found": found})
                 if i % 50 == 0:
                     say(f"{conv.name}: {i}/{len(conv.questions)} questions")
+            if log_to is not None:
+                pull(PullParams(out=str(log_to), lag_seconds=0.0), url=url)
         finally:
             service.pool.close()
             service.keyword_workers.shutdown()
             service.picker.close()
     return records
+
+
+def _cite(service, body: dict, used: list[bool]) -> None:
+    """The consumer's feedback: it used the served chunks that hold an evidence turn (the others: ignored)."""
+    ids = [c["chunk_id"] for c, u in zip(body["context"], used) if u]
+    with service.pool.connection() as conn:
+        record_feedback(conn, body["query_id"], used_chunk_ids=ids)
+
+
+def learned_ranker(conv: memory.Conversation, params: Path, fmt: str, folder: Path, say) -> str:
+    """The loop on conversation memory: `conv` served by the first-stage order, its consumer's citations pulled,
+    a ranker trained on them by `train_ranker.train` (as the pipeline's stage does); the ranker's folder."""
+    serve_conversation(conv, params, None, fmt, "similarity", say, log_to=folder / "feedback")
+    rp = replace(load_section(params, "train_ranker", RankerParams), feedback=str(folder / "feedback"))
+    val_fraction = load_section(params, "build", BuildParams).val_fraction
+    try:
+        w, vecs, record, m = train_ranker.train(rp, val_fraction, load_section(params, "used", UsedParams))
+    except SystemExit as e:  # too few cited queries to train on: one line, as any bad input
+        raise ValueError(f"--learn-from {conv.name}: {e}") from None
+    train_ranker.write(folder / "ranker", w, vecs, record, m)
+    say(f"ranker trained on {conv.name}: {m['adapter_queries']} queries, weights {record['weights']}")
+    return str(folder / "ranker")
 
 
 def _dated(body: dict) -> float:
@@ -125,6 +159,12 @@ def bench_memory_command(
     selector: Annotated[
         str, typer.Option(help="similarity (the first-stage order) or a selector folder, as `pai serve --selector`")
     ] = "similarity",
+    learn_from: Annotated[
+        Optional[str],
+        typer.Option(
+            help="a conversation served first; its consumer's citations train the ranker that serves the others"
+        ),
+    ] = None,
     params: ParamsOpt = Path("params.yaml"),
     as_json: JsonOpt = False,
     out: OutOpt = None,
@@ -137,7 +177,13 @@ def bench_memory_command(
         if not names:
             raise ValueError(f"{data_dir}: no conv-*.json")
         convs = [memory.load(data_dir / f"{n}.json") for n in names]
-        result = run(convs, params, k or None, fmt, selector, lambda m: console.print(m, style="dim"))
+        say = lambda m: console.print(m, style="dim")  # noqa: E731
+        with tempfile.TemporaryDirectory() as tmp:
+            if learn_from:
+                if learn_from in names:
+                    raise ValueError(f"--learn-from {learn_from}: also among --conversations (never in-sample)")
+                selector = learned_ranker(memory.load(data_dir / f"{learn_from}.json"), params, fmt, Path(tmp), say)
+            result = run(convs, params, k or None, fmt, selector, say) | {"learned_from": learn_from}
     except (OSError, ValueError, KeyError, DatabaseError) as e:
         _fail(str(e) if not isinstance(e, KeyError) else f"not a LoCoMo conversation: no {e}")
     emit(result, as_json, out, memory.table(result) + f"\nserved chunks that name a date: {_share(result)}")

@@ -30,6 +30,7 @@ _HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)[ \t]*#*[ \t]*$")
 _TURN = re.compile(r"^([A-Za-z][\w.'-]{0,30}(?: [A-Za-z][\w.'-]{0,30}){0,2}):[ \t]+(\S.*)", re.S)
 _HEADER = re.compile(r"^\[([^\]\n]*) · (session [^\]\n·]*) · [^\]\n]*\]")
 _SESSION = re.compile(r"\bsession[ \t]*#?(\d+)\b", re.I)
+_SESSION_NAME = re.compile(r"\bsession[ \t]+([\w.:-]{1,40})(?![\w.:-])", re.I)  # "Session s1" (a captured one)
 _MONTHS = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
 _ISO = re.compile(r"(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{1,2}):(\d{2}))?")
 _CLOCK = re.compile(r"\b(\d{1,2}):(\d{2})\s*([ap]\.?m\.?)?", re.I)
@@ -108,7 +109,8 @@ def parse_chat_log(text: str) -> list[Session]:
 
     def flush_session() -> None:
         if turns:
-            label = f"session {m.group(1)}" if (m := _SESSION.search(heading)) else f"session {len(sessions) + 1}"
+            m = _SESSION.search(heading) or _SESSION_NAME.search(heading)
+            label = f"session {m.group(1)}" if m else f"session {len(sessions) + 1}"
             sessions.append(Session(heading[:MAX_HEADING_CHARS], label, parse_when(heading), list(turns)))
 
     for i, line in enumerate(lines):
@@ -147,6 +149,17 @@ def session_key(source: str, text: str) -> tuple[str, str] | None:
     """(source, "session 3") for a conversation's chunk (its text starts with the header), else None."""
     m = _HEADER.match(text)
     return (source, m.group(2)) if m else None
+
+
+def conversation_order(ids: list[int], keyword_rank: dict[int, int], weight: float, k: int) -> list[int]:
+    """`ids` (a conversation's candidates in the general order) ordered by reciprocal rank of that order and the
+    keyword side's rank over the whole store: 1 / (k + position) + weight / (k + keyword rank). The keyword side
+    ranks by the store's own word statistics, what tells a conversation's rare words (a name, a place, a hobby)
+    from its small talk; BM25 over 20 candidates alone cannot."""
+    score = {
+        i: 1 / (k + n) + (weight / (k + keyword_rank[i]) if i in keyword_rank else 0.0) for n, i in enumerate(ids, 1)
+    }
+    return sorted(ids, key=lambda i: -score[i])
 
 
 def windows(turns: list[Turn], target: int, max_tokens: int) -> list[list[Turn]]:

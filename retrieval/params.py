@@ -97,6 +97,13 @@ class SearchParams:
     conversation_tokens: int = (
         830  # a context that leads with a conversation's chunk is filled to this many tokens (0 = off)
     )
+    conversation_keyword: float = (
+        1.0  # candidates led by a conversation's chunk: the keyword side's weight beside the general
+    )
+    # order, fused by reciprocal rank (`retrieval.dialogue.conversation_order`); 0 = the general order
+    conversation_rrf_k: int = (
+        30  # ... and that fusion's constant: score = 1 / (k + general position) + w / (k + keyword rank)
+    )
 
     def problems(self) -> list[str]:
         out = []
@@ -126,6 +133,8 @@ class SearchParams:
             out.append("search: need token_budget >= 1 and min_chunks >= 0")
         if not 0 <= self.conversation_tokens <= self.token_budget:
             out.append("search: need 0 <= conversation_tokens <= token_budget")
+        if self.conversation_keyword < 0 or self.conversation_rrf_k < 1:
+            out.append("search: need conversation_keyword >= 0 and conversation_rrf_k >= 1")
         return out
 
 

@@ -100,6 +100,12 @@ def found(evidence: list[str], turns: dict[str, str], context: list[str]) -> lis
     return [any(_norm(turns[e]) in c for c in texts) for e in evidence]
 
 
+def found_in(evidence: list[str], turns: dict[str, str], context: list[str]) -> list[bool]:
+    """Per chunk of the context: does it hold an evidence turn?"""
+    wanted = [_norm(turns[e]) for e in evidence]
+    return [any(w in _norm(c) for w in wanted) for c in context]
+
+
 def baseline_contexts(conv: Conversation, embedder: Embedder) -> dict[str, callable]:
     """name -> f(question, token budget) -> the single turns taken top-down to that many tokens."""
     ids = list(conv.turns)

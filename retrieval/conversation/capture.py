@@ -5,7 +5,8 @@ intake (validate, scrub, one `captures` row, status pending) -> `process`: the g
 4. noise score (cosine to prototypes learned from past rejections, retrieval/conversation/noise.py),
 5. quality + atomic facts (an LLM extractor when one is configured, else the rule splitter),
 6. scrub, dedup/link and store each fact exactly as ingest does (`ingest_documents`), as a
-document of kind 'fact' tied to its exchange (retrieval/conversation/facts.py). The decision and the writes are one
+document of kind 'fact' tied to its exchange (retrieval/conversation/facts.py). Whatever the gates decide, the
+exchange itself joins its session's conversation (retrieval/conversation/exchanges.py, `capture.conversation`). The decision and the writes are one
 transaction per exchange, so a crash leaves it pending, to be taken up again.
 """
 
@@ -27,6 +28,7 @@ from ..scopes import DEFAULT
 from ..scrub import scrub_all
 from . import noise
 from .capture_rules import extract_messages, is_procedural, parse_facts, split_facts, strip_code
+from .exchanges import store_exchange
 from .facts import store_facts, supersede
 
 GATES = ("prefilter", "length", "noise", "quality")
@@ -49,6 +51,9 @@ class CaptureParams:
     max_pending: int = 1000  # the service refuses new captures (429) while this many wait
     supersede_threshold: float = 0.85  # a new fact this close (cosine) to an older captured fact supersedes it
     seed: int = 13  # k-means seeding
+    conversation: bool = (
+        True  # each exchange also stored as it was said: a dated turn pair of its session's conversation
+    )
 
     def problems(self) -> list[str]:
         out = []
@@ -236,6 +241,10 @@ def process(
             fact_ids, duplicate_of, linked = store_facts(conn, capture_id, d.facts, ingest, search, embedder, scope)
             supersede(conn, fact_ids, params.supersede_threshold)
             status, gate = ("stored" if fact_ids else "duplicate"), "store"
+        if (
+            params.conversation
+        ):  # what was said, whatever the gates made of it: after the facts, so they dedup as before
+            store_exchange(conn, capture_id, ingest, search, embedder, scope)
         conn.execute(
             """UPDATE captures SET status = %s, gate = %s, decided_by = %s, reason = %s, noise_score = %s,
                    fact_ids = %s, duplicate_of = %s, linked = %s, seconds = %s, processed_at = now()

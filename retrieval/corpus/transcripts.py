@@ -144,11 +144,11 @@ def chat_log(sessions: dict[str, list[tuple[str | None, str, str]]]) -> str:
         name = " ".join(name.split())
         label = name if name.lower().startswith("session") else f"Session {name}"
         out.append(f"# {label} — {times[0] if times else 'undated'}")
-        out += [f"{speaker}: {_one_paragraph(text)}" for _, speaker, text in turns]
+        out += [f"{speaker}: {one_paragraph(text)}" for _, speaker, text in turns]
     return "\n\n".join(out) + "\n"
 
 
-def _one_paragraph(text: str) -> str:
+def one_paragraph(text: str) -> str:
     """A turn's text as one paragraph: blank lines dropped, a line that would read as a heading escaped."""
     lines = [ln for ln in text.split("\n") if ln.strip()]
     return "\n".join("\\" + ln.lstrip() if ln.lstrip().startswith("#") else ln for ln in lines)

@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 import numpy as np
 import psycopg
 
+from ..dialogue import conversation_order, session_key
 from ..embed import Embedder
 from ..fusion import GeneralRule, general_order
 from ..params import SearchParams
@@ -229,6 +230,8 @@ def search_vector(
     for ranking in rankings[1:]:
         for r, i in enumerate(ranking, start=1):
             krank[i] = min(r, krank.get(i, r))
+    if params.conversation_keyword > 0 and fused and session_key(by_id[fused[0]][1], by_id[fused[0]][6]):
+        fused = conversation_order(fused, krank, params.conversation_keyword, params.conversation_rrf_k)
     candidates = [
         Candidate(
             rank=n,

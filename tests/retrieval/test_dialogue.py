@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from retrieval.dialogue import chunk_conversation, is_chat_log, parse_chat_log, parse_when
+from retrieval.dialogue import chunk_conversation, conversation_order, is_chat_log, parse_chat_log, parse_when
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -74,3 +74,20 @@ def test_a_giant_turn_is_cut_into_pieces_each_with_the_header():
     chunks = chunk_conversation(log, 160, 200)
     assert len(chunks) > 10 and all(c.text.startswith("[2023-01-02 · session 1 · Ann") for c in chunks)
     assert max(c.tokens for c in chunks) <= 2 * 200 + 20
+
+
+def test_the_conversation_order_fuses_the_general_order_with_the_keyword_side():
+    ids = [11, 12, 13, 14]  # the general order
+    # 14 is the keyword side's first: 1/(30+4) + 1/(30+1) beats 11's 1/(30+1) alone
+    assert conversation_order(ids, {14: 1, 13: 5}, 1.0, 30) == [14, 13, 11, 12]
+    assert conversation_order(ids, {}, 1.0, 30) == ids  # no keyword side: the general order
+    assert conversation_order(ids, {14: 1}, 0.01, 30) == ids  # a small weight moves nothing this far
+
+
+def test_a_named_session_keeps_its_name_and_a_numbered_one_its_number():
+    log = "# 2026-12-05 14:03 — Session trip-planning\n\nuser: where?\n\nassistant: Lisbon.\n"
+    log += "\n# Session 3 — 8 May, 2023\n\nAnn: hi there\n\nBob: hello\n"
+    assert [(s.label, s.when) for s in parse_chat_log(log)] == [
+        ("session trip-planning", "2026-12-05 14:03"),
+        ("session 3", "2023-05-08"),
+    ]

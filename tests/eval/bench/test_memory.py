@@ -64,6 +64,9 @@ def test_a_conversation_is_read_leniently_and_written_as_a_user_keeps_it(tmp_pat
     ]
     chunks = [c.text for text in logs.values() for c in chunks_of(text, "conversation", IngestParams())]
     assert memory.found(["D1:1", "D1:3", "D2:1"], conv.turns, chunks[:1]) == [True, True, False]
+    # what the consumer cites: the chunks that hold an evidence turn
+    assert memory.found_in(["D2:1"], conv.turns, [chunks[0], *chunks[1:]])[0] is False
+    assert memory.found_in(["D1:1"], conv.turns, ["no", chunks[0]]) == [False, True]
 
 
 def test_the_score_per_category_and_the_adversarial_premise_apart():

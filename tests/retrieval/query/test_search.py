@@ -5,6 +5,7 @@ from pathlib import Path
 import numpy as np
 
 from retrieval.corpus.ingest import ingest_paths
+from retrieval.dialogue import conversation_order
 from retrieval.fusion import general_order
 from retrieval.params import IngestParams, SearchParams
 from retrieval.query.search import Candidate, kept, newer_than, rrf, search, take_budget
@@ -109,3 +110,47 @@ def test_general_fusion_orders_the_fused_candidates_by_the_general_rule(conn, em
         assert [c.chunk_id for c in g.candidates] == [r.candidates[i].chunk_id for i in order]
         assert [c.rank for c in g.candidates] == list(range(1, len(g.candidates) + 1))
     assert Path(search(conn, embedder, "gasket XJ-9000", SearchParams()).candidates[0].source).name == "part.txt"
+
+
+CHAT = """# Session 1 — 2023-05-08 13:56
+
+Ann: I adopted a greyhound called Biscuit from the shelter last week.
+
+Bob: Lovely! How is Biscuit settling in?
+
+Ann: Biscuit sleeps all day and sprints at dusk, a typical greyhound.
+
+# Session 2 — 2023-06-01 09:00
+
+Bob: My pottery class made bowls; mine cracked in the kiln.
+
+Ann: Kilns are brutal. Did you glaze it first?
+
+Bob: Yes, a blue glaze. Next term we try teapots.
+
+# Session 3 — 2023-07-10 18:30
+
+Ann: We hiked the ridge trail to the lighthouse on Sunday.
+
+Bob: The lighthouse trail? How long did the hike take?
+
+Ann: Four hours, and Biscuit came along the whole way.
+"""
+
+
+def test_a_conversation_s_candidates_are_ordered_with_the_keyword_side_notes_never(conn, embedder, tmp_path):
+    corpus(conn, embedder, tmp_path)
+    (tmp_path / "chat.md").write_text(CHAT)
+    ingest_paths(conn, [tmp_path], IngestParams(conversation_window=20), SearchParams(), embedder)
+    q = "what did Ann say about Biscuit the greyhound?"
+    general = search(conn, embedder, q, SearchParams(conversation_keyword=0.0)).candidates
+    assert general[0].text.startswith("[2023-")  # led by a conversation's chunk
+    ordered = search(conn, embedder, q, SearchParams(conversation_keyword=3.0, conversation_rrf_k=1)).candidates
+    krank = {c.chunk_id: c.keyword_rank for c in general if c.keyword_rank}
+    expect = conversation_order([c.chunk_id for c in general], krank, 3.0, 1)
+    assert expect != [c.chunk_id for c in general]  # the keyword side moved something
+    assert [c.chunk_id for c in ordered] == expect and [c.rank for c in ordered] == list(range(1, len(ordered) + 1))
+    notes = "parses source code into a syntax tree"  # led by a note: the general order, whatever the weight
+    assert [c.chunk_id for c in search(conn, embedder, notes, SearchParams(conversation_keyword=3.0)).candidates] == [
+        c.chunk_id for c in search(conn, embedder, notes, SearchParams(conversation_keyword=0.0)).candidates
+    ]
