@@ -104,7 +104,7 @@ def test_a_chunk_splits_back_into_its_header_and_whole_turns():
     chunk = chunk_conversation(CHAT_FOR_SPLIT, 200, 400)[0].text
     head, turns = split_turns(chunk)
     assert head.startswith("[2023-05-08 13:56 · session 1 · ") and len(turns) == 3
-    assert turns[1] == "Bob: Sure.\n\nNote: a second paragraph Ann: is no turn"  # continuations stay in their turn
+    assert turns[1] == "Bob: Sure.\n\nand then, a second paragraph. Ann: is no turn"  # continuations stay in their turn
     assert split_turns("# A note\nAnn: hi") is None and split_turns("") is None
     assert split_turns("[2023-05-08 · session 1 · Ann]")[1] == [""]  # a header alone: one empty turn, no crash
     head, turns = split_turns("[2023-05-08 · session 1 · Ann]\nAnn: a\x00b\nAnnabel: look-alike")
@@ -117,7 +117,7 @@ Ann: Shall we meet?
 
 Bob: Sure.
 
-Note: a second paragraph Ann: is no turn
+and then, a second paragraph. Ann: is no turn
 
 Ann: Good.
 """
