@@ -151,24 +151,6 @@ def session_key(source: str, text: str) -> tuple[str, str] | None:
     return (source, m.group(2)) if m else None
 
 
-def split_turns(text: str) -> tuple[str, list[str]] | None:
-    """(the header line, the turns) of a conversation's chunk, each turn `Speaker: text` with its continuation
-    lines; None for a chunk that is not a conversation's. A turn starts at a line led by a speaker the header
-    names."""
-    head, _, body = text.partition("\n")
-    m = _HEADER.match(head)
-    if not m:
-        return None
-    speakers = tuple(f"{s.strip()}: " for s in head[m.end(2) :].strip(" ·]").split(",") if s.strip())
-    turns: list[str] = []
-    for line in body.split("\n"):
-        if turns and not line.startswith(speakers):
-            turns[-1] += "\n" + line
-        else:
-            turns.append(line)
-    return head, turns
-
-
 def conversation_order(ids: list[int], keyword_rank: dict[int, int], weight: float, k: int) -> list[int]:
     """`ids` (a conversation's candidates in the general order) ordered by reciprocal rank of that order and the
     keyword side's rank over the whole store: 1 / (k + position) + weight / (k + keyword rank). The keyword side

@@ -104,7 +104,6 @@ class SearchParams:
     conversation_rrf_k: int = (
         30  # ... and that fusion's constant: score = 1 / (k + general position) + w / (k + keyword rank)
     )
-    conversation_turns: int = 0  # the windows its fill adds trimmed to this many best-matching turns (0 = whole)
 
     def problems(self) -> list[str]:
         out = []
@@ -134,8 +133,6 @@ class SearchParams:
             out.append("search: need token_budget >= 1 and min_chunks >= 0")
         if not 0 <= self.conversation_tokens <= self.token_budget:
             out.append("search: need 0 <= conversation_tokens <= token_budget")
-        if self.conversation_turns < 0:
-            out.append("search: need conversation_turns >= 0")
         if self.conversation_keyword < 0 or self.conversation_rrf_k < 1:
             out.append("search: need conversation_keyword >= 0 and conversation_rrf_k >= 1")
         return out

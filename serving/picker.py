@@ -84,7 +84,6 @@ class Picker:
         seed: int | None = None,
         explore_focus: float = 0.0,
         conversation_tokens: int = 0,
-        conversation_turns: int = 0,
     ):
         self.selector = selector  # swapped by reference (hot-swap); read once per selection
         self.k, self.timeout_s = k, timeout_s
@@ -95,7 +94,6 @@ class Picker:
             explore_focus  # the j-th candidate below the cut is drawn with weight j ** -focus (0: uniform)
         )
         self.conversation_tokens = conversation_tokens  # a conversation's context filled to this many tokens (0 = off)
-        self.conversation_turns = conversation_turns  # ... its chunks first trimmed to this many turns (0 = whole)
         self._rng = random.Random(seed)
         self.trial: TrialArm | None = None  # set and cleared by the hot-swapper, read once per query
         self.max_pending = max_pending  # background selections waiting or running; more are skipped, counted
@@ -149,7 +147,7 @@ class Picker:
         full = top_up(numbers, len(shown), self.min_chunks)
         if len(full) > len(numbers):
             self._count("topped_up")
-        chosen = fill([shown[i - 1] for i in full], shown, self.conversation_tokens, query, self.conversation_turns)
+        chosen = fill([shown[i - 1] for i in full], shown, self.conversation_tokens)
         planned = take_budget(chosen, self.token_budget, self.min_chunks)
         context, propensity, explored = self.expose(planned, shown)
         return Served(

@@ -64,7 +64,6 @@ def build_service(
         explore_focus=sp.explore_focus,
         seed=explore_seed,
         conversation_tokens=sp.conversation_tokens,
-        conversation_turns=sp.conversation_turns,
     )
     cp = load_section(params, "capture", CaptureParams)
     return Service(

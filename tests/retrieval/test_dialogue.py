@@ -2,14 +2,7 @@
 
 from pathlib import Path
 
-from retrieval.dialogue import (
-    chunk_conversation,
-    conversation_order,
-    is_chat_log,
-    parse_chat_log,
-    parse_when,
-    split_turns,
-)
+from retrieval.dialogue import chunk_conversation, conversation_order, is_chat_log, parse_chat_log, parse_when
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -98,26 +91,3 @@ def test_a_named_session_keeps_its_name_and_a_numbered_one_its_number():
         ("session trip-planning", "2026-12-05 14:03"),
         ("session 3", "2023-05-08"),
     ]
-
-
-def test_a_chunk_splits_back_into_its_header_and_whole_turns():
-    chunk = chunk_conversation(CHAT_FOR_SPLIT, 200, 400)[0].text
-    head, turns = split_turns(chunk)
-    assert head.startswith("[2023-05-08 13:56 · session 1 · ") and len(turns) == 3
-    assert turns[1] == "Bob: Sure.\n\nand then, a second paragraph. Ann: is no turn"  # continuations stay in their turn
-    assert split_turns("# A note\nAnn: hi") is None and split_turns("") is None
-    assert split_turns("[2023-05-08 · session 1 · Ann]")[1] == [""]  # a header alone: one empty turn, no crash
-    head, turns = split_turns("[2023-05-08 · session 1 · Ann]\nAnn: a\x00b\nAnnabel: look-alike")
-    assert turns == ["Ann: a\x00b\nAnnabel: look-alike"]  # a speaker the header does not name starts no turn
-
-
-CHAT_FOR_SPLIT = """# Session 1 — 1:56 pm on 8 May, 2023
-
-Ann: Shall we meet?
-
-Bob: Sure.
-
-and then, a second paragraph. Ann: is no turn
-
-Ann: Good.
-"""
