@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .embed import model_path
 from .params import SearchParams
 
 _BM25_WORD = re.compile(r"(?u)\b\w\w+\b")  # bm25s.tokenize's defaults: lowercased words of 2+ characters, stopwords out
@@ -110,8 +111,6 @@ def name_share(query: str) -> float:
 @functools.cache
 def _embedder_vocabulary() -> frozenset[str]:
     # the embedder's WordPiece vocabulary (30,522 entries, read once): a word in it is one token to the model
-    from .embed import model_path
-
     with (model_path() / "vocab.txt").open(encoding="utf-8") as f:
         return frozenset(line.rstrip("\n") for line in f)
 
