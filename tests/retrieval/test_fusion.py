@@ -99,6 +99,10 @@ def test_rare_share_reads_the_embedders_vocabulary():
     assert rare_share("") == 0.0 and rare_share("2023 1999 ++") == 0.0  # no words, numbers only
     assert rare_share("数据库 连接") == 0.0  # a caseless script: plain words, the cosine-leaning order
     assert rare_share("café") == rare_share("cafe")  # accents stripped, as the embedder's tokenizer does
+    assert rare_share("\x00" * 10) == 0.0 and rare_share("zq" * 100_000) == 1.0  # NUL; one huge non-word
+    assert rare_share("Macrolides") == rare_share("macrolides") == 1.0  # as BM25 reads it: lowercased
+    with pytest.raises((TypeError, AttributeError)):
+        rare_share(None)
 
 
 def test_a_rare_word_lowers_the_floor_and_a_query_in_the_vocabulary_keeps_it():
