@@ -7,8 +7,12 @@ chosen per query (`general_floor`): lexical matching is decisive for *names* (pe
 identifiers: words a small embedding model blurs) and weak evidence for ordinary words, which a lexical distractor
 shares as well as the answer does. A query whose words after the first carry capitals (`name_share` at or above
 `name_ramp`) gets `names_floor`, a query in plain words `plain_floor` (BM25 keeps its raw size below one rare
-word's worth of evidence instead of being standardised into a full-weight feature), linear between. Caseless
-scripts count as plain words: the cosine-leaning order. Reciprocal-rank fusion of the two rankings, what the first
+word's worth of evidence instead of being standardised into a full-weight feature), linear between. The same
+holds for words the embedder has no token for (`rare_share` at or above `rare_ramp`: jargon, coinages, product and
+gene names written in lower case): it sees them only as word pieces, and blurs them as it blurs names, while a
+query in its own vocabulary (a docstring's, a paraphrase's ordinary words) is one cosine reads as well as it reads
+anything. The floor follows the larger of the two shares. Caseless scripts count as plain words: the
+cosine-leaning order. Reciprocal-rank fusion of the two rankings, what the first
 stage ordered by before, counts a weak keyword ranking as much as the vector one; this order lets BM25 move a
 candidate only as far as its evidence goes.
 
@@ -20,11 +24,13 @@ from __future__ import annotations
 import functools
 import math
 import re
+import unicodedata
 from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
 
+from .embed import model_path
 from .params import SearchParams
 
 _BM25_WORD = re.compile(r"(?u)\b\w\w+\b")  # bm25s.tokenize's defaults: lowercased words of 2+ characters, stopwords out
@@ -34,17 +40,24 @@ _WORD = re.compile(r"[^\W\d_][\w'-]*")  # a word starts with a letter
 @dataclass(frozen=True)
 class GeneralRule:
     """The general order's numbers (search.general_* in params.yaml; train_ranker's general_bm25, bm25_sd_floor,
-    general_plain_floor and name_ramp are the same numbers, for the rankers it saves)."""
+    general_plain_floor, name_ramp and rare_ramp are the same numbers, for the rankers it saves)."""
 
     bm25_weight: float = 1.0
     names_floor: float = 0.2
-    plain_floor: float = 1.0
+    plain_floor: float = 2.0
     name_ramp: float = 0.2
+    rare_ramp: float = 0.3
 
     @classmethod
     def of(cls, search: SearchParams) -> GeneralRule:
         """The rule as params.yaml's `search` section sets it."""
-        return cls(search.general_bm25, search.general_names_floor, search.general_plain_floor, search.name_ramp)
+        return cls(
+            search.general_bm25,
+            search.general_names_floor,
+            search.general_plain_floor,
+            search.name_ramp,
+            search.rare_ramp,
+        )
 
 
 @functools.cache
@@ -95,10 +108,37 @@ def name_share(query: str) -> float:
     return sum(w[0].isupper() for w in words) / len(words) if words else 0.0
 
 
-def general_floor(query: str, names_floor: float, plain_floor: float, name_ramp: float) -> float:
-    """The general order's BM25 sd floor for `query`: `names_floor` at a name share of `name_ramp` or more,
-    `plain_floor` at none, linear between (name_ramp 0: `names_floor` always)."""
+@functools.cache
+def _embedder_vocabulary() -> frozenset[str]:
+    # the embedder's WordPiece vocabulary (30,522 entries, read once): a word in it is one token to the model
+    with (model_path() / "vocab.txt").open(encoding="utf-8") as f:
+        return frozenset(line.rstrip("\n") for line in f)
+
+
+def _unaccented(word: str) -> str:
+    # as the embedder's tokenizer reads a word: accents stripped (it lowercases, as bm25_terms does)
+    return "".join(c for c in unicodedata.normalize("NFD", word) if unicodedata.category(c) != "Mn")
+
+
+def rare_share(query: str) -> float:
+    """The share of the query's words (BM25's terms that start with a cased letter: not numbers, not caseless
+    scripts) that are not one token of the embedder's vocabulary; 0 for a query without such words."""
+    words = [w for w in bm25_terms(query) if w[0].islower()]
+    if not words:
+        return 0.0
+    vocabulary = _embedder_vocabulary()
+    return sum(_unaccented(w) not in vocabulary for w in words) / len(words)
+
+
+def general_floor(
+    query: str, names_floor: float, plain_floor: float, name_ramp: float, rare_ramp: float = 0.0
+) -> float:
+    """The general order's BM25 sd floor for `query`: `names_floor` at a name share of `name_ramp` or more, or a rare
+    share of `rare_ramp` or more, `plain_floor` at neither, linear between (name_ramp 0: `names_floor` always;
+    rare_ramp 0: rare words are not read, the rule of rankers saved before it)."""
     share = 1.0 if name_ramp <= 0 else min(1.0, name_share(query) / name_ramp)
+    if rare_ramp > 0 and share < 1.0:
+        share = max(share, min(1.0, rare_share(query) / rare_ramp))
     return plain_floor + (names_floor - plain_floor) * share
 
 
@@ -112,7 +152,7 @@ def combined(query: str, cosines: np.ndarray, raw: np.ndarray, rule: GeneralRule
     """`general_scores` from the candidates' raw BM25 (`bm25_raw`)."""
     if not len(raw):
         return np.zeros(0)
-    floor = general_floor(query, rule.names_floor, rule.plain_floor, rule.name_ramp)
+    floor = general_floor(query, rule.names_floor, rule.plain_floor, rule.name_ramp, rule.rare_ramp)
     return standardise(cosines) + rule.bm25_weight * np.asarray(floored(raw, floor))
 
 

@@ -84,8 +84,9 @@ class SearchParams:
     fusion: str = "general"  # order of the fused top-k: general (retrieval.fusion) | rrf
     general_bm25: float = 1.0  # the general order: standardised cosine + this x floored BM25
     general_names_floor: float = 0.2  # its BM25 sd floor for a query naming things
-    general_plain_floor: float = 1.0  # its BM25 sd floor for a query in plain words
+    general_plain_floor: float = 2.0  # its BM25 sd floor for a query in plain words
     name_ramp: float = 0.2  # name share at which a query names things
+    rare_ramp: float = 0.3  # share of words outside the embedder's vocabulary at which it does too (0 = not read)
     threshold: float = 0.2  # cosine below which a chunk never enters context
     token_budget: int = 1500  # context budget, approximate tokens
     min_chunks: int = 3  # floor the budget never cuts below, and a short selector pick is topped up to
@@ -125,8 +126,8 @@ class SearchParams:
             out.append(f"search.fusion must be general or rrf, not {self.fusion!r}")
         if not all(x >= 0 for x in (self.general_bm25, self.general_names_floor, self.general_plain_floor)):
             out.append("search: need general_bm25, general_names_floor and general_plain_floor >= 0")
-        if not 0 <= self.name_ramp <= 1:
-            out.append("search.name_ramp must be in [0, 1]")
+        if not (0 <= self.name_ramp <= 1 and 0 <= self.rare_ramp <= 1):
+            out.append("search: need name_ramp and rare_ramp in [0, 1]")
         if not -1 <= self.threshold <= 1:
             out.append("search.threshold must be a cosine in [-1, 1]")
         if self.token_budget < 1 or self.min_chunks < 0:

@@ -89,10 +89,13 @@ class RankerSelector:
             raise SelectorLoadError(f"{model_dir}: bm25_sd_floor {floor!r} is not a number >= 0")
         self.bm25_sd_floor = float(floor)
         # rankers saved before the per-query general floor: the general weights' BM25 under bm25_sd_floor, as trained
-        plain, ramp = cfg.get("general_plain_floor", floor), cfg.get("name_ramp", 0.0)
-        if not (_finite(plain) and plain >= 0 and _finite(ramp) and 0 <= ramp <= 1):
-            raise SelectorLoadError(f"{model_dir}: general_plain_floor {plain!r} or name_ramp {ramp!r} out of range")
-        self.general_plain_floor, self.name_ramp = float(plain), float(ramp)
+        # and before the rare-word share: rare_ramp 0, words outside the embedder's vocabulary not read
+        plain, ramp, rare = cfg.get("general_plain_floor", floor), cfg.get("name_ramp", 0.0), cfg.get("rare_ramp", 0.0)
+        if not (_finite(plain) and plain >= 0 and all(_finite(x) and 0 <= x <= 1 for x in (ramp, rare))):
+            raise SelectorLoadError(
+                f"{model_dir}: general_plain_floor {plain!r} or name_ramp {ramp!r} or rare_ramp {rare!r} out of range"
+            )
+        self.general_plain_floor, self.name_ramp, self.rare_ramp = float(plain), float(ramp), float(rare)
         self.embedder = get_embedder()
         self.version = version
         self._lock = threading.Lock()  # one forward pass at a time: on a few cores concurrent ones only fight
@@ -142,7 +145,7 @@ class RankerSelector:
             bm25_sd_floor=self.bm25_sd_floor,
             general_bm25_floor=None
             if share >= 1.0
-            else general_floor(query, self.bm25_sd_floor, self.general_plain_floor, self.name_ramp),
+            else general_floor(query, self.bm25_sd_floor, self.general_plain_floor, self.name_ramp, self.rare_ramp),
         )
         return gated_scores(feats, self.weights, self.general, share)
 

@@ -81,8 +81,9 @@ class RankerParams:
     domain_ramp: float = 0.1  # the gate's lo = hi - ramp; at or below lo the general weights score alone
     general_bm25: float = 1.0  # the general weights: standardised cosine 1.0 + BM25 this much
     bm25_sd_floor: float = 0.2  # BM25 feature / max(sd, this): no evidence among the candidates, no weight
-    general_plain_floor: float = 1.0  # the general weights' floor for a query without names (`general_floor`)
+    general_plain_floor: float = 2.0  # the general weights' floor for a query without names (`general_floor`)
     name_ramp: float = 0.2  # share of capitalised words at which a query names things (floor: bm25_sd_floor)
+    rare_ramp: float = 0.3  # share of words outside the embedder's vocabulary at which it does too (0 = not read)
     k: int = 5  # Recall@k of the val ranking (the selector picks k)
     ipw_clip: float = 0.05  # labels weigh 1 / max(propensity, this) (inverse propensity); 1 = no correction
     normaliser: str = "all"  # the softmax over all candidates (unlabelled: target 0), or "labelled" ones only
@@ -103,8 +104,8 @@ class RankerParams:
             )
         if not (self.bm25_sd_floor >= 0 and self.general_plain_floor >= 0):
             out.append("train_ranker: need bm25_sd_floor >= 0 and general_plain_floor >= 0")
-        if not 0 <= self.name_ramp <= 1:
-            out.append("train_ranker: need name_ramp in [0, 1]")
+        if not (0 <= self.name_ramp <= 1 and 0 <= self.rare_ramp <= 1):
+            out.append("train_ranker: need name_ramp and rare_ramp in [0, 1]")
         if not 0 < self.ipw_clip <= 1:
             out.append("train_ranker: need 0 < ipw_clip <= 1")
         if self.normaliser not in ("labelled", "all"):
@@ -161,7 +162,7 @@ def train(
     adapter_args = dict(l2=p.adapter_l2, steps=p.adapter_steps, lr=p.adapter_lr, temperature=p.temperature, seed=p.seed)
 
     def features_of(g: dict, w: np.ndarray) -> dict:
-        floor = general_floor(g["query"], p.bm25_sd_floor, p.general_plain_floor, p.name_ramp)
+        floor = general_floor(g["query"], p.bm25_sd_floor, p.general_plain_floor, p.name_ramp, p.rare_ramp)
         return features(
             g["query"], g["q"], g["P"], g["texts"], w, bm25_sd_floor=p.bm25_sd_floor, general_bm25_floor=floor
         )

@@ -1,6 +1,7 @@
 """The first stage's latency, old code beside new, in one run on one store (issue 44: within 1.1x of today's p50).
 
     python -m eval.bench.first_stage_latency --old /work/main/retrieval/query/search.py --domain data/domains/man.jsonl
+    (--old-fusion /work/main/retrieval/fusion.py: the old search.py orders by that checkout's general order)
 
 Ingests a domain file's distinct candidates into a scratch database, embeds its queries once, then runs each
 query's `search_vector` through the old module (a search.py from another checkout, loaded beside ours) and ours
@@ -26,11 +27,11 @@ from retrieval.params import IngestParams, SearchParams
 from retrieval.query import search as ours
 
 
-def load_old(path: Path):
-    """A search.py of another checkout, as a module of our `retrieval.query` (its relative imports resolve to ours)."""
-    spec = importlib.util.spec_from_file_location("retrieval.query._search_old", path)
+def load_old(path: Path, name: str = "retrieval.query._search_old"):
+    """A module of another checkout (a search.py by default) beside ours: its relative imports resolve to ours."""
+    spec = importlib.util.spec_from_file_location(name, path)
     mod = importlib.util.module_from_spec(spec)
-    mod.__package__ = "retrieval.query"
+    mod.__package__ = name.rpartition(".")[0]
     sys.modules[spec.name] = mod  # dataclasses look their module up there
     spec.loader.exec_module(mod)
     return mod
@@ -51,10 +52,14 @@ def timings(conn, fns: dict, queries: list[tuple[str, object]], params: SearchPa
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--old", type=Path, required=True, help="the search.py to compare with (e.g. /work/main's)")
+    ap.add_argument("--old-fusion", type=Path, help="the fusion.py the old search.py orders by (default: ours)")
     ap.add_argument("--domain", type=Path, required=True, help="a contract-5 file (`pai bench build-domains`)")
     ap.add_argument("--queries", type=int, default=300)
     args = ap.parse_args()
     old = load_old(args.old)
+    if args.old_fusion:
+        fusion = load_old(args.old_fusion, "retrieval._fusion_old")
+        old.GeneralRule, old.general_order = fusion.GeneralRule, fusion.general_order
     items = [json.loads(line) for line in open(args.domain, encoding="utf-8")][: args.queries]
     docs = {c["id"]: c for it in items for c in it["candidates"]}
     embedder = get_embedder()

@@ -24,8 +24,10 @@ for *names* (people, places, products, acronyms, identifiers: words a 22M-parame
 and weak evidence for ordinary words (a lexical distractor shares them as well as the answer does). So a query
 whose words after the first carry capitals (`name_share`, at or above `name_ramp`) keeps the fitted floor
 (`bm25_sd_floor`), and a query in plain words gets `general_plain_floor`: its BM25 keeps its raw size below
-one rare word's worth of evidence instead of being standardised into a full-weight feature. Caseless scripts
-have no capitals and count as plain words: the cosine-leaning order, the best simple one in most domains.
+one rare word's worth of evidence instead of being standardised into a full-weight feature. Words the embedder
+has no token for (`rare_share`, at or above `rare_ramp`) count as names do; rankers saved before it (no
+`rare_ramp`) do not read them. Caseless scripts have no capitals and count as plain words: the cosine-leaning
+order, the best simple one in most domains.
 """
 
 from __future__ import annotations

@@ -100,7 +100,10 @@ def test_day_one_rows_and_the_leave_one_domain_out_fit(embedder):
     assert set(result["domains"]) == {"a", "b"}
     for r in result["domains"].values():
         systems = [x["system"] for x in r["rows"]]
-        assert systems[:3] == ["cosine", "bm25", "hybrid"] and len(systems) == 6
+        assert systems[:3] == ["cosine", "bm25", "hybrid"] and systems[-1] == "general order (rule before)"
+        assert len(systems) == 7 and result["rule_before"] == GeneralRule(**result["rule_before"]).__dict__
+        paired = [x for x in r["rows"] if "vs_before" in x]
+        assert len(paired) == 3 and all(lo <= d <= hi for d, lo, hi in (x["vs_before"] for x in paired))
         assert r["best_baseline"] in day_one.BASELINES and set(r["fitted_rule"]) == set(GeneralRule().__dict__)
         assert all(0 <= x["recall@5"] <= 1 and x["ci95"][0] <= x["diff"] <= x["ci95"][1] for x in r["rows"])
 

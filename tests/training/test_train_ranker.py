@@ -167,7 +167,9 @@ def test_queries_unlike_the_feedback_get_the_general_weights(trained, benchmark_
     texts = [c.text for c in cands]
     for query in (claims[claim_gates.index(0.0)], questions[0]):
         q = embedder.encode([query])[0]
-        floor = general_floor(query, record["bm25_sd_floor"], record["general_plain_floor"], record["name_ramp"])
+        floor = general_floor(
+            query, record["bm25_sd_floor"], record["general_plain_floor"], record["name_ramp"], record["rare_ramp"]
+        )
         f = features(
             query,
             q,
@@ -270,17 +272,21 @@ def test_a_broken_folder_is_refused_with_a_load_error(tmp_path):
         ("general_plain_floor", "1"),
         ("name_ramp", 2),
         ("name_ramp", None),
+        ("rare_ramp", 1.5),
+        ("rare_ramp", "0.3"),
     ):
         (tmp_path / "ranker_config.json").write_text(json.dumps({**complete, "bm25_sd_floor": 0.2, key: value}))
         with pytest.raises(SelectorLoadError, match="general_plain_floor .* or name_ramp"):
             RankerSelector(tmp_path, "ranker:x")
     (tmp_path / "ranker_config.json").write_text(json.dumps({**complete, "bm25_sd_floor": 0.2}))
     old = RankerSelector(tmp_path, "ranker:x")  # saved before the per-query floor: the general BM25 as trained
-    assert (old.general_plain_floor, old.name_ramp) == (0.2, 0.0)
+    assert (old.general_plain_floor, old.name_ramp, old.rare_ramp) == (0.2, 0.0, 0.0)  # rare words not read
     cfg = {**complete, "bm25_sd_floor": 0.2, "general_plain_floor": 1.0, "name_ramp": 0.2}
     (tmp_path / "ranker_config.json").write_text(json.dumps(cfg))
     new = RankerSelector(tmp_path, "ranker:x")
-    assert (new.bm25_sd_floor, new.general_plain_floor, new.name_ramp) == (0.2, 1.0, 0.2)
+    assert (new.bm25_sd_floor, new.general_plain_floor, new.name_ramp, new.rare_ramp) == (0.2, 1.0, 0.2, 0.0)
+    (tmp_path / "ranker_config.json").write_text(json.dumps({**cfg, "rare_ramp": 0.3}))
+    assert RankerSelector(tmp_path, "ranker:x").rare_ramp == 0.3
     (tmp_path / "ranker_config.json").write_text(json.dumps({"input_format": "other/9"}))
     with pytest.raises(SelectorLoadError, match="input format"):
         RankerSelector(tmp_path, "ranker:x")
