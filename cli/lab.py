@@ -112,7 +112,7 @@ def grounding_command(
     as_json: JsonOpt = False,
 ) -> None:
     """How the answers in the feedback log ground their citations, and what params.yaml's `used` section (the one
-    definition of used: min_support, min_uncited, void_thumbs_down) changes: choose them on your consumer's answers
+    definition of used: min_uncited, void_thumbs_down) changes: choose them on your consumer's answers
     (retrieval/logs/grounding.py, retrieval/logs/used.py)."""
     path = feedback / FEEDBACK_FILE
     try:
@@ -134,7 +134,7 @@ def grounding_command(
         if rec is not None:
             records.append(rec)
     result = grounding_report(records) | {
-        "at_params": asdict(p) | label_changes(records, [used_labels(r, p) for r in records], p)
+        "at_params": asdict(p) | label_changes(records, [used_labels(r, p) for r in records])
     }
 
     def show(c) -> None:
@@ -142,9 +142,9 @@ def grounding_command(
             title=f"{result['answers']} answers, {result['citations']} citations ({result['citations_judged']} with a "
             f"sentence to judge by); support quantiles {result['support_quantiles']}"
         )
-        for col in ("threshold", "citations taken back (min_support)", "uncited quotes counted (min_uncited)"):
+        for col in ("threshold", "citations grounded below it", "uncited quotes counted (min_uncited)"):
             t.add_column(col, justify="right")
-        for th, share in result["taken_back_below"].items():
+        for th, share in result["support_below"].items():
             t.add_row(th, f"{share:.1%}", str(result["uncited_quotes_at"][th]))
         c.print(t)
         c.print(f"at params.yaml's used: {result['at_params']}", soft_wrap=True)

@@ -281,7 +281,6 @@ def loop_report(
     explore_rate: Annotated[
         Optional[float], typer.Option(help="on-policy: search.explore_rate while serving (default: params.yaml's)")
     ] = None,
-    ipw: Annotated[bool, typer.Option(help="on-policy: inverse-propensity weights (--no-ipw: the ablation)")] = True,
     benchmark_dir: BenchDirOpt = BENCHMARK_DIR,
     params: ParamsOpt = Path("params.yaml"),
     as_json: Annotated[bool, typer.Option("--json", help="print results as JSON")] = False,
@@ -297,11 +296,11 @@ def loop_report(
             _fail("--explore-rate must be in [0, 1)")
         try:
             result = onpolicy.run_on_policy(
-                params, benchmark_dir, consumer, slices, explore_rate, ipw, max_queries, log=console.print
+                params, benchmark_dir, consumer, slices, explore_rate, max_queries, log=console.print
             )
         except (ParamsError, FileNotFoundError, ValueError, DatabaseError) as e:
             _fail(str(e))
-        tag = f"{consumer}{'' if explore_rate is None else f'-explore{explore_rate:g}'}{'' if ipw else '-noipw'}"
+        tag = f"{consumer}{'' if explore_rate is None else f'-explore{explore_rate:g}'}"
         onpolicy.write_on_policy(result, out_dir / f"loop_onpolicy_{tag}.json")
         emit(result, as_json, None, lambda c: onpolicy.print_on_policy(result, c))
         return

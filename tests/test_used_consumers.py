@@ -71,7 +71,7 @@ def test_build_train_ranker_and_evaluate_read_the_same_labels(tmp_path):
 
     groups, changes = feedback_groups(records, RankerParams(), used, every)
     by_ranker = {QUERY_ID[g["query"]]: {g["texts"][i] for i in g["used"]} for g in groups["val"]}
-    assert changes == {"citations_taken_back": 0, "uncited_quotes_used": 1, "thumbs_down_voided": 1}
+    assert changes == {"uncited_quotes_used": 1, "thumbs_down_voided": 1}
 
     items = feedback_items(tmp_path, every, 0, used=used)
     by_eval = {int(it["qid"]): {c["text"] for c in it["candidates"] if c["id"] in it["relevant_ids"]} for it in items}

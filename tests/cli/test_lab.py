@@ -39,18 +39,16 @@ def test_grounding_reports_what_reading_the_answers_would_change(tmp_path):
     (tmp_path / "fb" / "feedback.jsonl").write_text("\n".join(json.dumps(r) for r in records) + "\n")
     params = tmp_path / "params.yaml"
     params.write_text(
-        (repo / "params.yaml").read_text().replace("  min_support: 0.0 ", "  min_support: 0.5 ")  # the used section's
+        (repo / "params.yaml").read_text().replace("  min_uncited: 0.8 ", "  min_uncited: 0.7 ")  # the used section's
     )
     r = runner.invoke(app, ["lab", "grounding", "--feedback", str(tmp_path / "fb"), "--params", str(params), "--json"])
     assert r.exit_code == 0, r.output
     out = json.loads(r.output)
     assert (out["answers"], out["citations"], out["citations_judged"]) == (3, 2, 2)
-    assert out["taken_back_below"]["0.5"] == 0.5 and out["uncited_quotes_at"]["0.8"] == 1
+    assert out["support_below"]["0.5"] == 0.5 and out["uncited_quotes_at"]["0.8"] == 1
     assert out["at_params"] == {
-        "min_support": 0.5,
-        "min_uncited": 0.8,  # the default: the one uncited quote counts
+        "min_uncited": 0.7,  # the one uncited quote counts
         "void_thumbs_down": True,
-        "citations_taken_back": 1,
         "uncited_quotes_used": 1,
         "thumbs_down_voided": 0,  # no query rated -1
     }

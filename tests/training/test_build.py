@@ -106,8 +106,8 @@ def test_only_exposed_candidates_are_taught():
 
 
 def test_the_selector_learns_the_one_definition_of_used():
-    """The labels are read by `used_labels`: with min_support [1] on a claim chunk 1 does not hold is not a pick,
-    chunk 2 quoted without its [n] is; rated -1, the context's citations are not picks (nothing used: skipped)."""
+    """The labels are read by `used_labels`: [1] on a claim chunk 1 does not hold stands, chunk 2 quoted without
+    its [n] is a pick; rated -1, the context's citations are not picks (nothing used: skipped)."""
     r = rec(1, "alpha", {1}, scores=(0.9, 0.8))
     for c in r["candidates"]:
         c["shown"] = True
@@ -115,11 +115,9 @@ def test_the_selector_learns_the_one_definition_of_used():
     r["candidates"][1]["text"] = "Aspirin lowers fever in adults within hours."
     r["answer"] = "Aspirin lowers fever in adults within hours. Vaccines prevent measles outbreaks [1]."
     p = BuildParams(val_fraction=0.01, shuffles=0)
-    (ex,) = build_examples([r], p, UsedParams(min_support=0.5))[0]["train"]
-    assert json.loads(ex["messages"][2]["content"]) == {"selected": [2]}
     (ex,) = build_examples([r], p, U)[0]["train"]  # the defaults: the quote counts, the citation stands
     assert json.loads(ex["messages"][2]["content"]) == {"selected": [1, 2]}
-    (ex,) = build_examples([r], p, UsedParams(min_uncited=0.0))[0]["train"]  # both off: as logged
+    (ex,) = build_examples([r], p, UsedParams(min_uncited=0.0))[0]["train"]  # off: as logged
     assert json.loads(ex["messages"][2]["content"]) == {"selected": [1]}
     splits, _, skipped = build_examples([{**r, "rating": -1}], p, U)
     assert splits == {"train": [], "val": []} and skipped == {"nothing used": 1}

@@ -45,9 +45,9 @@ def test_an_uncited_quote_is_a_use_and_labels_are_read_again_from_the_answer():
     def cand(rank, used, shown=True, text=None):
         return {"rank": rank, "text": text or CHUNKS[rank], "used": used, "shown": shown}
 
-    # [2] on chunk 1's claim: taken back (shown, not used)
+    # [2] on chunk 1's claim: a citation stands, whatever its sentence
     misattributed = {"answer": "Aspirin lowers fever in adults [2].", "candidates": [cand(1, False), cand(2, True)]}
-    assert [c["used"] for c in regrounded(misattributed, 0.5, 0.8)["candidates"]] == [False, False]
+    assert [c["used"] for c in regrounded(misattributed, 0.8)["candidates"]] == [False, True]
     # chunk 1 quoted without its [n]: used; an unshown candidate holding the same words gets no label
     aspirin = "Aspirin lowers fever in adults, a trial found."
     quoted = {
@@ -55,11 +55,5 @@ def test_an_uncited_quote_is_a_use_and_labels_are_read_again_from_the_answer():
         "candidates": [cand(1, False), cand(2, False), cand(3, None, False, aspirin)],
     }
     assert uncited_support(quoted["answer"], CHUNKS) == {1: 1.0, 2: 0.0}
-    assert [c["used"] for c in regrounded(quoted, 0.5, 0.8)["candidates"]] == [True, False, None]
-    # cited falsely and quoted elsewhere: used
-    both = {
-        "answer": "Bees communicate the distance of flowers. Aspirin lowers fever in adults [2].",
-        "candidates": [cand(1, False), cand(2, True)],
-    }
-    assert [c["used"] for c in regrounded(both, 0.5, 0.8)["candidates"]] == [False, True]
-    assert regrounded(quoted, 0.0, 0.0) is quoted and regrounded({**quoted, "answer": None}, 0.5, 0.8)["answer"] is None
+    assert [c["used"] for c in regrounded(quoted, 0.8)["candidates"]] == [True, False, None]
+    assert regrounded(quoted, 0.0) is quoted and regrounded({**quoted, "answer": None}, 0.8)["answer"] is None

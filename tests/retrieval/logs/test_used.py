@@ -5,8 +5,7 @@ from retrieval.params import UsedParams
 
 ASPIRIN = "Aspirin lowers fever in adults within two hours of a single dose."
 BEES = "Bees communicate the distance of flowers through a waggle dance."
-ON = UsedParams()  # params.yaml's: min_support 0 (off), min_uncited 0.8, void_thumbs_down
-STRICT = UsedParams(min_support=0.5)
+ON = UsedParams()  # params.yaml's: min_uncited 0.8, void_thumbs_down
 
 
 def cand(rank, text, used, shown=True):
@@ -40,10 +39,9 @@ def test_a_thumbs_down_voids_the_citations_of_its_context_only():
 
 
 def test_the_answer_is_read_again():
-    """[2] on chunk 1's claim: with min_support taken back (shown, not used); off (the default), it stands.
-    Chunk 1 quoted without its [n]: used (min_uncited 0.8, on by default); off, as logged."""
+    """[2] on chunk 1's claim: it stands (a citation is never taken back by its sentence). Chunk 1 quoted without
+    its [n]: used (min_uncited 0.8, on by default); off, as logged."""
     rec = record("Aspirin lowers fever in adults within two hours [2].", [cand(1, ASPIRIN, False), cand(2, BEES, True)])
-    assert used_labels(rec, STRICT) == record(rec["answer"], [cand(1, ASPIRIN, False), cand(2, BEES, False)])
     assert used_labels(rec, ON) == record(rec["answer"], [cand(1, ASPIRIN, False), cand(2, BEES, True)])
     quoted = record("Aspirin lowers fever in adults within two hours.", [cand(1, ASPIRIN, False), cand(2, BEES, True)])
     assert used_labels(quoted, ON) == record(quoted["answer"], [cand(1, ASPIRIN, True), cand(2, BEES, True)])
@@ -58,9 +56,9 @@ def test_a_thumbs_down_voids_what_the_answer_grounds_too():
 
 def test_a_record_without_an_answer_or_labels_comes_back_as_is():
     bare = record(None, [cand(1, ASPIRIN, None, False), cand(2, BEES, None, False)], rating=-1)
-    assert used_labels(bare, STRICT) == bare
+    assert used_labels(bare, ON) == bare
     logged = record(None, [cand(1, ASPIRIN, True), cand(2, BEES, False)])
-    assert used_labels(logged, STRICT) is logged
+    assert used_labels(logged, ON) is logged
 
 
 def test_label_changes_counts_each_change_by_what_it_ended_as():
@@ -68,9 +66,8 @@ def test_label_changes_counts_each_change_by_what_it_ended_as():
     quoted = record("Bees communicate the distance of flowers.", [cand(1, ASPIRIN, False), cand(2, BEES, False)])
     down = record("From the notes [1][2]", [cand(1, ASPIRIN, True), cand(2, BEES, True)], rating=-1)
     records = [misattributed, quoted, down, {**quoted, "rating": -1}]
-    relabelled = [used_labels(r, STRICT) for r in records]
-    assert label_changes(records, relabelled, STRICT) == {
-        "citations_taken_back": 1,  # misattributed's [2]
+    relabelled = [used_labels(r, ON) for r in records]
+    assert label_changes(records, relabelled) == {
         "uncited_quotes_used": 1,  # quoted's chunk 2
         "thumbs_down_voided": 2,  # down's [1][2]; the -1 copy of quoted: a quote voided is no change
     }
@@ -78,6 +75,4 @@ def test_label_changes_counts_each_change_by_what_it_ended_as():
 
 def test_the_knobs_are_checked():
     assert ON.problems() == []
-    assert UsedParams(min_support=-0.1, min_uncited=1.5).problems() == [
-        "used: need min_support and min_uncited in [0, 1]"
-    ]
+    assert UsedParams(min_uncited=1.5).problems() == ["used: need min_uncited in [0, 1]"]
