@@ -5,6 +5,7 @@ import json
 from typer.testing import CliRunner
 
 from cli.main import app
+from tests.feedback_records import candidate
 
 runner = CliRunner()
 
@@ -12,10 +13,6 @@ runner = CliRunner()
 def test_bad_arguments_are_one_line_before_anything_runs(tmp_path):
     r = runner.invoke(app, ["lab", "gpu-smoke", "--data", str(tmp_path), "--tokenizer", str(tmp_path), "--size", "7b"])
     assert r.exit_code == 2 and "--size is 14b or tiny; --backend is unsloth, hf4bit or hf" in r.output
-
-
-def _cand(rank, text, used, shown=True):
-    return {"rank": rank, "text": text, "used": used, "shown": shown}
 
 
 def test_grounding_reports_what_reading_the_answers_would_change(tmp_path):
@@ -26,14 +23,17 @@ def test_grounding_reports_what_reading_the_answers_would_change(tmp_path):
     records = [  # [2] on chunk 1's claim (support 0); [1] quoted (1.0); chunk 2 of the last quoted uncited
         {
             "answer": "Aspirin lowers fever in adults [2].",
-            "candidates": [_cand(1, aspirin, False), _cand(2, bees, True)],
+            "candidates": [candidate(1, False, text=aspirin), candidate(2, True, text=bees)],
         },
         {
             "answer": "Aspirin lowers fever in adults [1].",
-            "candidates": [_cand(1, aspirin, True), _cand(2, bees, False)],
+            "candidates": [candidate(1, True, text=aspirin), candidate(2, False, text=bees)],
         },
-        {"answer": "Bees dance to show flowers.", "candidates": [_cand(1, aspirin, False), _cand(2, bees, False)]},
-        {"answer": None, "candidates": [_cand(1, aspirin, None, False)]},
+        {
+            "answer": "Bees dance to show flowers.",
+            "candidates": [candidate(1, False, text=aspirin), candidate(2, False, text=bees)],
+        },
+        {"answer": None, "candidates": [candidate(1, None, False, text=aspirin)]},
     ]
     (tmp_path / "fb").mkdir()
     (tmp_path / "fb" / "feedback.jsonl").write_text("\n".join(json.dumps(r) for r in records) + "\n")

@@ -5,6 +5,7 @@ import json
 from retrieval.contracts.selection import parse_selection
 from retrieval.logs.feedback import split_of
 from retrieval.params import UsedParams
+from tests.feedback_records import candidate, record
 from training.build import BuildParams, build_examples, stats
 
 P = BuildParams(val_fraction=0.5, shuffles=1, seed=1, max_tokens=400, chunk_tokens=200)
@@ -12,24 +13,12 @@ U = UsedParams()  # params.yaml's: what counts as used
 
 
 def rec(qid, query, used, threshold=0.2, scores=(0.9, 0.8, 0.5, 0.1), text=None):
-    return {
-        "query_id": qid,
-        "query": query,
-        "threshold": threshold,
-        "selector_version": "similarity",
-        "candidates": [
-            {
-                "rank": r,
-                "chunk_id": 10 * qid + r,
-                "score": s,
-                "source": f"/d{r}.md",
-                "heading": None,
-                "text": f"passage {r}" if text is None else text,
-                "used": r in used,
-            }
-            for r, s in enumerate(scores, start=1)
-        ],
-    }
+    """A record whose candidates score `scores` in rank order, the ranks in `used` used (no exposure recorded)."""
+    cands = [
+        candidate(r, r in used, None, None, text=text, score=s, chunk_id=10 * qid + r, source=f"/d{r}.md")
+        for r, s in enumerate(scores, start=1)
+    ]
+    return record(cands, query, qid, threshold=threshold)
 
 
 def test_split_is_by_normalised_query():

@@ -4,41 +4,25 @@ import pytest
 
 from retrieval.contracts.metrics import recall_at_k, weighted_recall_at_k
 from retrieval.logs.feedback import ipw
+from tests.feedback_records import candidate, record
 from training.feedback_rankings import ips_recall, mean_recall, rankings
 from training.ranker_fit import _padded
 
 
-def record(query, cands):
-    return {"query_id": 1, "query": query, "threshold": None, "candidates": cands}
-
-
-def cand(rank, used, shown, p):
-    return {
-        "rank": rank,
-        "heading": None,
-        "parent_heading": None,
-        "text": f"passage {rank}",
-        "score": 0.5,
-        "used": used,
-        "shown": shown,
-        "propensity": p,
-    }
-
-
 def test_ipw_weighs_what_the_policy_rarely_showed():
-    assert ipw(cand(1, True, True, 1.0), 0.05) == 1.0
-    assert ipw(cand(9, True, True, 0.01), 0.05) == 20.0  # clipped at 1 / 0.05
-    assert ipw(cand(9, True, True, 0.2), 0.05) == 5.0
-    assert ipw(cand(9, False, False, 0.0), 0.05) == 1.0  # a judge's label on an unshown candidate
-    assert ipw(cand(9, True, None, None), 0.05) == 1.0  # logged before exposure was recorded
-    assert ipw(cand(9, True, True, 0.2), 1.0) == 1.0  # clip 1: no correction
+    assert ipw(candidate(1, True, True, 1.0), 0.05) == 1.0
+    assert ipw(candidate(9, True, True, 0.01), 0.05) == 20.0  # clipped at 1 / 0.05
+    assert ipw(candidate(9, True, True, 0.2), 0.05) == 5.0
+    assert ipw(candidate(9, False, False, 0.0), 0.05) == 1.0  # a judge's label on an unshown candidate
+    assert ipw(candidate(9, True, None, None), 0.05) == 1.0  # logged before exposure was recorded
+    assert ipw(candidate(9, True, True, 0.2), 1.0) == 1.0  # clip 1: no correction
 
 
 def test_the_softmax_ranks_an_unshown_candidate_without_a_label():
     """The softmax runs over every candidate (Ai et al. 2018), the unshown one at target 0
     and weight 0, never in `used`; only the cited chunk pulls, by its 1 / propensity."""
-    cands = [cand(1, False, True, 1.0), cand(2, None, False, 0.0), cand(3, True, True, 0.25)]
-    (g,) = rankings([record("q", cands)], "train", val_fraction=0.0, ipw_clip=0.05)
+    cands = [candidate(1, False, True, 1.0), candidate(2, None, False, 0.0), candidate(3, True, True, 0.25)]
+    (g,) = rankings([record(cands)], "train", val_fraction=0.0, ipw_clip=0.05)
     assert g["texts"] == ["passage 1", "passage 2", "passage 3"] and g["used"] == [2]
     _, mask, target = _padded([g])
     assert mask.tolist() == [[True, True, True]] and target.tolist() == [[0.0, 0.0, 4.0]]
@@ -57,12 +41,12 @@ def test_ips_recall_does_not_let_the_served_order_grade_itself():
 def test_a_held_out_ranking_keeps_the_unshown_candidates_unlabelled():
     """On labelled candidates alone every order of the shown ones is perfect; the held-out estimate ranks all."""
     cands = [
-        cand(1, True, True, 0.95),
-        cand(2, False, True, 0.95),
-        cand(3, None, False, 0.01),
-        cand(4, True, True, 0.01),
+        candidate(1, True, True, 0.95),
+        candidate(2, False, True, 0.95),
+        candidate(3, None, False, 0.01),
+        candidate(4, True, True, 0.01),
     ]
-    (all_,) = rankings([record("q", cands)], "val", val_fraction=1.0, ipw_clip=0.05)
+    (all_,) = rankings([record(cands)], "val", val_fraction=1.0, ipw_clip=0.05)
     assert all_["texts"] == ["passage 1", "passage 2", "passage 3", "passage 4"] and all_["used"] == [0, 3]
     assert all_["weights"] == pytest.approx([1 / 0.95, 1 / 0.95, 0.0, 20.0])  # no label, no weight
     # the retrieval order's top 2 holds 1 of the 2 cited: among labelled alone the cut at 2 of 3 hides it less

@@ -1,6 +1,7 @@
 """Citation grounding: the share of a citing sentence's content words the cited chunk holds."""
 
 from retrieval.logs.grounding import best_sentence, citation_support, regrounded, uncited_support
+from tests.feedback_records import candidate
 
 CHUNKS = {
     1: "Aspirin lowers fever in adults within two hours of a single dose.",
@@ -42,17 +43,21 @@ def test_best_sentence_quotes_what_answers_the_query():
 
 
 def test_an_uncited_quote_is_a_use_and_labels_are_read_again_from_the_answer():
-    def cand(rank, used, shown=True, text=None):
-        return {"rank": rank, "text": text or CHUNKS[rank], "used": used, "shown": shown}
-
     # [2] on chunk 1's claim: a citation stands, whatever its sentence
-    misattributed = {"answer": "Aspirin lowers fever in adults [2].", "candidates": [cand(1, False), cand(2, True)]}
+    misattributed = {
+        "answer": "Aspirin lowers fever in adults [2].",
+        "candidates": [candidate(1, False, text=CHUNKS[1]), candidate(2, True, text=CHUNKS[2])],
+    }
     assert [c["used"] for c in regrounded(misattributed, 0.8)["candidates"]] == [False, True]
     # chunk 1 quoted without its [n]: used; an unshown candidate holding the same words gets no label
     aspirin = "Aspirin lowers fever in adults, a trial found."
     quoted = {
         "answer": "Aspirin lowers fever in adults.",
-        "candidates": [cand(1, False), cand(2, False), cand(3, None, False, aspirin)],
+        "candidates": [
+            candidate(1, False, text=CHUNKS[1]),
+            candidate(2, False, text=CHUNKS[2]),
+            candidate(3, None, False, text=aspirin),
+        ],
     }
     assert uncited_support(quoted["answer"], CHUNKS) == {1: 1.0, 2: 0.0}
     assert [c["used"] for c in regrounded(quoted, 0.8)["candidates"]] == [True, False, None]
