@@ -29,6 +29,7 @@ from retrieval.logs.grounding import grounding_report
 from retrieval.logs.used import label_changes, used_labels
 from retrieval.params import BENCHMARK_DIR, ParamsError, UsedParams, load_section
 from training import gpu_smoke
+from training.pull import PullParams
 
 from . import loop_trial, pipeline
 from .replay import write_notes
@@ -107,18 +108,21 @@ def _feedback_record(rec) -> bool:
 
 
 def grounding_command(
-    feedback: Annotated[Path, typer.Option(help="the pull stage's folder (feedback.jsonl)")] = Path("data/feedback"),
+    feedback: Annotated[
+        Optional[Path], typer.Option(help="the pull stage's folder (feedback.jsonl); default: params.yaml pull.out")
+    ] = None,
     params: ParamsOpt = Path("params.yaml"),
     as_json: JsonOpt = False,
 ) -> None:
     """How the answers in the feedback log ground their citations, and what params.yaml's `used` section (the one
     definition of used: min_uncited, void_thumbs_down) changes: choose them on your consumer's answers
     (retrieval/logs/grounding.py, retrieval/logs/used.py)."""
-    path = feedback / FEEDBACK_FILE
     try:
         p = load_section(params, "used", UsedParams)
+        feedback = Path(load_section(params, "pull", PullParams).out) if feedback is None else feedback
     except (OSError, ParamsError) as e:
         _fail(f"{params}: {e}")
+    path = feedback / FEEDBACK_FILE
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as e:

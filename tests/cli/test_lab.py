@@ -52,6 +52,12 @@ def test_grounding_reports_what_reading_the_answers_would_change(tmp_path):
         "uncited_quotes_used": 1,
         "thumbs_down_voided": 0,  # no query rated -1
     }
+    # without --feedback: the pull stage's folder, where params.yaml puts it
+    params.write_text(
+        params.read_text().replace("  out: &feedback data/feedback ", f"  out: &feedback {tmp_path / 'fb'} ")
+    )
+    r = runner.invoke(app, ["lab", "grounding", "--params", str(params), "--json"])
+    assert r.exit_code == 0 and json.loads(r.output)["answers"] == 3, r.output
 
 
 def test_grounding_refuses_a_bad_log_in_one_line(tmp_path):
