@@ -38,11 +38,11 @@ def rankings(
     1 = all 1, no correction). The labels are read as given: `records` come relabelled by the one definition of
     used (`retrieval.logs.used.used_labels`, which train_ranker applies once to the whole log).
 
-    A candidate without a label (not in the consumer's context) stays in, at weight 0 and never in `used`: the listwise softmax
-    runs over all of a query's candidates, the unlabelled at target 0 (with the weights an unbiased estimate of
-    the loss a judge of all 20 would give, Ai et al. 2018), and a held-out estimate must rank all of them. On
-    labelled candidates alone every order of the ~5 that were shown puts all of them in the top 5, and the
-    estimate says 1.000 for any ranker; among all 20 an order that hides a cited chunk loses it."""
+    A candidate without a label (not in the consumer's context) stays in, at weight 0 and never in `used`: the
+    listwise softmax runs over all of a query's candidates, the unlabelled at target 0 (with the weights an
+    unbiased estimate of the loss a judge of all 20 would give, Ai et al. 2018), and a held-out estimate must
+    rank all of them. On labelled candidates alone every order of the ~5 that were shown puts all of them in the
+    top 5, and the estimate says 1.000 for any ranker; among all 20 an order that hides a cited chunk loses it."""
     out = []
     for rec in records:
         if split_of3(rec["query"], val_fraction, calibration_fraction) != split:

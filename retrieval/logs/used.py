@@ -3,8 +3,9 @@ held-out feedback and the trial read them (params.yaml `used`).
 
 The log keeps what the consumer said: the `[n]` it cited, its rating, its answer. `used_labels` reads them
 into one set of labels: the answer read again (`grounding.regrounded`: a shown chunk the answer quotes without
-its `[n]` is a use), and the citations of a query rated -1 voided (its context did not answer it, so what its answer cited there is
-not evidence of use: a consumer's false cites, which on-policy reward the ranker's own misses). A judge's
+its `[n]` is a use), and the citations of a query rated -1 voided (its context did not answer it, so what its
+answer cited there is not evidence of use: a consumer's false cites, which on-policy reward the ranker's own
+misses). A judge's
 label on a chunk outside the context (`shown` False) stays, and a candidate without a label stays without.
 """
 
@@ -16,8 +17,8 @@ from .grounding import regrounded
 
 def used_labels(rec: dict, p: UsedParams) -> dict:
     """The feedback record (`feedback.FeedbackRecord`) relabelled by the one definition: re-grounded from its
-    answer (`p.min_uncited`), then, rated -1 and `p.void_thumbs_down`, every `used` of a
-    shown candidate False. A record without an answer is not re-grounded; one without labels comes back as is."""
+    answer (`p.min_uncited`), then, rated -1 and `p.void_thumbs_down`, every `used` of a shown candidate False.
+    A record without an answer is not re-grounded; one without labels comes back as is."""
     rec = regrounded(rec, p.min_uncited)
     voided = p.void_thumbs_down and rec.get("rating") == -1
     if not (voided and any(c.get("used") and c.get("shown") for c in rec["candidates"])):
@@ -29,7 +30,7 @@ def used_labels(rec: dict, p: UsedParams) -> dict:
 
 
 def label_changes(records: list[dict], relabelled: list[dict]) -> dict[str, int]:
-    """What `used_labels` changed (`relabelled[i]` = `used_labels(records[i], p)`): uncited quotes counted as
+    """What `used_labels` changed (`relabelled[i]` = `used_labels(records[i], ...)`): uncited quotes counted as
     uses, and citations of the context of a query rated -1 voided. A change is counted once, by what it ended as
     (an uncited quote in a voided context is no change)."""
     out = {"uncited_quotes_used": 0, "thumbs_down_voided": 0}
