@@ -24,13 +24,19 @@ import yaml
 from psycopg.conninfo import conninfo_to_dict
 from rich.table import Table
 
-from eval.evaluate import print_table
+from eval.deploy import DeployParams
+from eval.evaluate import EvaluateParams, print_table
 from eval.retrieval_eval import evaluate, load_scifact
+from eval.systems import chain_file
 from retrieval.corpus.ingest import ingest_paths
 from retrieval.db import connect, own_database
 from retrieval.embed import get_embedder
 from retrieval.params import EmbedParams, IngestParams, SearchParams, load_section
 from serving.server import BackgroundServer, build_service
+from training.build import BuildParams
+from training.export import ExportParams
+from training.pull import PullParams
+from training.train import TrainParams
 
 from .replay import run_replay
 from .terminal import LOG_WIDTH
@@ -92,20 +98,27 @@ def run_cycle(params: Path, benchmark_dir: Path, split: str, bar, replay: bool |
         dvc_repro(bar)
         after = _served(srv.url)
     result["service"] = {"before": before, "after": after, "swapped": before != after}
-    result["pipeline"] = {
-        "feedback": _read_json("data/feedback/metrics.json"),
-        "dataset": _read_json("data/datasets/stats.json"),
-        "train": _read_json("models/selector/metrics.json"),
-        "export": _read_json("models/export/metrics.json"),
-        "eval": _read_json("metrics/eval.json"),  # the ranker's chain
-        "deploy": _read_json("metrics/deploy.json"),
-        "eval_llm": _read_json("metrics/eval-llm.json"),  # the LLM's chain
-        "deploy_llm": _read_json("metrics/deploy-llm.json"),
-    }
+    result["pipeline"] = {name: _read_json(path) for name, path in stage_metrics(params).items()}
     with connect() as conn:
         task = bar.add_task(f"4. search {len(queries)} {split} queries x 2 systems", total=2 * len(queries))
         result["retrieval"] = evaluate(conn, embedder, queries, sp, lambda: bar.advance(task))
     return result
+
+
+def stage_metrics(params: Path) -> dict[str, Path]:
+    """Each stage's metrics file, in the folder params.yaml gives the stage (every path declared once there)."""
+    evaluated = Path(load_section(params, "evaluate", EvaluateParams).out) / "eval.json"
+    deployed = Path(load_section(params, "deploy", DeployParams).metrics) / "deploy.json"
+    return {
+        "feedback": Path(load_section(params, "pull", PullParams).out) / "metrics.json",
+        "dataset": Path(load_section(params, "build", BuildParams).out) / "stats.json",
+        "train": Path(load_section(params, "train", TrainParams).out) / "metrics.json",
+        "export": Path(load_section(params, "export", ExportParams).out) / "metrics.json",
+        "eval": evaluated,  # the ranker's chain
+        "deploy": deployed,
+        "eval_llm": chain_file(evaluated, "llm"),  # the LLM's chain
+        "deploy_llm": chain_file(deployed, "llm"),
+    }
 
 
 def dvc_repro(bar, targets: tuple[str, ...] = ()) -> None:

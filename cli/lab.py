@@ -29,6 +29,7 @@ from retrieval.logs.grounding import grounding_report
 from retrieval.logs.used import label_changes, used_labels
 from retrieval.params import BENCHMARK_DIR, ParamsError, UsedParams, load_section
 from training import gpu_smoke
+from training.pull import PullParams
 
 from . import loop_trial, pipeline
 from .replay import write_notes
@@ -107,18 +108,21 @@ def _feedback_record(rec) -> bool:
 
 
 def grounding_command(
-    feedback: Annotated[Path, typer.Option(help="the pull stage's folder (feedback.jsonl)")] = Path("data/feedback"),
+    feedback: Annotated[
+        Optional[Path], typer.Option(help="the pull stage's folder (feedback.jsonl); default: params.yaml pull.out")
+    ] = None,
     params: ParamsOpt = Path("params.yaml"),
     as_json: JsonOpt = False,
 ) -> None:
     """How the answers in the feedback log ground their citations, and what params.yaml's `used` section (the one
-    definition of used: min_support, min_uncited, void_thumbs_down) changes: choose them on your consumer's answers
+    definition of used: min_uncited, void_thumbs_down) changes: choose them on your consumer's answers
     (retrieval/logs/grounding.py, retrieval/logs/used.py)."""
-    path = feedback / FEEDBACK_FILE
     try:
         p = load_section(params, "used", UsedParams)
+        feedback = Path(load_section(params, "pull", PullParams).out) if feedback is None else feedback
     except (OSError, ParamsError) as e:
         _fail(f"{params}: {e}")
+    path = feedback / FEEDBACK_FILE
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as e:
@@ -134,7 +138,7 @@ def grounding_command(
         if rec is not None:
             records.append(rec)
     result = grounding_report(records) | {
-        "at_params": asdict(p) | label_changes(records, [used_labels(r, p) for r in records], p)
+        "at_params": asdict(p) | label_changes(records, [used_labels(r, p) for r in records])
     }
 
     def show(c) -> None:
@@ -142,9 +146,9 @@ def grounding_command(
             title=f"{result['answers']} answers, {result['citations']} citations ({result['citations_judged']} with a "
             f"sentence to judge by); support quantiles {result['support_quantiles']}"
         )
-        for col in ("threshold", "citations taken back (min_support)", "uncited quotes counted (min_uncited)"):
+        for col in ("threshold", "citations grounded below it", "uncited quotes counted (min_uncited)"):
             t.add_column(col, justify="right")
-        for th, share in result["taken_back_below"].items():
+        for th, share in result["support_below"].items():
             t.add_row(th, f"{share:.1%}", str(result["uncited_quotes_at"][th]))
         c.print(t)
         c.print(f"at params.yaml's used: {result['at_params']}", soft_wrap=True)

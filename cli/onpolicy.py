@@ -50,14 +50,12 @@ from training.train_ranker import RankerParams
 from .replay import ReplayParams, load_queries, replay
 
 
-def loop_params(params: Path, folder: Path, consumer: str, explore_rate: float | None, ipw: bool) -> Path:
-    """params.yaml with the loop's consumer, exploration and correction switched as asked."""
+def loop_params(params: Path, folder: Path, consumer: str, explore_rate: float | None) -> Path:
+    """params.yaml with the loop's consumer and exploration switched as asked."""
     raw = yaml.safe_load(params.read_text())
     raw.setdefault("replay", {})["consumer"] = consumer
     if explore_rate is not None:
         raw["search"]["explore_rate"] = explore_rate
-    if not ipw:
-        raw["train_ranker"]["ipw_clip"] = 1.0
     out = folder / "params.yaml"
     out.write_text(yaml.safe_dump(raw, sort_keys=False))
     return out
@@ -69,14 +67,13 @@ def run_on_policy(
     consumer: str,
     cycles: int,
     explore_rate: float | None = None,
-    ipw: bool = True,
     max_queries: int = 0,
     log: Callable[[str], None] = print,
 ) -> dict:
     """`cycles` on-policy cycles over the SciFact train claims; `max_queries` held-out SciFact test claims (0 = all)."""
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        lp = loop_params(params, tmp, consumer, explore_rate, ipw)
+        lp = loop_params(params, tmp, consumer, explore_rate)
         rp, cp = load_section(lp, "train_ranker", RankerParams), load_section(lp, "replay", ReplayParams)
         val_fraction = load_section(lp, "build", BuildParams).val_fraction
         used = load_section(lp, "used", UsedParams)
@@ -136,9 +133,7 @@ def run_on_policy(
                     "explored_queries": served["explored"],
                     "labels": {"used": served["used"], "ignored": served["ignored"]},
                     # labels the one definition of used changed (params.yaml `used`)
-                    "relabelled": {
-                        x: m[x] for x in ("citations_taken_back", "uncited_quotes_used", "thumbs_down_voided")
-                    },
+                    "relabelled": {x: m[x] for x in ("uncited_quotes_used", "thumbs_down_voided")},
                     "logged_queries": logged,
                     "champion": new.version,
                     "scifact_test_recall@5": round(mean, 4),
@@ -170,12 +165,10 @@ def run_on_policy(
         "consumer": consumer,
         "cycles": cycles,
         "explore_rate": search.explore_rate,
-        "explore_focus": search.explore_focus,
         "ipw_clip": rp.ipw_clip,
         "miss_rate": cp.miss_rate if consumer == "realistic" else None,
         "false_cite_rate": cp.false_cite_rate if consumer == "realistic" else None,
         "false_cite_grounded": cp.false_cite_grounded if consumer == "realistic" else None,
-        "min_support": used.min_support,
         "min_uncited": used.min_uncited,
         "void_thumbs_down": used.void_thumbs_down,
         "miss_quoted": cp.miss_quoted if consumer == "realistic" else None,

@@ -131,9 +131,12 @@ def eval_command(
         ),
     ] = "all",
     model: Annotated[
-        Path,
-        typer.Option(help="the 'selector' system: an export folder (run as served) or models/selector (transformers)"),
-    ] = Path("models/export"),
+        Optional[Path],
+        typer.Option(
+            help="the 'selector' system: an export folder (run as served) or models/selector (transformers); "
+            "default: params.yaml evaluate.model"
+        ),
+    ] = None,
     max_queries: Annotated[int, typer.Option(help="evaluate the first N queries (0 = all)")] = 100,
     params: ParamsOpt = Path("params.yaml"),
     as_json: Annotated[bool, typer.Option("--json", help="print results as one JSON object")] = False,
@@ -149,6 +152,7 @@ def eval_command(
             feedback="",
             max_queries=max_queries,
         )
+        model = Path(p.model) if model is None else model
         systems = ("all", "similarity", "bm25", "hybrid", "selector", "champion")
         if selector not in systems:  # a path (a model folder, an export, a .gguf) or a registry version, as served
             sel = resolve(selector if Path(selector).exists() else promotion.record_of(selector))
@@ -204,9 +208,12 @@ def bench_serve_command(
 
 def bench_policy_command(
     selector: Annotated[
-        str,
-        typer.Option(help="the selector to compare with the first-stage order (a folder, as `pai serve --selector`)"),
-    ] = "models/ranker",
+        Optional[str],
+        typer.Option(
+            help="the selector to compare with the first-stage order (a folder, as `pai serve --selector`); "
+            "default: params.yaml evaluate.ranker"
+        ),
+    ] = None,
     notes: Annotated[
         Optional[Path], typer.Option(help="a markdown folder: ingested into a scratch database, its headings asked")
     ] = None,
@@ -221,6 +228,7 @@ def bench_policy_command(
     if notes is not None and not notes.is_dir():
         _fail(f"--notes {notes}: not a folder")
     try:
+        selector = selector or load_section(params, "evaluate", EvaluateParams).ranker
         result = bench_policy.run(params, selector, benchmark_dir, notes, queries, log=console.print)
     except (FileNotFoundError, RuntimeError, DatabaseError, ParamsError) as e:
         _fail(str(e))
@@ -283,7 +291,6 @@ def loop_report(
     explore_rate: Annotated[
         Optional[float], typer.Option(help="on-policy: search.explore_rate while serving (default: params.yaml's)")
     ] = None,
-    ipw: Annotated[bool, typer.Option(help="on-policy: inverse-propensity weights (--no-ipw: the ablation)")] = True,
     benchmark_dir: BenchDirOpt = BENCHMARK_DIR,
     params: ParamsOpt = Path("params.yaml"),
     as_json: Annotated[bool, typer.Option("--json", help="print results as JSON")] = False,
@@ -299,11 +306,11 @@ def loop_report(
             _fail("--explore-rate must be in [0, 1)")
         try:
             result = onpolicy.run_on_policy(
-                params, benchmark_dir, consumer, slices, explore_rate, ipw, max_queries, log=console.print
+                params, benchmark_dir, consumer, slices, explore_rate, max_queries, log=console.print
             )
         except (ParamsError, FileNotFoundError, ValueError, DatabaseError) as e:
             _fail(str(e))
-        tag = f"{consumer}{'' if explore_rate is None else f'-explore{explore_rate:g}'}{'' if ipw else '-noipw'}"
+        tag = f"{consumer}{'' if explore_rate is None else f'-explore{explore_rate:g}'}"
         onpolicy.write_on_policy(result, out_dir / f"loop_onpolicy_{tag}.json")
         emit(result, as_json, None, lambda c: onpolicy.print_on_policy(result, c))
         return

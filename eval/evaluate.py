@@ -21,7 +21,7 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
-from retrieval.contracts.metrics import METRICS
+from retrieval.contracts.metrics import METRICS, K
 from retrieval.embed import Embedder, get_embedder
 from retrieval.files import write_atomic
 from retrieval.params import BENCHMARK_DIR, SearchParams, UsedParams, load_key, load_section
@@ -46,15 +46,14 @@ class EvaluateParams:
     model: str = "models/export"  # the LLM challenger: the export stage's folder (selector.json + GGUF), run as served
     ranker: str = "models/ranker"  # the learned ranker challenger (train_ranker's folder), when present
     out: str = "metrics"  # eval.json (DVC metrics), recall_at_k.csv (DVC plot)
-    k: int = 5
     max_queries: int = 0  # per benchmark, for the baselines and the fast selector (ranker); 0 = all
     llm_max_queries: int = 20  # the first this many of them for the LLM selector (~1 s per query on CPU); 0 = all
     seed: int = 0
     ipw_clip: float = 0.05  # feedback/val-ips: a used label weighs 1 / max(propensity, this); 1 = the naive figure
 
     def problems(self) -> list[str]:
-        ok = self.k >= 1 and self.max_queries >= 0 and self.llm_max_queries >= 0 and 0 < self.ipw_clip <= 1
-        return [] if ok else ["evaluate: need k >= 1, max_queries >= 0, llm_max_queries >= 0 and 0 < ipw_clip <= 1"]
+        ok = self.max_queries >= 0 and self.llm_max_queries >= 0 and 0 < self.ipw_clip <= 1
+        return [] if ok else ["evaluate: need max_queries >= 0, llm_max_queries >= 0 and 0 < ipw_clip <= 1"]
 
 
 def evaluate(
@@ -87,13 +86,13 @@ def evaluate(
             embedder, texts, progress_factory(f"{name}: passage vectors", len(texts)) if progress_factory else None
         )
         advance = progress_factory(name, len(items)) if progress_factory else (lambda: None)
-        picks = run_systems(items, embedder, p.k, selector, advance, champion, others, p.llm_max_queries, floor)
+        picks = run_systems(items, embedder, K, selector, advance, champion, others, p.llm_max_queries, floor)
         result[name] = score(items, picks, p.seed)
         if name == FEEDBACK_VAL:  # beside the naive figure, the unbiased one the gate reads
             result[FEEDBACK_VAL_IPS] = score(items, picks, p.seed, ips=True)
         if len(items) < len(all_items):
             result[name]["skipped_no_relevant"] = len(all_items) - len(items)
-        curve += recall_curve(items, picks, name, p.k)
+        curve += recall_curve(items, picks, name, K)
     return result, curve
 
 

@@ -1,4 +1,4 @@
-"""Selector versions in the MLflow model registry (DESIGN.md, contract 6) and the moves between them.
+"""Selector versions in the MLflow model registry (docs/architecture.md, "Contracts" 6) and the moves between them.
 
 Each version of the registered model `pai-selector` carries its *version record* (the export's
 `selector.json`: GGUF path and sha256, prompt format, base model, dataset hash, Ollama tag) and its

@@ -91,9 +91,6 @@ class SearchParams:
     token_budget: int = 1500  # context budget, approximate tokens
     min_chunks: int = 3  # floor the budget never cuts below, and a short selector pick is topped up to
     explore_rate: float = 0.05  # share of queries whose last context slot goes to a random candidate below the cut
-    explore_focus: float = (
-        0.0  # the j-th candidate below the cut is explored with weight j ** -focus: 0 uniform, 1 harmonic
-    )
 
     conversation_tokens: int = (
         830  # a context that leads with a conversation's chunk is filled to this many tokens (0 = off)
@@ -110,8 +107,6 @@ class SearchParams:
         out = []
         if not 0 <= self.explore_rate < 1:
             out.append("search.explore_rate must be in [0, 1)")
-        if not 0 <= self.explore_focus <= 4:
-            out.append("search.explore_focus must be in [0, 4]")
         if not 1 <= self.top_k <= 1000:
             out.append("search.top_k must be in 1..1000")
         if self.hnsw_m < 2 or self.hnsw_ef_construction < 2 * self.hnsw_m:
@@ -144,13 +139,11 @@ class UsedParams:
     """What counts as a use of a shown chunk: the one definition (`retrieval.logs.used.used_labels`) that build,
     train_ranker, evaluate's held-out feedback and the trial read the feedback log by."""
 
-    min_support: float = 0.0  # a citation whose sentence shares less of its words with the chunk is not a use (0 = off)
     min_uncited: float = 0.8  # a shown chunk holding this share of a sentence left uncited was used (0 = off)
     void_thumbs_down: bool = True  # a query rated -1: the citations of its context are not uses
 
     def problems(self) -> list[str]:
-        ok = 0 <= self.min_support <= 1 and 0 <= self.min_uncited <= 1
-        return [] if ok else ["used: need min_support and min_uncited in [0, 1]"]
+        return [] if 0 <= self.min_uncited <= 1 else ["used: need min_uncited in [0, 1]"]
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 
 from rich.console import Console
 from rich.progress import Progress
@@ -21,10 +22,11 @@ def make_progress(*columns, console: Console, every_s: float = 30.0, transient: 
 
 
 class LogProgress(Progress):
-    """Progress for a log: no live display; a reporter thread prints plain lines instead."""
+    """Progress for a log: no live display; a reporter thread prints plain lines instead. Intervals, elapsed times
+    and rates are read off `clock` (a test passes its own)."""
 
-    def __init__(self, *columns, console: Console, every_s: float = 30.0):
-        super().__init__(*columns, console=console, disable=True)
+    def __init__(self, *columns, console: Console, every_s: float = 30.0, clock: Callable[[], float] = time.monotonic):
+        super().__init__(*columns, console=console, disable=True, get_time=clock)
         self.every_s = every_s
         self._halt = threading.Event()
         self._printed: dict[int, float] = {}  # task id -> when its last line was printed
@@ -40,12 +42,12 @@ class LogProgress(Progress):
         self._halt.set()
         if self._reporter.is_alive():
             self._reporter.join(timeout=5)
-        self._report(time.monotonic(), final=True)
+        self._report(self.get_time(), final=True)
         super().stop()
 
     def _report_loop(self) -> None:
         while not self._halt.wait(min(1.0, self.every_s)):
-            self._report(time.monotonic())
+            self._report(self.get_time())
 
     def _report(self, now: float, final: bool = False) -> None:
         with self._lock:
@@ -58,7 +60,7 @@ class LogProgress(Progress):
                 self.console.print(
                     f"{log_line(t.description, t.completed, t.total, t.elapsed or 0.0)} done", soft_wrap=True
                 )
-            elif final or now - self._printed.setdefault(t.id, now) >= self.every_s:
+            elif final or now - self._printed.setdefault(t.id, t.start_time) >= self.every_s:
                 self._printed[t.id] = now
                 self.console.print(log_line(t.description, t.completed, t.total, t.elapsed or 0.0), soft_wrap=True)
 

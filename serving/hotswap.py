@@ -1,4 +1,4 @@
-"""Hot-swap (DESIGN.md, "Hot-swap protocol"): the selector version the service must run lives in
+"""Hot-swap (docs/architecture.md, "Hot-swap protocol"): the selector version the service must run lives in
 Postgres; a change is announced with NOTIFY; the service loads and warms the new selector beside the
 old one, runs a canary, then swaps one reference. In-flight requests finish on the selector they
 started with; a failed canary keeps the old one and records why.

@@ -82,7 +82,6 @@ class Picker:
         token_budget: int = 1_000_000,
         explore_rate: float = 0.0,
         seed: int | None = None,
-        explore_focus: float = 0.0,
         conversation_tokens: int = 0,
     ):
         self.selector = selector  # swapped by reference (hot-swap); read once per selection
@@ -90,9 +89,6 @@ class Picker:
         self.min_chunks = min_chunks  # the context's floor (search.min_chunks): a shorter pick is topped up
         self.token_budget = token_budget  # the context's token budget (search.token_budget)
         self.explore_rate = explore_rate  # share of queries whose last context slot goes to a candidate below the cut
-        self.explore_focus = (
-            explore_focus  # the j-th candidate below the cut is drawn with weight j ** -focus (0: uniform)
-        )
         self.conversation_tokens = conversation_tokens  # a conversation's context filled to this many tokens (0 = off)
         self._rng = random.Random(seed)
         self.trial: TrialArm | None = None  # set and cleared by the hot-swapper, read once per query
@@ -207,25 +203,18 @@ class Picker:
         self, context: list[Candidate], shown: list[Candidate]
     ) -> tuple[list[Candidate], dict[int, float], int | None]:
         """(the context as given, rank -> propensity, the explored rank): with probability `explore_rate` the
-        last slot goes to a candidate drawn from the shown ones below the cut, the j-th of them with weight
-        j ** -explore_focus (0: uniformly). So the propensity is 1 for the slots above the last, 1 - rate for
-        the last, rate x its share of the weights below it."""
+        last slot goes to a candidate drawn uniformly from the shown ones below the cut. So the propensity is 1 for
+        the slots above the last, 1 - rate for the last, rate / (how many are below it) for each below it."""
         in_context = {c.chunk_id for c in context}
         below = [c for c in shown if c.chunk_id not in in_context]
         rate = self.explore_rate if context and below else 0.0
         propensity = {c.rank: 1.0 for c in context}
         if rate == 0.0:
             return context, propensity, None
-        weights = [(j + 1) ** -self.explore_focus for j in range(len(below))]
-        total = sum(weights)
         propensity[context[-1].rank] = 1.0 - rate
-        propensity.update({c.rank: rate * w / total for c, w in zip(below, weights)})
+        propensity.update({c.rank: rate / len(below) for c in below})
         with self._lock:
-            explore = self._rng.random() < rate
-            if explore:  # uniform draws as they always were (the same seed, the same picks)
-                pick = self._rng.choice(below) if self.explore_focus == 0 else self._rng.choices(below, weights)[0]
-            else:
-                pick = None
+            pick = self._rng.choice(below) if self._rng.random() < rate else None
         if pick is None:
             return context, propensity, None
         self._count("explored")

@@ -61,7 +61,6 @@ def build_service(
         min_chunks=sp.min_chunks,
         token_budget=sp.token_budget,
         explore_rate=sp.explore_rate,
-        explore_focus=sp.explore_focus,
         seed=explore_seed,
         conversation_tokens=sp.conversation_tokens,
     )

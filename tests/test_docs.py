@@ -2,6 +2,7 @@
 in mkdocs.yml's nav, every params.yaml section documented, and the README's test command the one .ci/run
 runs. Reads files only; `mkdocs build --strict` (in .ci/run) checks the links between pages."""
 
+import ast
 import re
 from pathlib import Path
 
@@ -52,3 +53,27 @@ def test_configuration_page_documents_every_params_section():
     page = (REPO / "docs" / "configuration.md").read_text(encoding="utf-8")
     missing = [s for s in sections if f"| `{s}` |" not in page]
     assert not missing, f"docs/configuration.md has no row for params.yaml sections {missing}"
+
+
+def test_the_architecture_map_names_every_module():
+    """docs/architecture.md is the map a newcomer reads: every module and bench script of the code packages is on it."""
+    page = (REPO / "docs" / "architecture.md").read_text(encoding="utf-8")
+    files = [p for pkg in ("retrieval", "serving", "training", "eval", "cli") for p in (REPO / pkg).rglob("*.py")]
+    files += list((REPO / "eval" / "bench").glob("*.sh"))
+    missing = sorted(str(p.relative_to(REPO)) for p in files if p.name != "__init__.py" and p.name not in page)
+    assert not missing, f"docs/architecture.md does not name {missing}"
+
+
+def test_the_docs_the_code_cites_exist():
+    """A docstring that sends the reader to a document names one the repository holds."""
+    cited = set()
+    for pkg in ("retrieval", "serving", "training", "eval", "cli", "tests"):
+        for path in (REPO / pkg).rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+                    doc = ast.get_docstring(node) or ""
+                    cited |= {
+                        (path.name, m) for m in re.findall(r"(?<![\"\w/])(docs/[\w-]+\.md|[A-Z][A-Z_]+\.md)\b", doc)
+                    }
+    missing = sorted(f"{name}: {doc}" for name, doc in cited if not (REPO / doc).exists())
+    assert cited and not missing, missing

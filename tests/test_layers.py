@@ -1,7 +1,7 @@
-"""The import graph is the one DESIGN.md draws, read from every module's imports (ast, no import runs):
-the layers hold, our own imports sit at module top, no module cycles, each DVC stage's `deps` cover
-every project module its `python -m` imports (so a code change re-runs the stage), and inside `retrieval` the
-rooms keep their arrows."""
+"""The import graph is the one docs/architecture.md draws ("Packages and who may import whom"), read from every
+module's imports (ast, no import runs): the layers hold, our own imports sit at module top, no module cycles,
+each DVC stage's `deps` cover every project module its `python -m` imports (so a code change re-runs the stage),
+and inside `retrieval` the rooms keep their arrows."""
 
 import ast
 from pathlib import Path

@@ -4,6 +4,7 @@ read (errors, types, `load_key`): tests/retrieval/test_params.py."""
 
 import ast
 import dataclasses
+import re
 from pathlib import Path
 
 import pytest
@@ -110,3 +111,45 @@ def test_dataclass_defaults_are_the_params_yaml_values(section, cls):
 def test_evaluate_reads_builds_split_not_a_copy():
     """One key per value: evaluate reads build.val_fraction itself, not a second key that must equal it."""
     assert "val_fraction" not in RAW["evaluate"] and "val_fraction" in RAW["build"]
+
+
+# Each output folder is declared once in params.yaml (an anchor); its readers alias it, dvc.yaml interpolates it
+# (`${section.key}`) and `pai lab cycle` reads it from the params: changing the declaration moves every reader.
+PATHS = {
+    "pull.out": ("build.feedback", "train_ranker.feedback", "evaluate.feedback", "maintain.feedback"),
+    "train.out": ("export.model",),
+    "train_ranker.out": ("evaluate.ranker", "deploy.ranker"),
+    "export.out": ("evaluate.model", "deploy.export"),
+    "evaluate.out": ("deploy.metrics",),
+}
+
+
+@pytest.mark.parametrize("declared,readers", PATHS.items())
+def test_each_path_is_declared_once_and_every_reader_follows_it(tmp_path, declared, readers):
+    section, key = declared.split(".")
+    old, text = RAW[section][key], (REPO / "params.yaml").read_text()
+    value = re.compile(rf"^(  {key}: &\w+ ){re.escape(old)}(?=\s)", re.M)
+    assert len(value.findall(text)) == 1, f"{declared} is not declared once, with an anchor"
+    assert not re.search(rf":\s+{re.escape(old)}(\s|$)", value.sub("", text)), f"{old} written twice in params.yaml"
+    stages = yaml.safe_dump(yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"])
+    assert not re.search(rf"(^|[\s:]){re.escape(old)}/", stages, re.M), "a dvc.yaml stage: write ${section.key}"
+    params = tmp_path / "params.yaml"
+    params.write_text(value.sub(rf"\g<1>elsewhere/{old}", text))
+    for reader in (declared, *readers):
+        s, k = reader.split(".")
+        assert getattr(load_section(params, s, SECTIONS[s]), k) == f"elsewhere/{old}", reader
+
+
+def test_the_cycle_reads_every_stage_metrics_file_where_params_yaml_puts_it(tmp_path):
+    from cli.cycle import stage_metrics
+
+    assert stage_metrics(REPO / "params.yaml")["eval"] == Path("metrics/eval.json")
+    params = tmp_path / "params.yaml"
+    text = (REPO / "params.yaml").read_text()
+    for declared in ("pull.out", "train.out", "export.out", "evaluate.out", "build.out"):
+        section, key = declared.split(".")
+        text = re.sub(
+            rf"^(  {key}: (&\w+ )?){re.escape(RAW[section][key])}(?=\s)", r"\1moved", text, count=0, flags=re.M
+        )
+    params.write_text(text)
+    assert all(p.parent == Path("moved") for p in stage_metrics(params).values()), stage_metrics(params)

@@ -5,6 +5,7 @@ import json
 
 from eval.items import feedback_items
 from retrieval.params import UsedParams
+from tests.feedback_records import candidate, record
 from training.build import BuildParams, build_examples
 from training.train_ranker import RankerParams, feedback_groups
 
@@ -14,42 +15,28 @@ PARIS = "Paris is the capital of France and its largest city."
 MEASLES = "Vaccines prevent measles outbreaks in children, a review found."
 
 
-def cand(rank, text, used, shown=True):
-    return {
-        **{"rank": rank, "chunk_id": rank, "content_hash": "h", "score": 0.9, "source": "s.md", "heading": None},
-        **{"parent_heading": None, "text": text, "used": used, "shown": shown, "propensity": 1.0 if shown else 0.0},
-    }
-
-
-def record(qid, query, answer, cands, rating=None):
-    return {
-        **{"query_id": qid, "query": query, "threshold": None, "selector_version": "similarity"},
-        **{"rating": rating, "answer": answer, "candidates": cands},
-    }
-
-
 RECORDS = [
     # rated -1: its context's citation is voided, nothing is used
     record(
-        1,
+        [candidate(1, True, text=ASPIRIN), candidate(2, False, text=PARIS)],
         "does aspirin lower fever",
-        "Aspirin lowers fever in adults [1].",
-        [cand(1, ASPIRIN, True), cand(2, PARIS, False)],
+        1,
+        answer="Aspirin lowers fever in adults [1].",
         rating=-1,
     ),
     # chunk 2 quoted near-verbatim without its [2]: used beside the cited chunk 1
     record(
-        2,
+        [candidate(1, True, text=ASPIRIN), candidate(2, False, text=BEES), candidate(3, False, text=PARIS)],
         "aspirin and bees",
-        f"Aspirin lowers fever in adults within two hours [1]. {BEES}",
-        [cand(1, ASPIRIN, True), cand(2, BEES, False), cand(3, PARIS, False)],
+        2,
+        answer=f"Aspirin lowers fever in adults within two hours [1]. {BEES}",
     ),
     # chunk 3 cited outside the context (a judge's label, shown False): its label stands
     record(
-        3,
+        [candidate(1, True, text=MEASLES), candidate(2, False, text=PARIS), candidate(3, True, False, text=BEES)],
         "do vaccines prevent measles",
-        "Vaccines prevent measles outbreaks in children [1].",
-        [cand(1, MEASLES, True), cand(2, PARIS, False), cand(3, BEES, True, shown=False)],
+        3,
+        answer="Vaccines prevent measles outbreaks in children [1].",
     ),
 ]
 EXPECTED = {2: {ASPIRIN, BEES}, 3: {MEASLES, BEES}}  # query_id -> the texts used; query 1: none
@@ -71,7 +58,7 @@ def test_build_train_ranker_and_evaluate_read_the_same_labels(tmp_path):
 
     groups, changes = feedback_groups(records, RankerParams(), used, every)
     by_ranker = {QUERY_ID[g["query"]]: {g["texts"][i] for i in g["used"]} for g in groups["val"]}
-    assert changes == {"citations_taken_back": 0, "uncited_quotes_used": 1, "thumbs_down_voided": 1}
+    assert changes == {"uncited_quotes_used": 1, "thumbs_down_voided": 1}
 
     items = feedback_items(tmp_path, every, 0, used=used)
     by_eval = {int(it["qid"]): {c["text"] for c in it["candidates"] if c["id"] in it["relevant_ids"]} for it in items}

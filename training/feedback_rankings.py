@@ -25,42 +25,29 @@ def split_of3(query: str, val_fraction: float, calibration_fraction: float) -> s
     return "calibration" if query_position(query) < val_fraction + calibration_fraction else "train"
 
 
-def labelled(rec: dict) -> list[dict]:
-    """The shown candidates that carry a text (not changed or deleted since) and a used/ignored label."""
-    return [c for c in shown_candidates(rec) if c["text"] is not None and c["used"] is not None]
-
-
 def rankings(
     records: list[dict],
     split: str,
     val_fraction: float,
     calibration_fraction: float = 0.0,
     ipw_clip: float = 1.0,
-    unlabelled: bool = False,
-    false_cite: float = 0.0,
 ) -> list[dict]:
-    """A split's queries as the selector sees them: `{"query", "texts"}` of every labelled candidate in
-    retrieval order (a candidate never shown has no label, so it is left out: never a negative), `used`, the
-    0-based positions the consumer used (queries with none are left out), and `weights`, each labelled
-    candidate's inverse-propensity weight (`ipw`; `ipw_clip` 1 = all 1, no correction). The labels are read as
-    given: `records` come relabelled by the one definition of used (`retrieval.logs.used.used_labels`, which
-    train_ranker applies once to the whole log).
+    """A split's queries as the selector sees them: `{"query", "texts"}` of every candidate with a text (not
+    changed or deleted since) in retrieval order, `used`, the 0-based positions the consumer used (queries with
+    none are left out), and `weights`, each labelled candidate's inverse-propensity weight (`ipw`; `ipw_clip`
+    1 = all 1, no correction). The labels are read as given: `records` come relabelled by the one definition of
+    used (`retrieval.logs.used.used_labels`, which train_ranker applies once to the whole log).
 
-    `unlabelled` keeps the candidates without a label too (weight 0, never in `used`): what a held-out estimate
-    must rank, and the softmax's normaliser where `train_ranker.normaliser` is "all". On labelled candidates
-    alone every order of the ~5 that were shown puts all of them in the top 5, and the estimate says 1.000 for
-    any ranker; among all 20 an order that hides a cited chunk loses it.
-
-    `false_cite` (`false_cite_rate`, estimated from the log): a consumer cites a chunk of its context that did not
-    answer at this rate, so being shown earns a chunk that much "use" whatever it is worth, and an order learned
-    from citations drifts toward the order that chose the context. Each shown candidate gets `offsets` =
-    false_cite x its weight, subtracted from its target (the affine correction for trust bias: Vardasbi et al.,
-    CIKM 2020): in expectation the target is then the consumer's hit rate times relevance, shown or not."""
+    A candidate without a label (not in the consumer's context) stays in, at weight 0 and never in `used`: the
+    listwise softmax runs over all of a query's candidates, the unlabelled at target 0 (with the weights an
+    unbiased estimate of the loss a judge of all 20 would give, Ai et al. 2018), and a held-out estimate must
+    rank all of them. On labelled candidates alone every order of the ~5 that were shown puts all of them in the
+    top 5, and the estimate says 1.000 for any ranker; among all 20 an order that hides a cited chunk loses it."""
     out = []
     for rec in records:
         if split_of3(rec["query"], val_fraction, calibration_fraction) != split:
             continue
-        cands = [c for c in shown_candidates(rec) if c["text"] is not None] if unlabelled else labelled(rec)
+        cands = [c for c in shown_candidates(rec) if c["text"] is not None]
         used = [i for i, c in enumerate(cands) if c["used"]]
         if used:
             out.append(
@@ -69,12 +56,6 @@ def rankings(
                     "texts": [passage_text(c["heading"], c["text"], c.get("parent_heading")) for c in cands],
                     "used": used,
                     "weights": [ipw(c, ipw_clip) if c["used"] is not None else 0.0 for c in cands],
-                    "offsets": [
-                        false_cite * ipw(c, ipw_clip) if c["used"] is not None and c.get("shown") else 0.0
-                        for c in cands
-                    ]
-                    if false_cite > 0
-                    else None,
                 }
             )
     return out
@@ -127,16 +108,3 @@ def embed_groups(groups_by_split: dict[str, list[dict]], progress=None) -> None:
             progress(min(i + 512, len(passages)), len(passages))
     for g in groups:
         g["q"], g["P"] = vecs[g["query"]], np.stack([vecs[t] for t in g["texts"]])
-
-
-def false_cite_rate(records: list[dict]) -> float:
-    """The rate at which the consumer cited a chunk that did not answer: citations among the shown candidates of
-    queries rated -1 (the consumer said its context did not answer them). 0 without such queries, or for a
-    judge, who names relevant chunks only."""
-    shown = cited = 0
-    for rec in records:
-        if rec.get("rating") == -1:
-            context = [c for c in shown_candidates(rec) if c.get("shown")]
-            shown += len(context)
-            cited += sum(bool(c["used"]) for c in context)
-    return cited / shown if shown else 0.0

@@ -20,8 +20,6 @@ def _padded(groups: list[dict]):
         mask[i, : len(g["texts"])] = True
         w = g.get("weights") or [1.0] * len(g["texts"])  # inverse propensities: 1 for a judge's labels
         target[i, g["used"]] = torch.tensor([w[j] for j in g["used"]]) / len(g["used"])
-        if g.get("offsets"):  # the affine correction for false cites (`feedback_rankings.rankings`)
-            target[i, : len(g["texts"])] -= torch.tensor(g["offsets"], dtype=torch.float32) / len(g["used"])
     return n, mask, target
 
 

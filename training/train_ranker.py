@@ -7,11 +7,12 @@ adds what the feedback teaches, so its first ranking is the baseline's and train
 2. adapter: a 384x384 query-side map (q' = q + q W, W = 0 at the start) fitted on the *train* queries
    by a listwise softmax over each query's candidates (the used ones up), with an L2 pull of W toward 0
    (the base model): the domain's way of asking, without re-embedding a passage.
-3. fusion: the weights of `retrieval.contracts.ranking_features` (similarity, adapted, BM25; the retrieval prior
-   when `prior` is on), fitted the same listwise way on *calibration* queries that the adapter never saw; with
+3. fusion: the weights of `retrieval.contracts.ranking_features` (similarity, adapted, BM25; `FITTED`), fitted the
+   same listwise way on *calibration* queries that the adapter never saw; with
    `cross_folds` k, on every train and calibration query's scores from an adapter fitted without its fold (of k),
    and the adapter served on all of them (cross-fitting: the fusion sees held-out scores, the adapter 85 % of the log).
-   Without the prior the ranking depends on the candidates, not on the order a first stage gave them.
+   The retrieval position is not fitted: the ranking depends on the candidates, not on the order a first stage
+   gave them (the log's order is hybrid search's; an evaluation's or another caller's differs).
 4. domain gate: the fitted weights hold for queries like the feedback's, so the ranker keeps the train
    queries' vectors and a ramp [lo, hi] of affinity (mean cosine to the k nearest train queries): `hi` is
    the `domain_quantile` of the calibration queries' affinities (in-domain queries it never trained on),
@@ -56,11 +57,13 @@ from retrieval.progress import make_progress
 from retrieval.tracking import git_commit, use_mlflow
 
 from .build import BuildParams
-from .feedback_rankings import embed_groups, false_cite_rate, ips_recall, ips_recalls, mean_recall, rankings, split_of3
+from .feedback_rankings import embed_groups, ips_recall, ips_recalls, mean_recall, rankings
 from .ranker_fit import fit_adapter, fit_gate, fit_weights, out_of_fold
 
 ADAPTER_FILE, QUERIES_FILE = "adapter.npy", "queries.npy"
 CONFIG_FILE, METRICS_FILE = "ranker_config.json", "metrics.json"
+# the fusion's fitted features: the retrieval position (`prior`) is reported as a baseline, never fitted
+FITTED = tuple(f for f in FEATURES if f != "prior")
 
 
 @dataclass(frozen=True)
@@ -71,9 +74,6 @@ class RankerParams:
     adapter_steps: int = 200  # full-batch Adam steps over the train queries
     adapter_lr: float = 0.01
     temperature: float = 0.05  # softmax temperature over cosines (MiniLM's cosines span ~0.2)
-    prior: bool = (
-        False  # weigh the retrieval position too (off: the log's order is hybrid search's, other callers' differ)
-    )
     fusion_l2: float = 0.01  # L2 on the fusion weights
     calibration_fraction: float = 0.15  # train queries held out of the adapter; the fusion is fitted on them
     domain_k: int = 10  # a query's domain affinity: mean cosine of its k nearest feedback train queries
@@ -86,8 +86,6 @@ class RankerParams:
     rare_ramp: float = 0.3  # share of words outside the embedder's vocabulary at which it does too (0 = not read)
     k: int = 5  # Recall@k of the val ranking (the selector picks k)
     ipw_clip: float = 0.05  # labels weigh 1 / max(propensity, this) (inverse propensity); 1 = no correction
-    normaliser: str = "all"  # the softmax over all candidates (unlabelled: target 0), or "labelled" ones only
-    trust_correction: bool = False  # subtract the false-cite rate (from thumbs-down queries) from shown chunks' targets
     fallback_tolerance: float = 0.05  # held out: the fitted may trail the general weights by this (surely more: those)
     cross_folds: int = 5  # >= 2: the adapter cross-fitted over train + calibration, the fusion on its held-out scores
     seed: int = 13
@@ -108,34 +106,22 @@ class RankerParams:
             out.append("train_ranker: need name_ramp and rare_ramp in [0, 1]")
         if not 0 < self.ipw_clip <= 1:
             out.append("train_ranker: need 0 < ipw_clip <= 1")
-        if self.normaliser not in ("labelled", "all"):
-            out.append(f"train_ranker: normaliser must be labelled or all, not {self.normaliser!r}")
         if self.fallback_tolerance < 0 or self.cross_folds < 0 or self.cross_folds == 1:
             out.append("train_ranker: need fallback_tolerance >= 0 and cross_folds 0 (off) or >= 2")
         return out
 
 
 def feedback_groups(
-    records: list[dict], p: RankerParams, used: UsedParams, val_fraction: float, false_cite: float = 0.0
+    records: list[dict], p: RankerParams, used: UsedParams, val_fraction: float
 ) -> tuple[dict[str, list[dict]], dict[str, int]]:
     """(each split's rankings, what the one definition of used changed) from the pulled records: their labels
     read once by `used_labels`, then `rankings` per split."""
     labelled = [used_labels(r, used) for r in records]
     groups = {
-        # val keeps its unlabelled candidates: a held-out estimate ranks all of them (`rankings`); train and
-        # calibration too with normaliser "all": a cited chunk then beats every candidate, not only those shown
-        s: rankings(
-            labelled,
-            s,
-            val_fraction,
-            p.calibration_fraction,
-            p.ipw_clip,
-            unlabelled=s == "val" or p.normaliser == "all",
-            false_cite=false_cite if s != "val" else 0.0,  # val: an estimate of Recall, not a loss
-        )
+        s: rankings(labelled, s, val_fraction, p.calibration_fraction, p.ipw_clip)
         for s in ("train", "calibration", "val")
     }
-    return groups, label_changes(records, labelled, used)
+    return groups, label_changes(records, labelled)
 
 
 def train(
@@ -146,10 +132,7 @@ def train(
     t0 = time.perf_counter()
     raw = (Path(p.feedback) / FEEDBACK_FILE).read_bytes()  # hashed as read: the pull stage may rewrite the file
     records = [json.loads(line) for line in raw.decode("utf-8").splitlines() if line.strip()]
-    fit = [r for r in records if split_of3(r["query"], val_fraction, p.calibration_fraction) != "val"]
-    # the consumer's own citations on the -1 queries, before any are voided: the rate it cites what did not answer
-    false_cite = round(false_cite_rate(fit), 4) if p.trust_correction else 0.0
-    groups, changes = feedback_groups(records, p, used, val_fraction, false_cite)
+    groups, changes = feedback_groups(records, p, used, val_fraction)
     if not groups["train"]:
         raise SystemExit(
             f"train_ranker: no train query with a used candidate ({ {s: len(g) for s, g in groups.items()} })"
@@ -167,19 +150,18 @@ def train(
             g["query"], g["q"], g["P"], g["texts"], w, bm25_sd_floor=p.bm25_sd_floor, general_bm25_floor=floor
         )
 
-    names = FEATURES if p.prior else tuple(f for f in FEATURES if f != "prior")
     pool, held_out = groups["train"] + groups["calibration"], None
     if p.cross_folds >= 2 and fusion_split == "calibration":  # None where the log is too small for two folds
         held_out = out_of_fold(pool, p.cross_folds, lambda gs: fit_adapter(gs, **adapter_args), features_of)
     if held_out is not None:
         fusion_split = "cross-fitted"
-        weights = fit_weights(held_out, pool, p.fusion_l2, names)
+        weights = fit_weights(held_out, pool, p.fusion_l2, FITTED)
         w, gate_groups = fit_adapter(pool, **adapter_args), pool  # the served adapter learns from them all
     else:
         w, pool = fit_adapter(groups["train"], **adapter_args), groups["train"]
         gate_groups = groups[fusion_split]
         fitted = [features_of(g, w) for g in gate_groups]
-        weights = fit_weights(fitted, gate_groups, p.fusion_l2, names)
+        weights = fit_weights(fitted, gate_groups, p.fusion_l2, FITTED)
     fv = [features_of(g, w) for g in groups["val"]]
 
     # 4. the domain gate, fitted on the in-domain queries the fusion saw (each one's own copy left out of its own)
@@ -226,7 +208,6 @@ def train(
         f"val_recall@{k}_ips_general": round(general_ips, 4),
         "val_ips_fitted_minus_general": [round(float(diff), 4), round(float(diff_hi), 4)],  # mean, CI high
         "adapter_norm": round(float(np.linalg.norm(w)), 4),
-        "false_cite_rate": false_cite,  # estimated on the train and calibration queries rated -1
         **changes,  # labels the one definition of used changed: the answers' sentences, the -1 queries
         "val_gate_mean": round(float(np.mean(shares)), 4) if shares else None,  # the fitted weights' share
         "gate_lo": gate["lo"],

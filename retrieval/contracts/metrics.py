@@ -9,6 +9,7 @@ import re
 
 import numpy as np
 
+K = 5  # picks per query: every metric below and the deploy gate read the top 5
 METRICS = ("recall@5", "precision@5", "ndcg@5", "mrr")
 
 
@@ -17,9 +18,9 @@ def per_query(relevant: dict[str, set[str]], selected: dict[str, list[str]], met
     (binary relevance; precision@k over k; MRR uncut), computed directly. ranx itself JIT-compiles them
     with numba in every new process, minutes on a 2-core machine; the tests check both agree."""
     fns = {
-        "recall@5": lambda rel, ranked: recall_at_k(rel, ranked, 5),
-        "precision@5": lambda rel, ranked: len(rel & set(ranked[:5])) / 5,
-        "ndcg@5": lambda rel, ranked: ndcg_at_k(rel, ranked, 5),
+        "recall@5": lambda rel, ranked: recall_at_k(rel, ranked, K),
+        "precision@5": lambda rel, ranked: len(rel & set(ranked[:K])) / K,
+        "ndcg@5": lambda rel, ranked: ndcg_at_k(rel, ranked, K),
         "mrr": mrr,
     }
     unknown = set(metrics) - set(fns)

@@ -1,4 +1,4 @@
-"""The selection contract (DESIGN.md, contracts 1 and 2): one prompt format and one output parser,
+"""The selection contract (docs/architecture.md, "Contracts" 1 and 2): one prompt format and one output parser,
 shared by training, evaluation and serving. Change either only with a PROMPT_VERSION bump.
 
 The selector sees the query and candidates numbered 1..N and answers `{"selected": [i, ...]}`:

@@ -1,4 +1,4 @@
-"""The deployment log (DESIGN.md, "Hot-swap protocol"), in Postgres: which selector version the services
+"""The deployment log (docs/architecture.md, "Hot-swap protocol"), in Postgres: which selector version the services
 must run and what each service did about it. `pai promote`/`rollback` and the deploy stage write it;
 the running service (`serving/hotswap.py`) follows it.
 

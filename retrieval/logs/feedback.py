@@ -1,4 +1,4 @@
-"""The feedback log (DESIGN.md contract 3). Every write is one transaction; bad feedback is refused
+"""The feedback log (docs/architecture.md, "Contracts" 3). Every write is one transaction; bad feedback is refused
 with a one-line FeedbackError and writes nothing. Its export (stage `pull`) is one `FeedbackRecord`
 per line of `feedback.jsonl`; training and evaluation split it by query text (`split_of`)."""
 

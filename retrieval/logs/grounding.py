@@ -3,9 +3,12 @@ it in the sentence that carries `[n]`; one that attaches `[n]` to a claim chunk 
 misattribution: the claim came from another chunk or from the assistant itself) cited a chunk it did not use.
 `citation_support` measures, per cited candidate, the share of its citing sentence's content words that the
 chunk holds (containment; the sentence, not the chunk, is the denominator: a long chunk is not penalised for
-what the answer left out). Every reader of the log reads it from the exported answer and candidate texts
-(`used.used_labels`, params.yaml `used.min_support`), so every log that kept its answers can be re-judged, and
-nothing is stored twice.
+what the answer left out); `uncited_support` the same for the sentences without a citation, so a chunk quoted
+without its `[n]` counts as used. Every reader of the log reads the labels from the exported answer and
+candidate texts (`used.used_labels`, params.yaml `used.min_uncited`), so every log that kept its answers can be
+re-judged, and nothing is stored twice. A citation is never taken back by its sentence in production (a
+consumer that restates the claim would lose true citations: docs/measurements.md, "Retired");
+`grounding_report` (`pai lab grounding`) still measures how well a log's citations are grounded.
 
 Lexical on purpose: cheap, explainable, the same on every machine. A close paraphrase keeps most content
 words; a claim about something else keeps few. Its limit: a chunk the assistant quoted although it did not
@@ -83,25 +86,19 @@ def shown_texts(rec: dict) -> dict[int, str]:
     return {c["rank"]: c["text"] for c in rec["candidates"] if c.get("text") and c.get("shown") is not False}
 
 
-def regrounded(rec: dict, min_support: float, min_uncited: float = 0.0) -> dict:
-    """A pulled feedback record with its labels read again from its answer: a citation whose sentence holds
-    less than `min_support` of its content words in the chunk it cites is not a use (a misattribution: shown,
-    not used); with `min_uncited`, a shown chunk left uncited that holds at least that share of a sentence
-    without a citation was used (the consumer quoted it and forgot the `[n]`). 0 switches each off; a record
-    without an answer is returned as is; a chunk both (cited falsely, quoted elsewhere) was used."""
-    if not rec.get("answer") or (min_support <= 0 and min_uncited <= 0):
+def regrounded(rec: dict, min_uncited: float) -> dict:
+    """A pulled feedback record with its labels read again from its answer: a shown chunk left uncited that holds
+    at least `min_uncited` of a sentence without a citation was used (the consumer quoted it and forgot the
+    `[n]`). 0 switches it off; a record without an answer is returned as is; a citation always stands."""
+    if not rec.get("answer") or min_uncited <= 0:
         return rec
-    texts = shown_texts(rec)
-    cited = citation_support(rec["answer"], texts) if min_support > 0 else {}
-    quoted = uncited_support(rec["answer"], texts) if min_uncited > 0 else {}
-    taken = {r for r, s in cited.items() if s < min_support}
+    quoted = uncited_support(rec["answer"], shown_texts(rec))
     added = {r for r, s in quoted.items() if s >= min_uncited}
 
     def relabel(c: dict) -> dict:
         if c.get("used") is None or c.get("shown") is False:  # no label, or a judge's outside the context
             return c
-        used = (c["used"] and c["rank"] not in taken) or c["rank"] in added
-        return c if used == c["used"] else {**c, "used": used}
+        return {**c, "used": True} if not c["used"] and c["rank"] in added else c
 
     return {**rec, "candidates": [relabel(c) for c in rec["candidates"]]}
 
@@ -116,9 +113,9 @@ def best_sentence(text: str, query: str, max_chars: int = 300) -> str:
 
 
 def grounding_report(records: list[dict], thresholds: tuple[float, ...] = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8)) -> dict:
-    """What reading the answers would change in a pulled log, to choose `min_support` / `min_uncited` on a real
-    consumer's answers: the judged citations' support (quantiles, and the share each threshold would take back),
-    and per threshold the shown chunks left uncited that an uncited sentence would count as used."""
+    """What reading the answers would change in a pulled log, to choose `min_uncited` on a real consumer's
+    answers: per threshold the shown chunks left uncited that an uncited sentence would count as used; and how
+    well its citations are grounded (the cited sentences' support: quantiles, and the share below each threshold)."""
     cited: list[float] = []
     quoted = dict.fromkeys(thresholds, 0)
     answers = citations = 0
@@ -141,7 +138,7 @@ def grounding_report(records: list[dict], thresholds: tuple[float, ...] = (0.3, 
         "citations": citations,
         "citations_judged": len(cited),  # the rest have no sentence of MIN_WORDS content words: they stand
         "support_quantiles": {f"p{int(q * 100)}": at(q) for q in (0.1, 0.25, 0.5, 0.75, 0.9)},
-        "taken_back_below": {
+        "support_below": {
             str(t): round(sum(s < t for s in cited) / len(cited), 4) if cited else 0.0 for t in thresholds
         },
         "uncited_quotes_at": {str(t): n for t, n in quoted.items()},

@@ -2,10 +2,10 @@
 held-out feedback and the trial read them (params.yaml `used`).
 
 The log keeps what the consumer said: the `[n]` it cited, its rating, its answer. `used_labels` reads them
-into one set of labels: the citations read again from the answer (`grounding.regrounded`: a citation its
-sentence does not ground is taken back, a shown chunk the answer quotes without its `[n]` is a use), and
-the citations of a query rated -1 voided (its context did not answer it, so what its answer cited there is
-not evidence of use: a consumer's false cites, which on-policy reward the ranker's own misses). A judge's
+into one set of labels: the answer read again (`grounding.regrounded`: a shown chunk the answer quotes without
+its `[n]` is a use), and the citations of a query rated -1 voided (its context did not answer it, so what its
+answer cited there is not evidence of use: a consumer's false cites, which on-policy reward the ranker's own
+misses). A judge's
 label on a chunk outside the context (`shown` False) stays, and a candidate without a label stays without.
 """
 
@@ -17,9 +17,9 @@ from .grounding import regrounded
 
 def used_labels(rec: dict, p: UsedParams) -> dict:
     """The feedback record (`feedback.FeedbackRecord`) relabelled by the one definition: re-grounded from its
-    answer (`p.min_support`, `p.min_uncited`), then, rated -1 and `p.void_thumbs_down`, every `used` of a
-    shown candidate False. A record without an answer is not re-grounded; one without labels comes back as is."""
-    rec = regrounded(rec, p.min_support, p.min_uncited)
+    answer (`p.min_uncited`), then, rated -1 and `p.void_thumbs_down`, every `used` of a shown candidate False.
+    A record without an answer is not re-grounded; one without labels comes back as is."""
+    rec = regrounded(rec, p.min_uncited)
     voided = p.void_thumbs_down and rec.get("rating") == -1
     if not (voided and any(c.get("used") and c.get("shown") for c in rec["candidates"])):
         return rec
@@ -29,18 +29,13 @@ def used_labels(rec: dict, p: UsedParams) -> dict:
     }
 
 
-def label_changes(records: list[dict], relabelled: list[dict], p: UsedParams) -> dict[str, int]:
-    """What `used_labels` changed (`relabelled[i]` = `used_labels(records[i], p)`): citations taken back by their
-    sentence, uncited quotes counted as uses, and citations of the context of a query rated -1 voided. A change
-    is counted once, by what it ended as (an uncited quote in a voided context is no change)."""
-    out = {"citations_taken_back": 0, "uncited_quotes_used": 0, "thumbs_down_voided": 0}
+def label_changes(records: list[dict], relabelled: list[dict]) -> dict[str, int]:
+    """What `used_labels` changed (`relabelled[i]` = `used_labels(records[i], ...)`): uncited quotes counted as
+    uses, and citations of the context of a query rated -1 voided. A change is counted once, by what it ended as
+    (an uncited quote in a voided context is no change)."""
+    out = {"uncited_quotes_used": 0, "thumbs_down_voided": 0}
     for r, g in zip(records, relabelled):
-        voided = p.void_thumbs_down and r.get("rating") == -1
         for a, b in zip(r["candidates"], g["candidates"]):
-            if a.get("used") == b.get("used"):
-                continue
-            if not a.get("used"):
-                out["uncited_quotes_used"] += 1
-            else:
-                out["thumbs_down_voided" if voided and a.get("shown") else "citations_taken_back"] += 1
+            if a.get("used") != b.get("used"):
+                out["thumbs_down_voided" if a.get("used") else "uncited_quotes_used"] += 1
     return out

@@ -46,7 +46,7 @@ def test_the_log_round_trips_through_train_ranker_and_the_flipped_one_ranks_othe
     assert m["train_queries"] > 25 and m["val_queries"] > 5 and cfg["input_format"].startswith("ranker-input/")
     assert all(sorted(good[q]) == sorted(first[q]) for q in first)  # every candidate ranked, nothing else
     # labels turned over train another ranker (not a worse one by much: a shown chunk still beats the unshown
-    # ones under the normaliser "all", so exposure keeps teaching the first stage's order)
+    # ones in the softmax over all candidates, so exposure keeps teaching the first stage's order)
     assert bad != good and abs(recall(items, good) - recall(items, first)) < 0.2
 
 

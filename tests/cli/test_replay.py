@@ -2,13 +2,13 @@
 
 import json
 import random
-import time
 from pathlib import Path
 
 from typer.testing import CliRunner
 
 from cli.main import app
 from cli.replay import ReplayParams, ReplayQuery, feedback_for, load_queries, replay
+from tests.waiting import wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -186,9 +186,7 @@ def test_a_hot_swap_mid_replay_keeps_each_querys_version_in_the_log(db_url, embe
             served.append(client.get("/selector").json()["version"])
             if len(served) == 4:
                 deployments.announce(conn, {"kind": "reverse", "version": "v2"}, "promote")
-                deadline = time.monotonic() + 15
-                while client.get("/selector").json()["version"] != "v2" and time.monotonic() < deadline:
-                    time.sleep(0.05)
+                wait_for(lambda: client.get("/selector").json()["version"] == "v2", 15)
 
         summary = replay(server.url, queries, swap_after_the_fourth, ReplayParams(consumer="realistic", miss_rate=0.0))
     assert summary.queries == 8 and not summary.errors

@@ -9,11 +9,12 @@ import os
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
 import pytest
+
+from tests.waiting import wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -22,18 +23,6 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def wait_for(fn, timeout: float, every: float = 0.5):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if value := fn():
-                return value
-        except httpx.TransportError:  # not listening yet
-            pass
-        time.sleep(every)
-    raise AssertionError("condition not reached")
 
 
 @pytest.mark.slow
@@ -85,7 +74,12 @@ def test_pai_retrain_on_a_store_of_notes_puts_the_ranker_on_trial_and_the_trial_
         stderr=subprocess.DEVNULL,
     )
     try:
-        wait_for(lambda: httpx.get(f"{url}/health", timeout=5).status_code == 200 if serve.poll() is None else 1, 120)
+        wait_for(
+            lambda: httpx.get(f"{url}/health", timeout=5).status_code == 200 if serve.poll() is None else 1,
+            120,
+            every=0.5,
+            ignore=(httpx.TransportError,),
+        )
         assert serve.poll() is None, "pai serve exited"
         replayed = json.loads(pai("lab", "simulate", "--url", url, "--no-ingest", "--max-queries", "300", "--json"))
         assert replayed["queries"] == 300 and replayed["errors"] == 0
@@ -95,7 +89,12 @@ def test_pai_retrain_on_a_store_of_notes_puts_the_ranker_on_trial_and_the_trial_
         trial, challenger = deploy["trial"], deploy["version"]
         assert deploy["challengers"]["ranker"]["decided_by"] == "trial"
         assert httpx.get(f"{url}/selector", timeout=10).json()["version"] == "similarity"  # not promoted by deploy
-        wait_for(lambda: httpx.get(f"{url}/selector", timeout=10).json()["trial"] == trial["id"], 60)
+        wait_for(
+            lambda: httpx.get(f"{url}/selector", timeout=10).json()["trial"] == trial["id"],
+            60,
+            every=0.5,
+            ignore=(httpx.TransportError,),
+        )
         # the user's traffic goes on; every query is interleaved (share 1.0 here) until the rule decides
         for _ in range(4):
             pai("lab", "simulate", "--url", url, "--no-ingest", "--max-queries", "100", "--json")

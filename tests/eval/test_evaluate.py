@@ -7,6 +7,7 @@ import pytest
 
 from eval.scoring import score
 from eval.systems import run_systems
+from tests.feedback_records import candidate, record
 
 
 def items(n=60):
@@ -99,15 +100,9 @@ def test_held_out_feedback_is_scored_naively_and_by_inverse_propensity(tmp_path)
     from retrieval.contracts.selection import Pick
     from retrieval.params import UsedParams
 
-    def cand(rank, used, shown, p):
-        return {
-            **{"rank": rank, "chunk_id": rank, "heading": None, "parent_heading": None, "source": "s.md"},
-            **{"text": f"passage {rank}", "score": 0.9, "used": used, "shown": shown, "propensity": p},
-        }
-
-    cands = [cand(r, r == 1 if r <= 5 else None, r <= 5, 0.95) for r in range(1, 21)]
-    cands[11] = cand(12, True, True, 0.01)
-    rec = {"query_id": 7, "query": "which passage", "threshold": None, "candidates": cands}
+    cands = [candidate(r, r == 1 if r <= 5 else None, r <= 5, 0.95) for r in range(1, 21)]
+    cands[11] = candidate(12, True, True, 0.01)
+    rec = record(cands, "which passage", 7)
     (tmp_path / "feedback.jsonl").write_text(json.dumps(rec) + "\n")
     (it,) = feedback_items(tmp_path, val_fraction=1.0, limit=0, ipw_clip=0.05, used=UsedParams())
     assert it["relevant_ids"] == ["1", "12"] and len(it["candidates"]) == 20

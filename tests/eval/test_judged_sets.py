@@ -20,7 +20,10 @@ def test_the_unpacked_sets_match_the_manifest(benchmark_dir):
     assert set(manifest_names()) == packed | {"locomo/README.md"}  # the licence note is committed as it is
 
 
-@pytest.mark.skipif(not SHARED.is_dir(), reason="no ../shared/benchmark beside this checkout")
+@pytest.mark.skipif(
+    not SHARED.is_dir(),
+    reason="no ../shared/benchmark beside this checkout: the team machines' copy; data/judged/README.md names each set's source",
+)
 def test_the_manifest_is_the_shared_copy(tmp_path):
     """Where the shared copy is at hand: the shipped files are its files, unchanged."""
     (tmp_path / MANIFEST).write_text((JUDGED / MANIFEST).read_text())

@@ -11,6 +11,7 @@ from serving.picker import Picker
 from serving.selectors import SimilaritySelector
 from serving.server import BackgroundServer
 from serving.service import Service
+from tests.waiting import wait_for
 
 NOTES = {
     "bees": "# Bees\n\nHoney bees collect nectar from flowers and store it as honey in wax combs.",
@@ -74,15 +75,6 @@ def ingest_notes(client):
     for name, text in NOTES.items():
         r = client.post("/ingest", json={"source": name, "text": text})
         assert r.status_code == 200 and r.json()["chunks_inserted"] == 1, r.text
-
-
-def wait_for(fn, timeout=10.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if (v := fn()) is not None:
-            return v
-        time.sleep(0.05)
-    raise AssertionError("timed out")
 
 
 def test_query_feedback_and_rows(serve, conn):

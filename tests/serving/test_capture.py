@@ -3,8 +3,6 @@ MiniLM, the worker (serving/capture.py) deciding behind them: 202 then the outco
 writes behind the token beyond loopback, a full queue as 429, counters in /stats, pending exchanges taken up again
 after a restart, and noise prototypes learned by one service rejecting chatter in the next."""
 
-import time
-
 import httpx
 import pytest
 
@@ -16,6 +14,7 @@ from serving.picker import Picker
 from serving.selectors import SimilaritySelector
 from serving.server import BackgroundServer
 from serving.service import Service
+from tests.waiting import wait_for
 
 GH = "ghp_" + "Zq4Xw8Rt2Yu6Io0Pa3Sd7Fg1Hj5Kl9Mn2Bv6C"  # synthetic, as in tests/data/secrets_corpus.jsonl
 REDIS = (
@@ -43,14 +42,12 @@ def serve(db_url, embedder, tmp_path):
 
 
 def outcome(client, cid, timeout=30.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    def decided():
         r = client.get(f"/capture/{cid}")
         assert r.status_code == 200, r.text
-        if r.json()["status"] != "pending":
-            return r.json()
-        time.sleep(0.05)
-    raise AssertionError(f"capture {cid} still pending")
+        return r.json() if r.json()["status"] != "pending" else None
+
+    return wait_for(decided, timeout)
 
 
 def test_capture_is_accepted_then_decided_and_its_facts_are_searchable(serve, db_url, all_text):

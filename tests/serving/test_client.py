@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
@@ -14,6 +13,7 @@ import pytest
 
 from serving.client import Chunk, Client, ClientError
 from serving.server import free_port
+from tests.waiting import wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -46,15 +46,12 @@ def served(tmp_path_factory, pg_server_url):
         text=True,
     )
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"{url}/health", timeout=2).status_code == 200:
-                break
-        except httpx.HTTPError:
-            pass
+
+    def up():
         assert proc.poll() is None, proc.stderr.read()
-        time.sleep(0.3)
+        return httpx.get(f"{url}/health", timeout=2).status_code == 200
+
+    wait_for(up, 120, every=0.3, ignore=(httpx.HTTPError,))
     yield url
     proc.terminate()
     proc.wait(timeout=30)

@@ -17,6 +17,7 @@ from serving.picker import Picker
 from serving.selectors import SimilaritySelector
 from serving.server import BackgroundServer
 from serving.service import Service
+from tests.waiting import wait_for
 
 
 class Fixed:
@@ -42,16 +43,6 @@ def build(record):
     if record["kind"] == "crashing":  # a malformed record some loader does not foresee
         raise TypeError("float() argument must be a string or a real number, not 'NoneType'")
     return {"fixed": Fixed, "garbage": Garbage}[record["kind"]](record["version"])
-
-
-def wait_for(fn, timeout=15.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = fn()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError("condition not reached")
 
 
 @pytest.fixture

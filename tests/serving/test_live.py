@@ -4,11 +4,11 @@ import os
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 from retrieval.params import IngestParams, SearchParams
 from serving.live import install_hook, process_inbox_file, watch
+from tests.waiting import wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -26,12 +26,10 @@ def test_inbox_files_move_to_processed_or_failed(conn, embedder, tmp_path):
     t = threading.Thread(target=watch, args=(inbox, handle, stop), kwargs={"settle_s": 0.05})
     t.start()
     try:
-        time.sleep(0.5)
+        wait_for(lambda: done, 30)  # early.md handled: the watcher's observer started before it (serving.live.watch)
         (inbox / "late.md").write_text("# Late\n\nThis note arrived while watching.\n")
         (inbox / "blob.txt").write_bytes(b"\x00\x01\x02")
-        deadline = time.monotonic() + 30
-        while len(done) < 3 and time.monotonic() < deadline:
-            time.sleep(0.05)
+        wait_for(lambda: len(done) >= 3, 30)
     finally:
         stop.set()
         t.join()
@@ -64,13 +62,11 @@ def test_post_commit_hook_ingests_what_a_commit_touches(db_url, tmp_path):
     )
     import psycopg
 
-    deadline = time.monotonic() + 90
     with psycopg.connect(db_url) as c:
-        while time.monotonic() < deadline:
-            rows = c.execute("SELECT source FROM documents").fetchall()
-            if rows:
-                break
-            time.sleep(0.2)
+        try:
+            rows = wait_for(lambda: c.execute("SELECT source FROM documents").fetchall(), 90, every=0.2)
+        except AssertionError:  # the hook's log says why
+            rows = []
     assert [Path(s).name for (s,) in rows] == ["a.md"], (repo / ".git" / "pai-ingest.log").read_text()
 
 

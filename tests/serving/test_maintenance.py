@@ -1,8 +1,6 @@
 """Maintenance inside the service: it runs on its schedule in a thread beside the queries, reports
 on /stats, and skips a round while another service's run holds the lock."""
 
-import time
-
 import httpx
 
 from retrieval.db import connect
@@ -12,6 +10,7 @@ from serving.picker import Picker
 from serving.selectors import SimilaritySelector
 from serving.server import BackgroundServer
 from serving.service import Service
+from tests.waiting import wait_for
 
 
 def service(db_url, embedder, tmp_path, interval_minutes: float) -> Service:
@@ -26,15 +25,6 @@ def service(db_url, embedder, tmp_path, interval_minutes: float) -> Service:
     )
 
 
-def wait_for(fn, timeout=20.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if (v := fn()) is not None:
-            return v
-        time.sleep(0.05)
-    raise AssertionError("timed out")
-
-
 def test_scheduled_run_cleans_up_while_queries_are_served(db_url, embedder, tmp_path):
     old = tmp_path / "staging" / "2020-05-05" / "000000-old-q.md"
     old.parent.mkdir(parents=True)
@@ -42,7 +32,7 @@ def test_scheduled_run_cleans_up_while_queries_are_served(db_url, embedder, tmp_
     svc = service(db_url, embedder, tmp_path, interval_minutes=0.01)  # every 0.6 s
     with BackgroundServer(svc) as srv, httpx.Client(base_url=srv.url, timeout=30) as client:
         assert client.post("/ingest", json={"source": "bees", "text": "Bees make honey."}).status_code == 200
-        report = wait_for(lambda: svc.maintenance.last)
+        report = wait_for(lambda: svc.maintenance.last, timeout=20.0)
         assert report["skipped"] is None and report["staging_deleted"] == 1 and not old.exists()
         for _ in range(3):  # queries go on between and during runs
             assert client.post("/query", json={"query": "who makes honey?"}).status_code == 200
@@ -59,5 +49,5 @@ def test_off_by_interval_zero_and_skips_while_locked(db_url, embedder, tmp_path)
     with connect(db_url) as other:
         other.execute("SELECT pg_advisory_lock(%s)", (maintain.LOCK_ID,))  # another service's run
         with BackgroundServer(svc):
-            report = wait_for(lambda: svc.maintenance.last)
+            report = wait_for(lambda: svc.maintenance.last, timeout=20.0)
             assert report["skipped"] == "another maintenance run holds the lock"

@@ -117,22 +117,3 @@ def test_exploration_gives_the_last_slot_to_a_candidate_below_the_cut_with_logge
         assert s.explored is None and s.propensity == {r: 1.0 for r in range(1, 6)}
     finally:
         off.close()
-
-
-def test_focused_exploration_favours_the_ranks_just_below_the_cut_and_logs_what_it_drew_from():
-    """`explore_focus` 1: the j-th candidate below the cut is drawn with weight 1/j; its logged propensity is
-    exactly the rate times its share, so inverse-propensity weights stay unbiased."""
-    picker = Picker(Fixed("ranker:1", [1, 2, 3, 4, 5], inline=True), explore_rate=0.5, seed=3, explore_focus=1.0)
-    try:
-        served = [picker.serve(f"q{i}", cands(20)) for i in range(4000)]
-    finally:
-        picker.close()
-    h = sum(1 / j for j in range(1, 16))
-    p = served[0].propensity
-    assert (
-        p[6] == pytest.approx(0.5 / h) and p[20] == pytest.approx(0.5 / 15 / h) and sum(p.values()) == pytest.approx(5)
-    )
-    drawn = [s.explored for s in served if s.explored is not None]
-    share6, share20 = drawn.count(6) / len(drawn), drawn.count(20) / len(drawn)
-    assert share6 == pytest.approx(1 / h, abs=0.03) and share20 == pytest.approx(1 / 15 / h, abs=0.02)
-    assert share6 > 5 * share20  # uniform would give them the same share

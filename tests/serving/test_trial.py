@@ -4,7 +4,6 @@ running one trial, and a restarted service resuming it."""
 
 import contextlib
 import json
-import time
 
 import httpx
 import pytest
@@ -18,6 +17,7 @@ from serving.picker import Picker
 from serving.selectors import SIMILARITY, SimilaritySelector
 from serving.server import BackgroundServer
 from serving.service import Service
+from tests.waiting import wait_for
 
 NOTES = ("bees", "rivers", "compilers", "volcanoes", "tides", "orchids", "glaciers", "comets")
 RULE = TrialParams(share=1.0, max_judged=60)  # every query interleaved: a short test
@@ -50,15 +50,6 @@ class Broken(Reverse):
 def build(record):
     kinds = {"reverse": Reverse, "slow": SlowReverse, "broken": Broken, "similarity": lambda v: SimilaritySelector()}
     return kinds[record["kind"]](record["version"])
-
-
-def wait_for(fn, timeout=15.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if value := fn():
-            return value
-        time.sleep(0.05)
-    raise AssertionError("condition not reached")
 
 
 @contextlib.contextmanager

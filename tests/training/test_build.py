@@ -5,6 +5,7 @@ import json
 from retrieval.contracts.selection import parse_selection
 from retrieval.logs.feedback import split_of
 from retrieval.params import UsedParams
+from tests.feedback_records import candidate, record
 from training.build import BuildParams, build_examples, stats
 
 P = BuildParams(val_fraction=0.5, shuffles=1, seed=1, max_tokens=400, chunk_tokens=200)
@@ -12,24 +13,12 @@ U = UsedParams()  # params.yaml's: what counts as used
 
 
 def rec(qid, query, used, threshold=0.2, scores=(0.9, 0.8, 0.5, 0.1), text=None):
-    return {
-        "query_id": qid,
-        "query": query,
-        "threshold": threshold,
-        "selector_version": "similarity",
-        "candidates": [
-            {
-                "rank": r,
-                "chunk_id": 10 * qid + r,
-                "score": s,
-                "source": f"/d{r}.md",
-                "heading": None,
-                "text": f"passage {r}" if text is None else text,
-                "used": r in used,
-            }
-            for r, s in enumerate(scores, start=1)
-        ],
-    }
+    """A record whose candidates score `scores` in rank order, the ranks in `used` used (no exposure recorded)."""
+    cands = [
+        candidate(r, r in used, None, None, text=text, score=s, chunk_id=10 * qid + r, source=f"/d{r}.md")
+        for r, s in enumerate(scores, start=1)
+    ]
+    return record(cands, query, qid, threshold=threshold)
 
 
 def test_split_is_by_normalised_query():
@@ -106,8 +95,8 @@ def test_only_exposed_candidates_are_taught():
 
 
 def test_the_selector_learns_the_one_definition_of_used():
-    """The labels are read by `used_labels`: with min_support [1] on a claim chunk 1 does not hold is not a pick,
-    chunk 2 quoted without its [n] is; rated -1, the context's citations are not picks (nothing used: skipped)."""
+    """The labels are read by `used_labels`: [1] on a claim chunk 1 does not hold stands, chunk 2 quoted without
+    its [n] is a pick; rated -1, the context's citations are not picks (nothing used: skipped)."""
     r = rec(1, "alpha", {1}, scores=(0.9, 0.8))
     for c in r["candidates"]:
         c["shown"] = True
@@ -115,11 +104,9 @@ def test_the_selector_learns_the_one_definition_of_used():
     r["candidates"][1]["text"] = "Aspirin lowers fever in adults within hours."
     r["answer"] = "Aspirin lowers fever in adults within hours. Vaccines prevent measles outbreaks [1]."
     p = BuildParams(val_fraction=0.01, shuffles=0)
-    (ex,) = build_examples([r], p, UsedParams(min_support=0.5))[0]["train"]
-    assert json.loads(ex["messages"][2]["content"]) == {"selected": [2]}
     (ex,) = build_examples([r], p, U)[0]["train"]  # the defaults: the quote counts, the citation stands
     assert json.loads(ex["messages"][2]["content"]) == {"selected": [1, 2]}
-    (ex,) = build_examples([r], p, UsedParams(min_uncited=0.0))[0]["train"]  # both off: as logged
+    (ex,) = build_examples([r], p, UsedParams(min_uncited=0.0))[0]["train"]  # off: as logged
     assert json.loads(ex["messages"][2]["content"]) == {"selected": [1]}
     splits, _, skipped = build_examples([{**r, "rating": -1}], p, U)
     assert splits == {"train": [], "val": []} and skipped == {"nothing used": 1}

@@ -3,34 +3,19 @@ calibration band held out of train, and the Recall@k they report."""
 
 from retrieval.contracts.metrics import recall_at_k
 from retrieval.logs.feedback import split_of
+from tests.feedback_records import candidate, record
 from training.feedback_rankings import mean_recall, rankings, split_of3
 
 
-def record(qid, query, cands, threshold=0.2):
+def labelled_record(qid, query, cands, threshold=0.2):
     """A pulled feedback record; `cands` = (text, used[, score[, heading]]) in rank order."""
     rows = []
     for rank, (text, used, *rest) in enumerate(cands, start=1):
         score, heading = (rest + [0.5, None][len(rest) :])[:2]
         rows.append(
-            {
-                "rank": rank,
-                "chunk_id": qid * 100 + rank,
-                "content_hash": "h",
-                "score": score,
-                "source": f"/d/{rank}.md",
-                "heading": heading,
-                "text": text,
-                "pick_rank": None,
-                "used": used,
-            }
+            candidate(rank, used, None, None, text=text, score=score, heading=heading, chunk_id=qid * 100 + rank)
         )
-    return {
-        "query_id": qid,
-        "query": query,
-        "threshold": threshold,
-        "selector_version": "similarity",
-        "candidates": rows,
-    }
+    return record(rows, query, qid, threshold=threshold)
 
 
 STARCH = [
@@ -54,7 +39,7 @@ def test_recall_at_k():
 
 def test_split_is_by_query_and_matches_the_build_stage():
     queries = [f"question number {i} about starch" for i in range(12)]
-    records = [record(i, q, STARCH) for i, q in enumerate(queries)]
+    records = [labelled_record(i, q, STARCH) for i, q in enumerate(queries)]
     for split in ("train", "val"):
         assert [g["query"] for g in rankings(records, split, 0.5)] == [q for q in queries if split_of(q, 0.5) == split]
     groups = rankings(records, "val", 0.5)
@@ -65,7 +50,7 @@ def test_split_is_by_query_and_matches_the_build_stage():
 
 def test_calibration_band_is_held_out_of_train_and_leaves_val_alone():
     queries = [f"question number {i} about starch" for i in range(40)]
-    records = [record(i, q, STARCH) for i, q in enumerate(queries)]
+    records = [labelled_record(i, q, STARCH) for i, q in enumerate(queries)]
     by_split = {s: [g["query"] for g in rankings(records, s, 0.2, 0.3)] for s in ("train", "val", "calibration")}
     assert by_split["val"] == [q for q in queries if split_of(q, 0.2) == "val"]  # the build stage's val, unchanged
     assert by_split["calibration"] and by_split["train"] and not set(by_split["calibration"]) & set(by_split["train"])

@@ -1,6 +1,7 @@
 """Citation grounding: the share of a citing sentence's content words the cited chunk holds."""
 
 from retrieval.logs.grounding import best_sentence, citation_support, regrounded, uncited_support
+from tests.feedback_records import candidate
 
 CHUNKS = {
     1: "Aspirin lowers fever in adults within two hours of a single dose.",
@@ -42,24 +43,22 @@ def test_best_sentence_quotes_what_answers_the_query():
 
 
 def test_an_uncited_quote_is_a_use_and_labels_are_read_again_from_the_answer():
-    def cand(rank, used, shown=True, text=None):
-        return {"rank": rank, "text": text or CHUNKS[rank], "used": used, "shown": shown}
-
-    # [2] on chunk 1's claim: taken back (shown, not used)
-    misattributed = {"answer": "Aspirin lowers fever in adults [2].", "candidates": [cand(1, False), cand(2, True)]}
-    assert [c["used"] for c in regrounded(misattributed, 0.5, 0.8)["candidates"]] == [False, False]
+    # [2] on chunk 1's claim: a citation stands, whatever its sentence
+    misattributed = {
+        "answer": "Aspirin lowers fever in adults [2].",
+        "candidates": [candidate(1, False, text=CHUNKS[1]), candidate(2, True, text=CHUNKS[2])],
+    }
+    assert [c["used"] for c in regrounded(misattributed, 0.8)["candidates"]] == [False, True]
     # chunk 1 quoted without its [n]: used; an unshown candidate holding the same words gets no label
     aspirin = "Aspirin lowers fever in adults, a trial found."
     quoted = {
         "answer": "Aspirin lowers fever in adults.",
-        "candidates": [cand(1, False), cand(2, False), cand(3, None, False, aspirin)],
+        "candidates": [
+            candidate(1, False, text=CHUNKS[1]),
+            candidate(2, False, text=CHUNKS[2]),
+            candidate(3, None, False, text=aspirin),
+        ],
     }
     assert uncited_support(quoted["answer"], CHUNKS) == {1: 1.0, 2: 0.0}
-    assert [c["used"] for c in regrounded(quoted, 0.5, 0.8)["candidates"]] == [True, False, None]
-    # cited falsely and quoted elsewhere: used
-    both = {
-        "answer": "Bees communicate the distance of flowers. Aspirin lowers fever in adults [2].",
-        "candidates": [cand(1, False), cand(2, True)],
-    }
-    assert [c["used"] for c in regrounded(both, 0.5, 0.8)["candidates"]] == [False, True]
-    assert regrounded(quoted, 0.0, 0.0) is quoted and regrounded({**quoted, "answer": None}, 0.5, 0.8)["answer"] is None
+    assert [c["used"] for c in regrounded(quoted, 0.8)["candidates"]] == [True, False, None]
+    assert regrounded(quoted, 0.0) is quoted and regrounded({**quoted, "answer": None}, 0.8)["answer"] is None
