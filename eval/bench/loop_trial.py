@@ -54,7 +54,7 @@ def split(items: list[dict], test_fraction: float) -> tuple[list[dict], list[dic
 
 def expose(order: list[str], k: int, rate: float, rng: random.Random) -> tuple[list[str], dict[str, float]]:
     """(context, id -> P(shown)): the top k, and with probability `rate` the last slot given to a candidate drawn
-    uniformly below the cut (serving.picker's exploration at explore_focus 0)."""
+    uniformly below the cut (serving.picker's exploration)."""
     context, below = list(order[:k]), list(order[k:])
     propensity = {x: 1.0 for x in context}
     if not (rate and context and below):
