@@ -178,6 +178,18 @@ def command(
         items[d] = items[d][:max_queries] if max_queries else items[d]
         vectors.update(embed(items[d], embedder))
         first[d] = first_stage(items[d], vectors, search)
+    meta = {"rule": asdict(rule), "consumer": asdict(Consumer()), "explore_rate": search.explore_rate}
+    meta |= {"first_stage": search.fusion, "seeds": list(range(seeds)), "cycles": cycles}
+    meta |= {"test_fraction": test_fraction, "merges": merges}
+
+    def save(report: dict) -> dict:  # after each seed, and at the end
+        result = {**meta, **report}
+        if out:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(out, json.dumps(result, indent=2) + "\n")
+            write_atomic(out.with_suffix(".csv"), csv_rows(result["rows"]))
+        return result
+
     with tempfile.TemporaryDirectory() as tmp:
         result = loop_trial.run(
             items,
@@ -191,19 +203,9 @@ def command(
             explore_rate=search.explore_rate,
             log=lambda line: console.print(f"loop trial: {line}", soft_wrap=True),
             merges=merges,
+            done=save,
         )
-    result = {
-        "rule": asdict(rule),
-        "consumer": asdict(Consumer()),
-        "explore_rate": search.explore_rate,
-        "first_stage": search.fusion,
-        **result,
-    }
-    result |= {"seeds": list(range(seeds)), "cycles": cycles, "test_fraction": test_fraction, "merges": merges}
-    if out:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(out, json.dumps(result, indent=2) + "\n")
-        write_atomic(out.with_suffix(".csv"), csv_rows(result["rows"]))
+    result = {**meta, **result}
     emit(result, as_json, None, lambda c: show(c, result))
 
 

@@ -169,14 +169,16 @@ def run(
     explore_rate: float = 0.0,
     log: Callable[[str], None] = print,
     merges: list[str] | None = None,
+    done: Callable[[dict], object] | None = None,
 ) -> dict:
     """Every seed's cycles over every domain in step (the other-domain challenger is the next domain's retrained
     ranker of the same cycle). `first_stage`: domain -> every item's first-stage order (cycle 1's champion).
-    `merges`: the trial's merges to run each challenger under (default `rule.merge`); the first one decides."""
+    `merges`: the trial's merges to run each challenger under (default `rule.merge`); the first one decides.
+    `done`: given the report so far after each seed (a run stopped later keeps the seeds it finished)."""
     rules = [replace(rule, merge=m) for m in merges or [rule.merge]]
     parts = {d: split(items, test_fraction) for d, items in domains.items()}
     names, rows = list(domains), []
-    for seed in seeds:
+    for i, seed in enumerate(seeds):
         champion = {d: ("first-stage", first_stage[d]) for d in names}
         logs: dict[str, list[dict]] = {d: [] for d in names}
         stream = {d: random.Random(seed).sample(parts[d][0], len(parts[d][0])) for d in names}
@@ -229,11 +231,15 @@ def run(
                         if kind == "retrained" and r is rules[0] and out["decision"] == "promote":
                             promoted = (f"retrained@{cycle}", orders)
                 champion[d] = promoted  # after every challenger's trial: all of a cycle's face the same champion
-    return {
-        "domains": {d: {"traffic": len(parts[d][0]), "test": len(parts[d][1])} for d in names},
-        "rows": rows,
-        "summary": summary(rows, rule),
-    }
+        report = {
+            "domains": {d: {"traffic": len(parts[d][0]), "test": len(parts[d][1])} for d in names},
+            "seeds_done": seeds[: i + 1],
+            "rows": list(rows),
+            "summary": summary(rows, rule),
+        }
+        if done:
+            done(report)
+    return report
 
 
 def hash_seed(*parts) -> int:

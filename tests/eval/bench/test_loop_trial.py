@@ -140,3 +140,10 @@ def test_the_first_merge_decides_the_promotion(monkeypatch):
     assert {r["champion"] for r in kept["rows"]} == {"first-stage"}
     assert {r["champion"] for r in swapped["rows"] if r["cycle"] == 2} == {"retrained@1"}
     assert kept["summary"]["d (agreed-first)"]["promotions"] == len(kept["rows"]) // 2
+
+
+def test_the_report_so_far_is_handed_over_after_each_seed():
+    reports = []
+    out = run({"d": ITEMS}, {"d": FIRST}, oracle, RULE, Consumer(), 1, [3, 4], log=lambda _: None, done=reports.append)
+    assert [r["seeds_done"] for r in reports] == [[3], [3, 4]] and reports[-1] == out
+    assert [len(r["rows"]) for r in reports] == [2, 4] and {r["seed"] for r in out["rows"]} == {3, 4}
