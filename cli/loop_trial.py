@@ -147,6 +147,9 @@ def command(
         Optional[Path], typer.Option(help="keep each domain's built items here (NAME.jsonl) and reuse them")
     ] = None,
     max_queries: Annotated[int, typer.Option(help="items per domain (0 = all)")] = 0,
+    merge: Annotated[
+        str, typer.Option(help="trial.merge values, comma-separated: each trial runs under each; the first decides")
+    ] = "",
     benchmark_dir: BenchDirOpt = BENCHMARK_DIR,
     params: ParamsOpt = Path("params.yaml"),
     as_json: JsonOpt = False,
@@ -163,6 +166,9 @@ def command(
     try:
         rule = load_section(params, "trial", TrialParams)
         search = load_section(params, "search", SearchParams)
+        merges = list(dict.fromkeys(m for m in merge.split(",") if m)) or [rule.merge]
+        if bad := [p for m in merges for p in replace(rule, merge=m).problems()]:
+            raise ParamsError(f"--merge: {bad[0]}")
     except ParamsError as e:
         _fail(str(e))
     embedder, items, vectors, first = get_embedder(), {}, {}, {}
@@ -172,6 +178,18 @@ def command(
         items[d] = items[d][:max_queries] if max_queries else items[d]
         vectors.update(embed(items[d], embedder))
         first[d] = first_stage(items[d], vectors, search)
+    meta = {"rule": asdict(rule), "consumer": asdict(Consumer()), "explore_rate": search.explore_rate}
+    meta |= {"first_stage": search.fusion, "seeds": list(range(seeds)), "cycles": cycles}
+    meta |= {"test_fraction": test_fraction, "merges": merges}
+
+    def save(report: dict) -> dict:  # after each seed, and at the end
+        result = {**meta, **report}
+        if out:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(out, json.dumps(result, indent=2) + "\n")
+            write_atomic(out.with_suffix(".csv"), csv_rows(result["rows"]))
+        return result
+
     with tempfile.TemporaryDirectory() as tmp:
         result = loop_trial.run(
             items,
@@ -184,23 +202,14 @@ def command(
             test_fraction=test_fraction,
             explore_rate=search.explore_rate,
             log=lambda line: console.print(f"loop trial: {line}", soft_wrap=True),
+            merges=merges,
+            done=save,
         )
-    result = {
-        "rule": asdict(rule),
-        "consumer": asdict(Consumer()),
-        "explore_rate": search.explore_rate,
-        "first_stage": search.fusion,
-        **result,
-    }
-    result |= {"seeds": list(range(seeds)), "cycles": cycles, "test_fraction": test_fraction}
-    if out:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(out, json.dumps(result, indent=2) + "\n")
-        write_atomic(out.with_suffix(".csv"), csv_rows(result["rows"]))
+    result = {**meta, **result}
     emit(result, as_json, None, lambda c: show(c, result))
 
 
-CSV_COLUMNS = ("seed", "domain", "cycle", "champion", "kind", "gain", "decision", "judged", "queries", "cost")
+CSV_COLUMNS = ("seed", "domain", "cycle", "champion", "kind", "merge", "gain", "decision", "judged", "queries", "cost")
 
 
 def csv_rows(rows: list[dict]) -> str:
@@ -215,6 +224,7 @@ def show(c, result: dict) -> None:
         "cycle",
         "champion",
         "challenger",
+        "merge",
         "judged gain [95% CI]",
         "decision",
         "cited",
@@ -228,6 +238,7 @@ def show(c, result: dict) -> None:
             str(r["cycle"]),
             r["champion"],
             r["challenger"],
+            r["merge"],
             f"{r['gain']:+.4f} [{r['ci95'][0]:+.3f}, {r['ci95'][1]:+.3f}]",
             r["decision"],
             str(r["judged"]),

@@ -16,8 +16,10 @@ champion is the first stage's order (`first-stage`: as `search.fusion` orders th
    the consumer cites in the interleaved context, `decide` read after every cited query). Its queries are drawn
    from the traffic split at random with replacement, with fresh consumer randomness: a trial longer than the
    split passes over it more than once (`passes`).
-4. promote the retrained challenger only if its trial says "promote"; a worse challenger's promotion is counted
-   (a wrong promotion), never applied.
+   With several `merges` (`trial.merge`), each challenger's trial runs once per merge on the same seed; the
+   training is shared, and the first merge's decision is the one applied (the others ride on its cycles).
+4. promote the retrained challenger only if its trial (the first merge's) says "promote"; a worse challenger's
+   promotion is counted (a wrong promotion), never applied.
 5. judge: each challenger's Recall@k minus the champion's on the test split, with a paired 95 % CI.
 """
 
@@ -26,6 +28,7 @@ from __future__ import annotations
 import hashlib
 import random
 from collections.abc import Callable
+from dataclasses import replace
 
 import numpy as np
 
@@ -165,12 +168,17 @@ def run(
     test_fraction: float = 0.3,
     explore_rate: float = 0.0,
     log: Callable[[str], None] = print,
+    merges: list[str] | None = None,
+    done: Callable[[dict], object] | None = None,
 ) -> dict:
     """Every seed's cycles over every domain in step (the other-domain challenger is the next domain's retrained
-    ranker of the same cycle). `first_stage`: domain -> every item's first-stage order (cycle 1's champion)."""
+    ranker of the same cycle). `first_stage`: domain -> every item's first-stage order (cycle 1's champion).
+    `merges`: the trial's merges to run each challenger under (default `rule.merge`); the first one decides.
+    `done`: given the report so far after each seed (a run stopped later keeps the seeds it finished)."""
+    rules = [replace(rule, merge=m) for m in merges or [rule.merge]]
     parts = {d: split(items, test_fraction) for d, items in domains.items()}
     names, rows = list(domains), []
-    for seed in seeds:
+    for i, seed in enumerate(seeds):
         champion = {d: ("first-stage", first_stage[d]) for d in names}
         logs: dict[str, list[dict]] = {d: [] for d in names}
         stream = {d: random.Random(seed).sample(parts[d][0], len(parts[d][0])) for d in names}
@@ -195,38 +203,43 @@ def run(
                 for kind, ranker in kinds.items():
                     orders = ranker(every)
                     score = judged(test, champion[d][1], orders, k, seed)
-                    out = trial(
-                        traffic, champion[d][1], orders, rule, consumer, k, seed=hash_seed(seed, d, cycle, kind)
-                    )
-                    row = {
-                        "seed": seed,
-                        "domain": d,
-                        "cycle": cycle,
-                        "champion": champion[d][0],
-                        "challenger": kind
-                        if kind != "other-domain"
-                        else f"other-domain ({names[(n + 1) % len(names)]})",
-                        "kind": kind,
-                        "logged_queries": len(logs[d]),
-                        "served_recall": round(served[d], 4),
-                        **score,
-                        **out,
-                        "passes": round(out["queries"] / len(traffic), 2),  # trial queries over the traffic split
-                    }
-                    rows.append(row)
-                    log(
-                        f"seed {seed} cycle {cycle} {d}: {kind} judged {score['gain']:+.4f} "
-                        f"[{score['ci95'][0]:+.4f}, {score['ci95'][1]:+.4f}] -> {out['decision']} after "
-                        f"{out['judged']} cited queries ({row['passes']} passes over traffic), cost {out['cost']:+.4f}"
-                    )
-                    if kind == "retrained" and out["decision"] == "promote":
-                        promoted = (f"retrained@{cycle}", orders)
+                    for r in rules:
+                        out = trial(
+                            traffic, champion[d][1], orders, r, consumer, k, seed=hash_seed(seed, d, cycle, kind)
+                        )
+                        row = {
+                            "seed": seed,
+                            "domain": d,
+                            "cycle": cycle,
+                            "champion": champion[d][0],
+                            "challenger": kind if kind != "other-domain" else f"{kind} ({names[(n + 1) % len(names)]})",
+                            "kind": kind,
+                            "merge": r.merge,
+                            "logged_queries": len(logs[d]),
+                            "served_recall": round(served[d], 4),
+                            **score,
+                            **out,
+                            "passes": round(out["queries"] / len(traffic), 2),  # trial queries over the traffic split
+                        }
+                        rows.append(row)
+                        log(
+                            f"seed {seed} cycle {cycle} {d}: {kind} judged {score['gain']:+.4f} "
+                            f"[{score['ci95'][0]:+.4f}, {score['ci95'][1]:+.4f}] -> {r.merge}: {out['decision']} "
+                            f"after {out['judged']} cited queries ({row['passes']} passes over traffic), "
+                            f"cost {out['cost']:+.4f}"
+                        )
+                        if kind == "retrained" and r is rules[0] and out["decision"] == "promote":
+                            promoted = (f"retrained@{cycle}", orders)
                 champion[d] = promoted  # after every challenger's trial: all of a cycle's face the same champion
-    return {
-        "domains": {d: {"traffic": len(parts[d][0]), "test": len(parts[d][1])} for d in names},
-        "rows": rows,
-        "summary": summary(rows, rule),
-    }
+        report = {
+            "domains": {d: {"traffic": len(parts[d][0]), "test": len(parts[d][1])} for d in names},
+            "seeds_done": seeds[: i + 1],
+            "rows": list(rows),
+            "summary": summary(rows, rule),
+        }
+        if done:
+            done(report)
+    return report
 
 
 def hash_seed(*parts) -> int:
@@ -234,23 +247,34 @@ def hash_seed(*parts) -> int:
 
 
 def summary(rows: list[dict], rule: TrialParams) -> dict:
-    """Per domain and over all: the issue's targets read on the trials (gains are the judged point estimates)."""
+    """Per domain and over all (per merge, "DOMAIN (MERGE)", when the rows hold several): the issue's targets read on
+    the trials (gains are the judged point estimates)."""
+    merges = list(dict.fromkeys(r.get("merge", rule.merge) for r in rows)) or [rule.merge]
     out = {}
-    for d in [*dict.fromkeys(r["domain"] for r in rows), "all"]:
-        rs = [r for r in rows if d in ("all", r["domain"])]
-        better = [r for r in rs if r["gain"] >= BETTER]
-        worse = [r for r in rs if r["gain"] <= WORSE]
-        promoted = [r for r in better if r["decision"] == "promote"]
-        out[d] = {
-            "trials": len(rs),
-            "better_by_0.05": len(better),
-            "better_promoted": len(promoted),
-            "better_promoted_within_max_judged": sum(r["judged"] <= rule.max_judged for r in promoted),
-            "misses": len(better) - len(promoted),
-            "worse_by_0.01": len(worse),
-            "wrong_promotions": sum(r["decision"] == "promote" for r in worse),
-            "promotions": sum(r["decision"] == "promote" for r in rs),
-            "max_cost": round(max((r["cost"] for r in rs), default=0.0), 4),
-            "mean_cost": round(float(np.mean([r["cost"] for r in rs])), 4) if rs else 0.0,
-        }
+    for m in merges:
+        for d in [*dict.fromkeys(r["domain"] for r in rows), "all"]:
+            rs = [r for r in rows if d in ("all", r["domain"]) and r.get("merge", rule.merge) == m]
+            out[d if len(merges) == 1 else f"{d} ({m})"] = targets(rs, rule)
     return out
+
+
+def targets(rs: list[dict], rule: TrialParams) -> dict:
+    better = [r for r in rs if r["gain"] >= BETTER]
+    worse = [r for r in rs if r["gain"] <= WORSE]
+    promoted = [r for r in better if r["decision"] == "promote"]
+    cited = [r["judged"] for r in rs]
+    return {
+        "trials": len(rs),
+        "better_by_0.05": len(better),
+        "better_promoted": len(promoted),
+        "better_promoted_within_max_judged": sum(r["judged"] <= rule.max_judged for r in promoted),
+        "misses": len(better) - len(promoted),
+        "worse_by_0.01": len(worse),
+        "wrong_promotions": sum(r["decision"] == "promote" for r in worse),
+        "promotions": sum(r["decision"] == "promote" for r in rs),
+        "rejections": sum(r["decision"] == "reject" for r in rs),
+        "cited_median": float(np.median(cited)) if cited else 0.0,
+        "cited_max": max(cited, default=0),
+        "max_cost": round(max((r["cost"] for r in rs), default=0.0), 4),
+        "mean_cost": round(float(np.mean([r["cost"] for r in rs])), 4) if rs else 0.0,
+    }

@@ -61,7 +61,7 @@ def test_the_flipped_log_turns_used_and_ignored_over_among_the_shown_only():
         ]
 
 
-def run_spied(monkeypatch, cycles=2):
+def run_spied(monkeypatch, cycles=2, merges=None):
     calls, trials = [], []
     real = loop_trial.trial
 
@@ -74,7 +74,7 @@ def run_spied(monkeypatch, cycles=2):
         return real(items, champ, chall, *args, **kw)
 
     monkeypatch.setattr(loop_trial, "trial", spy)
-    out = run({"d": ITEMS}, {"d": FIRST}, train, RULE, Consumer(), cycles, [0], log=lambda _: None)
+    out = run({"d": ITEMS}, {"d": FIRST}, train, RULE, Consumer(), cycles, [0], log=lambda _: None, merges=merges)
     return out, calls, trials
 
 
@@ -113,3 +113,37 @@ def test_promotion_happens_only_through_decide(monkeypatch):
         "reject"
     }
     assert out["summary"]["d"]["misses"] == out["summary"]["d"]["better_by_0.05"] > 0
+
+
+def test_each_merge_tries_every_challenger_on_the_same_training(monkeypatch):
+    one, calls_one, _ = run_spied(monkeypatch)
+    both, calls_both, trials = run_spied(monkeypatch, merges=["team-draft", "agreed-first"])
+    assert calls_both == calls_one  # the training is shared: the same logs, retrained once
+    assert len(both["rows"]) == 2 * len(one["rows"]) == len(trials)
+    key = lambda r: (r["cycle"], r["kind"])  # noqa: E731
+    by_merge = {m: [r for r in both["rows"] if r["merge"] == m] for m in ("team-draft", "agreed-first")}
+    assert [key(r) for r in by_merge["team-draft"]] == [key(r) for r in by_merge["agreed-first"]]
+    assert [r["gain"] for r in by_merge["agreed-first"]] == [r["gain"] for r in one["rows"]]  # judged once
+    assert {r["merge"] for r in one["rows"]} == {RULE.merge} and set(one["summary"]) == {"d", "all"}
+    assert set(both["summary"]) == {"d (team-draft)", "all (team-draft)", "d (agreed-first)", "all (agreed-first)"}
+    assert both["summary"]["d (agreed-first)"]["trials"] == len(by_merge["agreed-first"])
+
+
+def test_the_first_merge_decides_the_promotion(monkeypatch):
+    def only_agreed_first(wins, losses, ties, rule):
+        d = "promote" if rule.merge == "agreed-first" else "reject"
+        return Verdict(d, "stub", wins, losses, ties, wins + losses + ties, 0.0, 0.0)
+
+    monkeypatch.setattr(trial_power, "decide", only_agreed_first)
+    kept, _, _ = run_spied(monkeypatch, merges=["team-draft", "agreed-first"])
+    swapped, _, _ = run_spied(monkeypatch, merges=["agreed-first", "team-draft"])
+    assert {r["champion"] for r in kept["rows"]} == {"first-stage"}
+    assert {r["champion"] for r in swapped["rows"] if r["cycle"] == 2} == {"retrained@1"}
+    assert kept["summary"]["d (agreed-first)"]["promotions"] == len(kept["rows"]) // 2
+
+
+def test_the_report_so_far_is_handed_over_after_each_seed():
+    reports = []
+    out = run({"d": ITEMS}, {"d": FIRST}, oracle, RULE, Consumer(), 1, [3, 4], log=lambda _: None, done=reports.append)
+    assert [r["seeds_done"] for r in reports] == [[3], [3, 4]] and reports[-1] == out
+    assert [len(r["rows"]) for r in reports] == [2, 4] and {r["seed"] for r in out["rows"]} == {3, 4}
