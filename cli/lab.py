@@ -210,8 +210,8 @@ def trial_command(
     try:
         rule = load_section(params, "trial", TrialParams)
         merges = [m for m in merge.split(",") if m]
-        if bad := [m for m in merges if m not in trial_power.MERGES] or not merges:
-            raise ParamsError(f"--merge {','.join(bad)}: one or more of {', '.join(trial_power.MERGES)}")
+        if not merges or any(m not in trial_power.MERGES for m in merges):
+            raise ParamsError(f"--merge: one or more of {', '.join(trial_power.MERGES)}, comma-separated")
     except ParamsError as e:
         _fail(str(e))
     embedder, report = get_embedder(), {"rule": rule.__dict__, "domains": {}}

@@ -18,7 +18,7 @@ import typer
 from rich.table import Table
 
 from eval.bench import loop_trial
-from eval.bench.trial_power import Consumer, scifact_items
+from eval.bench.trial_power import MERGES, Consumer, scifact_items
 from eval.code_bench import build as build_code_items
 from eval.items import checked_items
 from eval.systems import bm25_ranking, passage_texts, prefill_vectors
@@ -148,8 +148,11 @@ def command(
     ] = None,
     max_queries: Annotated[int, typer.Option(help="items per domain (0 = all)")] = 0,
     merge: Annotated[
-        str, typer.Option(help="trial.merge values, comma-separated: each trial runs under each; the first decides")
-    ] = "",
+        str,
+        typer.Option(
+            help="trial merges, comma-separated (team-draft as served, agreed-first, union); the first decides"
+        ),
+    ] = "team-draft",
     benchmark_dir: BenchDirOpt = BENCHMARK_DIR,
     params: ParamsOpt = Path("params.yaml"),
     as_json: JsonOpt = False,
@@ -166,9 +169,9 @@ def command(
     try:
         rule = load_section(params, "trial", TrialParams)
         search = load_section(params, "search", SearchParams)
-        merges = list(dict.fromkeys(m for m in merge.split(",") if m)) or [rule.merge]
-        if bad := [p for m in merges for p in replace(rule, merge=m).problems()]:
-            raise ParamsError(f"--merge: {bad[0]}")
+        merges = list(dict.fromkeys(m for m in merge.split(",") if m))
+        if not merges or any(m not in MERGES for m in merges):
+            raise ParamsError(f"--merge: one or more of {', '.join(MERGES)}, comma-separated")
     except ParamsError as e:
         _fail(str(e))
     embedder, items, vectors, first = get_embedder(), {}, {}, {}

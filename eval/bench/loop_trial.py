@@ -16,7 +16,8 @@ champion is the first stage's order (`first-stage`: as `search.fusion` orders th
    the consumer cites in the interleaved context, `decide` read after every cited query). Its queries are drawn
    from the traffic split at random with replacement, with fresh consumer randomness: a trial longer than the
    split passes over it more than once (`passes`).
-   With several `merges` (`trial.merge`), each challenger's trial runs once per merge on the same seed; the
+   With several `merges` (`trial_power.MERGES`: team-draft, as served, and the lab's other designs), each
+   challenger's trial runs once per merge on the same seed; the
    training is shared, and the first merge's decision is the one applied (the others ride on its cycles).
 4. promote the retrained challenger only if its trial (the first merge's) says "promote"; a worse challenger's
    promotion is counted (a wrong promotion), never applied.
@@ -28,7 +29,6 @@ from __future__ import annotations
 import hashlib
 import random
 from collections.abc import Callable
-from dataclasses import replace
 
 import numpy as np
 
@@ -36,7 +36,9 @@ from retrieval.contracts.interleaving import TrialParams
 from retrieval.contracts.metrics import paired_bootstrap, recall_at_k
 from retrieval.query.search import rrf_scores
 
-from .trial_power import Consumer, trial
+from .trial_power import MERGES, Consumer, trial
+
+SERVED = MERGES[0]  # team-draft: the merge the service serves
 
 Orders = dict[str, list[str]]  # qid -> candidate ids, best first
 Ranker = Callable[[list[dict]], Orders]  # items -> their orders
@@ -173,9 +175,9 @@ def run(
 ) -> dict:
     """Every seed's cycles over every domain in step (the other-domain challenger is the next domain's retrained
     ranker of the same cycle). `first_stage`: domain -> every item's first-stage order (cycle 1's champion).
-    `merges`: the trial's merges to run each challenger under (default `rule.merge`); the first one decides.
+    `merges`: the trial's merges to run each challenger under (default team-draft, as served); the first decides.
     `done`: given the report so far after each seed (a run stopped later keeps the seeds it finished)."""
-    rules = [replace(rule, merge=m) for m in merges or [rule.merge]]
+    merges = merges or [SERVED]
     parts = {d: split(items, test_fraction) for d, items in domains.items()}
     names, rows = list(domains), []
     for i, seed in enumerate(seeds):
@@ -203,10 +205,9 @@ def run(
                 for kind, ranker in kinds.items():
                     orders = ranker(every)
                     score = judged(test, champion[d][1], orders, k, seed)
-                    for r in rules:
-                        out = trial(
-                            traffic, champion[d][1], orders, r, consumer, k, seed=hash_seed(seed, d, cycle, kind)
-                        )
+                    for m in merges:
+                        seed_ = hash_seed(seed, d, cycle, kind)
+                        out = trial(traffic, champion[d][1], orders, rule, consumer, k, seed=seed_, merge=m)
                         row = {
                             "seed": seed,
                             "domain": d,
@@ -214,7 +215,7 @@ def run(
                             "champion": champion[d][0],
                             "challenger": kind if kind != "other-domain" else f"{kind} ({names[(n + 1) % len(names)]})",
                             "kind": kind,
-                            "merge": r.merge,
+                            "merge": m,
                             "logged_queries": len(logs[d]),
                             "served_recall": round(served[d], 4),
                             **score,
@@ -224,11 +225,11 @@ def run(
                         rows.append(row)
                         log(
                             f"seed {seed} cycle {cycle} {d}: {kind} judged {score['gain']:+.4f} "
-                            f"[{score['ci95'][0]:+.4f}, {score['ci95'][1]:+.4f}] -> {r.merge}: {out['decision']} "
+                            f"[{score['ci95'][0]:+.4f}, {score['ci95'][1]:+.4f}] -> {m}: {out['decision']} "
                             f"after {out['judged']} cited queries ({row['passes']} passes over traffic), "
                             f"cost {out['cost']:+.4f}"
                         )
-                        if kind == "retrained" and r is rules[0] and out["decision"] == "promote":
+                        if kind == "retrained" and m == merges[0] and out["decision"] == "promote":
                             promoted = (f"retrained@{cycle}", orders)
                 champion[d] = promoted  # after every challenger's trial: all of a cycle's face the same champion
         report = {
@@ -249,11 +250,11 @@ def hash_seed(*parts) -> int:
 def summary(rows: list[dict], rule: TrialParams) -> dict:
     """Per domain and over all (per merge, "DOMAIN (MERGE)", when the rows hold several): the issue's targets read on
     the trials (gains are the judged point estimates)."""
-    merges = list(dict.fromkeys(r.get("merge", rule.merge) for r in rows)) or [rule.merge]
+    merges = list(dict.fromkeys(r.get("merge", SERVED) for r in rows)) or [SERVED]
     out = {}
     for m in merges:
         for d in [*dict.fromkeys(r["domain"] for r in rows), "all"]:
-            rs = [r for r in rows if d in ("all", r["domain"]) and r.get("merge", rule.merge) == m]
+            rs = [r for r in rows if d in ("all", r["domain"]) and r.get("merge", SERVED) == m]
             out[d if len(merges) == 1 else f"{d} ({m})"] = targets(rs, rule)
     return out
 

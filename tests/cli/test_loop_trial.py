@@ -55,10 +55,11 @@ def test_bad_arguments_are_one_line_before_anything_loads():
     assert r.exit_code == 2 and "--domain among scifact, hotpotqa, code" in r.output
     r = CliRunner().invoke(app, ["lab", "loop", "trial", "--cycles", "0", "--params", str(PARAMS)])
     assert r.exit_code == 2 and len(r.output.strip().splitlines()) == 1
-    for merge in ("team-draft,agreed_first", "team-draft\x00", "x" * 10_000):  # look-alike, NUL, huge
-        r = CliRunner().invoke(app, ["lab", "loop", "trial", "--merge", merge, "--params", str(PARAMS)])
-        assert r.exit_code == 2 and "--merge: trial.merge must be team-draft or agreed-first" in r.output
-        assert len(r.output.strip().splitlines()) == 1
+    for merge in ("team-draft,agreed_first", "team-draft\x00", "x" * 10_000, ","):  # look-alike, NUL, huge, none
+        for command in (["lab", "loop", "trial"], ["lab", "trial"]):  # the on-policy loop and the power simulation
+            r = CliRunner().invoke(app, [*command, "--merge", merge, "--params", str(PARAMS)])
+            assert r.exit_code == 2 and "--merge: one or more of team-draft, agreed-first, union" in r.output
+            assert len(r.output.strip().splitlines()) == 1
 
 
 def test_the_params_it_reads_load():

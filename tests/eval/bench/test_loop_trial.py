@@ -124,17 +124,18 @@ def test_each_merge_tries_every_challenger_on_the_same_training(monkeypatch):
     by_merge = {m: [r for r in both["rows"] if r["merge"] == m] for m in ("team-draft", "agreed-first")}
     assert [key(r) for r in by_merge["team-draft"]] == [key(r) for r in by_merge["agreed-first"]]
     assert [r["gain"] for r in by_merge["agreed-first"]] == [r["gain"] for r in one["rows"]]  # judged once
-    assert {r["merge"] for r in one["rows"]} == {RULE.merge} and set(one["summary"]) == {"d", "all"}
+    assert {r["merge"] for r in one["rows"]} == {"team-draft"} and set(one["summary"]) == {"d", "all"}
     assert set(both["summary"]) == {"d (team-draft)", "all (team-draft)", "d (agreed-first)", "all (agreed-first)"}
     assert both["summary"]["d (agreed-first)"]["trials"] == len(by_merge["agreed-first"])
 
 
 def test_the_first_merge_decides_the_promotion(monkeypatch):
-    def only_agreed_first(wins, losses, ties, rule):
-        d = "promote" if rule.merge == "agreed-first" else "reject"
-        return Verdict(d, "stub", wins, losses, ties, wins + losses + ties, 0.0, 0.0)
+    real = loop_trial.trial
 
-    monkeypatch.setattr(trial_power, "decide", only_agreed_first)
+    def only_agreed_first(*args, merge="team-draft", **kw):
+        return {**real(*args, merge=merge, **kw), "decision": "promote" if merge == "agreed-first" else "reject"}
+
+    monkeypatch.setattr(loop_trial, "trial", only_agreed_first)
     kept, _, _ = run_spied(monkeypatch, merges=["team-draft", "agreed-first"])
     swapped, _, _ = run_spied(monkeypatch, merges=["agreed-first", "team-draft"])
     assert {r["champion"] for r in kept["rows"]} == {"first-stage"}
