@@ -14,8 +14,6 @@ from typing import Annotated, Optional
 
 import numpy as np
 import typer
-from pgvector.psycopg import register_vector
-from psycopg_pool import ConnectionPool
 
 from eval.bench import memory
 from retrieval.chunking import approx_tokens
@@ -25,7 +23,7 @@ from retrieval.logs.feedback import record_feedback
 from retrieval.params import BENCHMARK_DIR, IngestParams, SearchParams, UsedParams, load_section
 from serving.selectors import SimilaritySelector, resolve
 from serving.server import build_service
-from serving.service import run_query
+from serving.service import in_process, run_query
 from training import train_ranker
 from training.build import BuildParams
 from training.pull import PullParams, pull
@@ -56,12 +54,9 @@ def serve_conversation(
             (n_chunks,) = conn.execute("SELECT count(*) FROM chunks").fetchone()
         say(f"{conv.name}: {len(files)} files -> {n_chunks} chunks ({len(report.errors)} errors); asking ...")
         service.picker.explore_rate = 0.0  # the served order, not exploration's draws
-        service.pool = ConnectionPool(
-            url, min_size=1, max_size=4, kwargs={"autocommit": True}, configure=register_vector
-        )
         baselines = memory.baseline_contexts(conv, service.embedder)
         turns, records = conv.turns, []
-        try:
+        with in_process(service):
             for i, q in enumerate(conv.questions, 1):
                 t0 = time.perf_counter()
                 body = run_query(service, q.text, inline=True, k=k)
@@ -89,10 +84,6 @@ def serve_conversation(
                     say(f"{conv.name}: {i}/{len(conv.questions)} questions")
             if log_to is not None:
                 pull(PullParams(out=str(log_to), lag_seconds=0.0), url=url)
-        finally:
-            service.pool.close()
-            service.keyword_workers.shutdown()
-            service.picker.close()
     return records
 
 

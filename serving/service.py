@@ -12,11 +12,13 @@ timeout.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from functools import partial
 
+from pgvector.psycopg import register_vector
 from psycopg_pool import ConnectionPool
 
 from retrieval.contracts.selection import PROMPT_VERSION, Pick
@@ -65,6 +67,21 @@ class Service:
         """The service serves what it must: a pinned selector (loaded before the app starts) at once; one that
         follows deployments once it has caught up with them (the champion loaded, warmed, canaried)."""
         return self.swapper is None or self.swapper.wait_ready(wait_s)
+
+
+@contextmanager
+def in_process(service: Service, max_size: int = 4) -> Iterator[Service]:
+    """The service with its connection pool open, for `run_query` called in this process (a bench, a test); its
+    pool, keyword workers and picker closed after. A served one gets the same from the HTTP app's lifespan."""
+    service.pool = ConnectionPool(
+        service.db_url, min_size=1, max_size=max_size, open=True, kwargs={"autocommit": True}, configure=register_vector
+    )
+    try:
+        yield service
+    finally:
+        service.pool.close()
+        service.keyword_workers.shutdown()
+        service.picker.close()
 
 
 def run_query(

@@ -7,16 +7,9 @@ set -uo pipefail
 OLD=${1:?old rev} NEW=${2:?new rev} B=${3:-/tmp/main-job-worktrees}
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 HOME_NOW=${PAI_HOME:-$REPO/.pai}
-rm -rf "$B" && mkdir -p "$B"
-echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) cores" > "$B/times"
-for v in old new; do
-  rev=$OLD; [ $v = new ] && rev=$NEW
-  git -C "$REPO" worktree add -q --detach "$B/$v" "$rev"
-  (cd "$B/$v" && PYTHONPATH="$B/$v" "$REPO/.venv/bin/python" -m eval.judged_sets >/dev/null)
-  mkdir -p "$B/home-$v"
-  [ -f "$HOME_NOW/embeddings.sqlite" ] && cp "$HOME_NOW/embeddings.sqlite" "$B/home-$v/"
-  for d in cache models; do [ -d "$HOME_NOW/$d" ] && ln -s "$HOME_NOW/$d" "$B/home-$v/$d"; done
-done
+. "$REPO/eval/bench/worktrees.sh"
+worktree_pair "$OLD" "$NEW" "$B"
+for v in old new; do [ -f "$HOME_NOW/embeddings.sqlite" ] && cp "$HOME_NOW/embeddings.sqlite" "$B/home-$v/"; done
 for v in old new; do
   s=$(date +%s)
   (cd "$B/$v" && PAI_HOME="$B/home-$v" PYTHONPATH="$B/$v" HF_HUB_OFFLINE=1 MLFLOW_DISABLE_TELEMETRY=true \

@@ -11,18 +11,13 @@ OLD=${1:?old rev} NEW=${2:?new rev} FEEDBACK=${3:?feedback dir} BENCHMARKS=${4:?
 B=${5:-/tmp/stages-worktrees}
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 HOME_NOW=${PAI_HOME:-$REPO/.pai}
-rm -rf "$B" && mkdir -p "$B"
-echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) cores" > "$B/times"
+. "$REPO/eval/bench/worktrees.sh"
+worktree_pair "$OLD" "$NEW" "$B"
 for v in old new; do
-  rev=$OLD; [ $v = new ] && rev=$NEW
-  git -C "$REPO" worktree add -q --detach "$B/$v" "$rev"
-  (cd "$B/$v" && PYTHONPATH="$B/$v" "$REPO/.venv/bin/python" -m eval.judged_sets >/dev/null)
   rm -rf "$B/$v/data/feedback" "$B/$v/data/benchmarks"
   cp -r "$FEEDBACK" "$B/$v/data/feedback" && cp -r "$BENCHMARKS" "$B/$v/data/benchmarks"
-  mkdir -p "$B/home-$v"
-  [ $v = old ] && [ -f "$HOME_NOW/embeddings.sqlite" ] && cp "$HOME_NOW/embeddings.sqlite" "$B/home-old/"
-  for d in cache models; do [ -d "$HOME_NOW/$d" ] && ln -s "$HOME_NOW/$d" "$B/home-$v/$d"; done
 done
+[ -f "$HOME_NOW/embeddings.sqlite" ] && cp "$HOME_NOW/embeddings.sqlite" "$B/home-old/"
 for v in old new; do
   # the new one reads the old one's vector cache, as it was left: both rank the same vectors, however a batch was padded
   [ $v = new ] && "$REPO/.venv/bin/python" -c "import sqlite3, sys; sqlite3.connect(sys.argv[1]).backup(sqlite3.connect(sys.argv[2]))" \

@@ -74,12 +74,10 @@ def test_noise_shows_the_cold_start_then_the_prototypes_and_status_counts(db_url
 def test_a_captured_exchange_is_served_later_naming_its_date_session_and_speakers(db_url, tmp_path, monkeypatch):
     """`pai capture` stores the exchange as its session's conversation: a later query through the service's path
     (`run_query`) serves it, its text headed by the exchange's date and time, the session and both speakers."""
-    from pgvector.psycopg import register_vector
-    from psycopg_pool import ConnectionPool
 
     from serving.selectors import SimilaritySelector
     from serving.server import build_service
-    from serving.service import run_query
+    from serving.service import in_process, run_query
 
     monkeypatch.setenv("DATABASE_URL", db_url)
     exchanges = [
@@ -97,15 +95,8 @@ def test_a_captured_exchange_is_served_later_naming_its_date_session_and_speaker
     params = Path(__file__).resolve().parents[2] / "params.yaml"
     service = build_service(params, SimilaritySelector(), inline=True, staging_dir=tmp_path / "staging", db_url=db_url)
     service.picker.explore_rate = 0.0
-    service.pool = ConnectionPool(
-        db_url, min_size=1, max_size=2, kwargs={"autocommit": True}, configure=register_vector
-    )
-    try:
+    with in_process(service):
         body = run_query(service, "where does Priya buy rye bread?", inline=True)
-    finally:
-        service.pool.close()
-        service.keyword_workers.shutdown()
-        service.picker.close()
     served = [c["text"] for c in body["context"] if c["source"] == "capture:session:errands"]
     assert served and "Zuckerbrot" in served[0]
     assert re.match(

@@ -5,13 +5,10 @@ import os
 from datetime import UTC, datetime
 from pathlib import Path
 
-from pgvector.psycopg import register_vector
-from psycopg_pool import ConnectionPool
-
 from retrieval.corpus.ingest import ingest_paths
 from retrieval.db import connect
 from retrieval.params import IngestParams, SearchParams
-from serving.service import run_query
+from serving.service import in_process, run_query
 
 NOTES = {
     "bees.md": "# Bees\n\nHoney bees collect nectar from flowers and store it as honey in wax combs.",
@@ -28,16 +25,9 @@ def test_a_query_is_retrieved_picked_logged_and_answered(db_url, embedder, tmp_p
     service = similarity_service()
     assert service.ready()  # a pinned selector serves at once
     # the pool the app's lifespan opens (tests/serving/test_app.py runs the same over HTTP)
-    service.pool = ConnectionPool(
-        db_url, min_size=1, max_size=4, open=True, kwargs={"autocommit": True}, configure=register_vector
-    )
-    try:
+    with in_process(service):
         body = run_query(service, "how do bees make honey?", inline=True)
         cut = run_query(service, "how do bees make honey?", inline=True, k=1)
-    finally:
-        service.pool.close()
-        service.keyword_workers.shutdown()
-        service.picker.close()
     assert (body["query_id"], body["selector_version"], body["selection_status"]) == (1, "similarity", "ok")
     assert body["context"][0]["source"].endswith("bees.md") and body["context"][0]["text"].startswith("# Bees")
     assert [c["rank"] for c in body["candidates"]] == [1, 2, 3] and body["exploration"] is None
@@ -79,15 +69,8 @@ def test_both_finance_notes_reach_the_context_dated_and_the_newer_marked(
     with connect(db_url) as conn:
         ingest_paths(conn, [tmp_path], IngestParams(), SearchParams(), embedder)
     service = similarity_service()
-    service.pool = ConnectionPool(
-        db_url, min_size=1, max_size=4, open=True, kwargs={"autocommit": True}, configure=register_vector
-    )
-    try:
+    with in_process(service):
         body = run_query(service, "what was Q3 EMEA revenue?", inline=True)
-    finally:
-        service.pool.close()
-        service.keyword_workers.shutdown()
-        service.picker.close()
     finance = {c["source"].rsplit("/", 1)[1]: c for c in body["context"] if "Finance sync" in c["text"]}
     old, new = finance["sync-03.md"], finance["sync-10.md"]
     assert (old["date"], new["date"]) == ("2026-10-03T09:00:00+00:00", "2026-10-10T09:00:00+00:00")
