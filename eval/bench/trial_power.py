@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from retrieval.contracts.interleaving import BOTH, CHALLENGER, CHAMPION, TrialParams, decide, outcome, sides, team_draft
+from retrieval.contracts.interleaving import BOTH, TrialParams, decide, outcome, sides, team_draft
 from retrieval.contracts.lexical import lexical_scores
 from retrieval.contracts.metrics import paired_bootstrap, recall_at_k
 from retrieval.contracts.passage import passage_text
@@ -80,8 +80,7 @@ def context(champ: list, chall: list, rng: random.Random, k: int, merge: str = "
     if merge == "team-draft":
         shown = [x for x, _ in team_draft(champ, chall, rng)[:k]]
         return shown, sides(shown, champ, chall)
-    mine, theirs = set(champ[:k]), set(chall[:k])
-    side = {x: BOTH if x in mine and x in theirs else CHAMPION if x in mine else CHALLENGER for x in mine | theirs}
+    side = sides(list(dict.fromkeys([*champ[:k], *chall[:k]])), champ, chall, k)  # both top k, each item's side
     if merge == "union":
         return [x for x, _ in team_draft(champ, chall, rng) if x in side], side
     if merge != "agreed-first":

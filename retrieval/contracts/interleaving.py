@@ -57,9 +57,11 @@ def team_draft(champion: Sequence[Hashable], challenger: Sequence[Hashable], rng
         count[team] += 1
 
 
-def sides(context: Sequence[Hashable], champion: Sequence[Hashable], challenger: Sequence[Hashable]) -> dict:
-    """item -> CHAMPION, CHALLENGER or BOTH: whose top len(context) holds each item of the served `context`."""
-    k = len(context)
+def sides(
+    context: Sequence[Hashable], champion: Sequence[Hashable], challenger: Sequence[Hashable], k: int | None = None
+) -> dict:
+    """item -> CHAMPION, CHALLENGER or BOTH: whose top k (default len(context)) holds each item of `context`."""
+    k = len(context) if k is None else k
     mine, theirs = set(champion[:k]), set(challenger[:k])
     return {x: BOTH if x in mine and x in theirs else CHAMPION if x in mine else CHALLENGER for x in context}
 
