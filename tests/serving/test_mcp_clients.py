@@ -18,11 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from retrieval.params import IngestParams, SearchParams, StagingParams
-from serving.picker import Picker
-from serving.selectors import SimilaritySelector
 from serving.server import BackgroundServer
-from serving.service import Service
 
 REPO = Path(__file__).resolve().parents[2]
 CLIENTS = REPO / "tests" / "mcp_clients"
@@ -40,18 +36,10 @@ def node():
 
 
 @pytest.fixture
-def service(db_url, embedder, tmp_path):
+def service(tmp_path, similarity_service):
     """A similarity service on the test database, on loopback, its staging dir not named "staging": (url, dir)."""
     staging = tmp_path / "query-files"
-    svc = Service(
-        db_url,
-        embedder,
-        Picker(SimilaritySelector(), timeout_s=5),
-        SearchParams(threshold=0.0),
-        IngestParams(),
-        StagingParams(dir=str(staging)),
-    )
-    with BackgroundServer(svc) as srv:
+    with BackgroundServer(similarity_service(staging=staging)) as srv:
         yield srv.url, staging
 
 

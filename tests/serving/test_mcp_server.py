@@ -21,13 +21,10 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from retrieval.corpus.ingest import ingest_paths
 from retrieval.db import connect
-from retrieval.params import IngestParams, SearchParams, StagingParams
+from retrieval.params import IngestParams, SearchParams
 from serving.client import Client
 from serving.mcp_server import ToolFailure, build_mcp, inside, note_source, version
-from serving.picker import Picker
-from serving.selectors import SimilaritySelector
 from serving.server import BackgroundServer
-from serving.service import Service
 
 REPO = Path(__file__).resolve().parents[2]
 NOTES = {
@@ -78,7 +75,7 @@ GH = "ghp_" + "aB3dE5fG7hJ9kL1mN2pQ4rS6tU8vW0xY2zA4"  # a GitHub token's shape
 
 
 @pytest.fixture
-def service(db_url, embedder, tmp_path):
+def service(db_url, embedder, tmp_path, similarity_service):
     """The notes ingested and a similarity service on loopback whose staging dir is not named "staging":
     (its url, its staging dir)."""
     folder = tmp_path / "notes"
@@ -88,15 +85,7 @@ def service(db_url, embedder, tmp_path):
     with connect(db_url) as conn:
         ingest_paths(conn, [folder], IngestParams(), SearchParams(), embedder)
     staging = tmp_path / "query-files"
-    svc = Service(
-        db_url,
-        embedder,
-        Picker(SimilaritySelector(), timeout_s=5),
-        SearchParams(threshold=0.0),
-        IngestParams(),
-        StagingParams(dir=str(staging)),
-    )
-    with BackgroundServer(svc) as srv:
+    with BackgroundServer(similarity_service(staging=staging)) as srv:
         yield srv.url, staging
 
 
