@@ -1,6 +1,6 @@
 """Stages `evaluate`, `evaluate_llm` (and `pai eval`): every system on every benchmark, side by side, in one run.
 
-The systems (`eval.systems`): the baselines `similarity`, `bm25` and `hybrid`; one chain's challengers and
+The systems (`eval.systems`): the baselines (`BASELINE_TABLE`); one chain's challengers and
 `champion` (the registry's current champion, as served, when there is one and it is a different model).
 The ranker's chain (`python -m eval.evaluate`: the learned ranker) writes
 `eval.json` and never waits for the GGUF; the LLM's (`python -m eval.evaluate llm`: `selector`, the exported
@@ -24,6 +24,7 @@ from rich.table import Table
 from retrieval.contracts.metrics import METRICS, K
 from retrieval.embed import Embedder, get_embedder
 from retrieval.files import write_atomic
+from retrieval.fusion import GeneralRule
 from retrieval.params import BENCHMARK_DIR, SearchParams, UsedParams, load_key, load_section
 from retrieval.progress import make_progress
 from retrieval.tracking import use_mlflow
@@ -67,8 +68,10 @@ def evaluate(
     *,
     val_fraction: float,
     used: UsedParams,
+    rule: GeneralRule = GeneralRule(),
 ) -> tuple[dict, list[dict]]:
-    """Every benchmark's table; a selector's pick is topped up to `floor` (search.min_chunks), as served.
+    """Every benchmark's table; a selector's pick is topped up to `floor` (search.min_chunks), as served, and the
+    `general` baseline orders by `rule` (search.general_* and the ramps, as the first stage does).
     The held-out feedback is the val split of `val_fraction` (build.val_fraction: build's split, exactly), its
     labels read by the one definition of used (`used`, as build and train_ranker read them)."""
     benches = {bench_name(b): load_items(Path(b), p.max_queries) for b in p.benchmarks.split(",") if b}
@@ -86,7 +89,7 @@ def evaluate(
             embedder, texts, progress_factory(f"{name}: passage vectors", len(texts)) if progress_factory else None
         )
         advance = progress_factory(name, len(items)) if progress_factory else (lambda: None)
-        picks = run_systems(items, embedder, K, selector, advance, champion, others, p.llm_max_queries, floor)
+        picks = run_systems(items, embedder, K, selector, advance, champion, others, p.llm_max_queries, floor, rule)
         result[name] = score(items, picks, p.seed)
         if name == FEEDBACK_VAL:  # beside the naive figure, the unbiased one the gate reads
             result[FEEDBACK_VAL_IPS] = score(items, picks, p.seed, ips=True)
@@ -121,6 +124,7 @@ def main(argv: list[str] | None = None) -> None:
         f"evaluate: {chain} chain; challengers {names}; "
         f"champion {champion if isinstance(champion, str) else getattr(champion, 'version', 'none')}"
     )
+    search = load_section("params.yaml", "search", SearchParams)
     with make_progress(*Progress.get_default_columns(), console=console) as bar:
         result, curve = evaluate(
             p,
@@ -129,9 +133,10 @@ def main(argv: list[str] | None = None) -> None:
             lambda name, n: lambda t=bar.add_task(name, total=n): bar.advance(t),
             champion,
             others,
-            load_section("params.yaml", "search", SearchParams).min_chunks,
+            search.min_chunks,
             val_fraction=val_fraction,
             used=load_section("params.yaml", "used", UsedParams),
+            rule=GeneralRule.of(search),
         )
     out_json.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(out_json, json.dumps(result, indent=2) + "\n")

@@ -1,13 +1,14 @@
-"""The systems the evaluation compares, run on the same items: `similarity` (MiniLM cosine order), `bm25`
-(BM25 as bm25s scores it, over the query's candidates), `hybrid` (their reciprocal-rank fusion), and the
-selectors (the challengers and the champion) run exactly as served, through the same contract: unparsable
-output falls back to similarity and is counted, a pick is topped up to the context's floor."""
+"""The systems the evaluation compares, run on the same items: the baselines (`BASELINE_TABLE`, the one list
+eval, the gate, the CLI and the benches read), and the selectors (the challengers and the champion) run exactly
+as served, through the same contract: unparsable output falls back to similarity and is counted, a pick is
+topped up to the context's floor."""
 
 from __future__ import annotations
 
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -16,10 +17,57 @@ from retrieval.contracts.lexical import lexical_scores
 from retrieval.contracts.passage import passage_text
 from retrieval.contracts.selection import Pick, PromptCandidate, choose, top_up
 from retrieval.embed import Embedder
+from retrieval.fusion import GeneralRule, general_order
 from retrieval.query.search import rrf
 from serving.selectors import ChatSelector
 
-BASELINES = ("similarity", "bm25", "hybrid")
+
+@dataclass(frozen=True)
+class Baseline:
+    """A system every challenger is compared with, one that learns nothing: its `name` (in eval.json, the MLflow
+    metrics, `pai eval --systems`, the benches), what it is, and its order of an item's candidates: `order(embedder,
+    item, before, rule)`, where `before` holds the orders of the baselines listed above it for the same item.
+    Every baseline is a reference of the deploy gate: a challenger must beat the best of them (eval/deploy.py)."""
+
+    name: str
+    what: str
+    order: Callable[[Embedder, dict, dict[str, list[str]], GeneralRule], list[str]]
+
+
+def general_ranking(embedder: Embedder, item: dict, rule: GeneralRule = GeneralRule()) -> list[str]:
+    """The candidates in the first stage's general order (`retrieval.fusion`: standardised cosine, and BM25 as far
+    as its evidence goes), the texts as the ranker and `similarity` read them."""
+    cands = item["candidates"]
+    texts = [passage_text(c.get("title"), c["text"], c.get("parent_heading")) for c in cands]
+    cosines = embedder.encode_passages(texts) @ embedder.encode([item["query"]])[0]
+    return [cands[i]["id"] for i in general_order(item["query"], cosines, texts, rule)]
+
+
+BASELINE_TABLE = (
+    Baseline("similarity", "MiniLM cosine order", lambda e, it, before, rule: similarity_ranking(e, it)),
+    Baseline("bm25", "BM25 over the query's candidates (bm25s)", lambda e, it, before, rule: bm25_ranking(it)),
+    Baseline(
+        "hybrid",
+        "similarity and bm25 by reciprocal rank (k 60)",
+        lambda e, it, before, rule: rrf([before["similarity"], before["bm25"]], 60),
+    ),
+    Baseline(
+        "general",
+        "the first stage's order (search.fusion general): what serves without a ranker",
+        lambda e, it, before, rule: general_ranking(e, it, rule),
+    ),
+)
+BASELINES = tuple(b.name for b in BASELINE_TABLE)
+
+
+def baseline_orders(embedder: Embedder, item: dict, rule: GeneralRule = GeneralRule()) -> dict[str, list[str]]:
+    """Every baseline's full order of `item`'s candidates, in the table's order."""
+    out: dict[str, list[str]] = {}
+    for b in BASELINE_TABLE:
+        out[b.name] = b.order(embedder, item, out, rule)
+    return out
+
+
 # Two chains gate apart (dvc.yaml): the ranker's (evaluate -> deploy) never waits for the GGUF; the LLM's
 # (evaluate_llm -> deploy_llm) runs after it, against the champion the ranker's chain left.
 CHAINS = ("ranker", "llm")
@@ -111,9 +159,11 @@ def run_systems(
     others: dict | None = None,
     llm_max_queries: int = 0,
     floor: int = 0,
+    rule: GeneralRule = GeneralRule(),
 ) -> dict[str, dict]:
     """Every system's picks per query; `selector` and `others` (name -> selector) are challengers. An LLM
-    (a `ChatSelector`, ~1 s a query on CPU) answers the first `llm_max_queries` queries only (0 = all)."""
+    (a `ChatSelector`, ~1 s a query on CPU) answers the first `llm_max_queries` queries only (0 = all);
+    `rule` is the `general` baseline's (params.yaml's search section)."""
     models = {
         name: sel
         for name, sel in (("selector", selector), *(others or {}).items(), ("champion", champion))
@@ -124,13 +174,12 @@ def run_systems(
     picks: dict[str, dict[str, Pick]] = {s: {} for s in (*BASELINES, *models)}
     for n, item in enumerate(items):
         q = item["qid"]
-        t0 = time.perf_counter()
-        sim = similarity_ranking(embedder, item)
-        picks["similarity"][q] = Pick(tuple(sim[:k]), seconds=time.perf_counter() - t0)
-        t0 = time.perf_counter()
-        bm = bm25_ranking(item)
-        picks["bm25"][q] = Pick(tuple(bm[:k]), seconds=time.perf_counter() - t0)
-        picks["hybrid"][q] = Pick(tuple(rrf([sim, bm], 60)[:k]))
+        orders: dict[str, list[str]] = {}
+        for b in BASELINE_TABLE:
+            t0 = time.perf_counter()
+            orders[b.name] = b.order(embedder, item, orders, rule)
+            picks[b.name][q] = Pick(tuple(orders[b.name][:k]), seconds=time.perf_counter() - t0)
+        sim = orders["similarity"]
         for name, sel in models.items():
             if not isinstance(sel, ChatSelector) or not llm_max_queries or n < llm_max_queries:
                 picks[name][q] = selector_pick(sel, item, sim, k, floor)

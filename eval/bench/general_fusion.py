@@ -22,15 +22,12 @@ from functools import partial
 
 import numpy as np
 
-from eval.systems import bm25_ranking, similarity_ranking
+from eval.systems import BASELINES, baseline_orders
 from retrieval.contracts.lexical import bm25_raw, floored
 from retrieval.contracts.metrics import paired_bootstrap, recall_at_k
 from retrieval.contracts.passage import passage_text
 from retrieval.contracts.ranking_features import general_floor, standardise
 from retrieval.embed import Embedder
-from retrieval.query.search import rrf
-
-BASELINES = ("similarity", "bm25", "hybrid")
 
 
 def order(scores: np.ndarray) -> list[int]:
@@ -73,10 +70,8 @@ def system_recalls(
         cands = item["candidates"]
         ids = [c["id"] for c in cands]
         relevant = set(item["relevant_ids"])
-        sim_ids, bm_ids = similarity_ranking(embedder, item), bm25_ranking(item)
-        out["similarity"].append(recall_at_k(relevant, sim_ids, k))
-        out["bm25"].append(recall_at_k(relevant, bm_ids, k))
-        out["hybrid"].append(recall_at_k(relevant, rrf([sim_ids, bm_ids], 60), k))
+        for name, ranked in baseline_orders(embedder, item).items():
+            out[name].append(recall_at_k(relevant, ranked, k))
         texts = [passage_text(c.get("title"), c["text"]) for c in cands]  # as the ranker reads them
         cos = standardise(embedder.encode_passages(texts) @ embedder.encode([item["query"]])[0])
         raw = bm25_raw(item["query"], texts)
@@ -90,8 +85,9 @@ def system_recalls(
 
 
 def compare(recalls: dict[str, np.ndarray], seed: int = 0) -> list[dict]:
-    """One row per system: mean Recall@5, and the paired difference to the best baseline with its CI."""
-    best = max(BASELINES, key=lambda s: recalls[s].mean())
+    """One row per system: mean Recall@5, and the paired difference to the best baseline (of those in `recalls`)
+    with its CI."""
+    best = max((b for b in BASELINES if b in recalls), key=lambda s: recalls[s].mean())
     rows = []
     for system, r in recalls.items():
         d, lo, hi = paired_bootstrap(r, recalls[best], seed=seed)

@@ -6,7 +6,7 @@ import random
 import pytest
 
 from eval.scoring import score
-from eval.systems import run_systems
+from eval.systems import BASELINES, run_systems
 from tests.feedback_records import candidate, record
 
 
@@ -66,7 +66,7 @@ def test_perfect_selector_scores_one(embedder):
     )
     assert sel["context_tokens"] < sel["all_candidates_tokens"]
     # the perfect selector beats every baseline with a CI above zero, or ties one that is perfect too
-    for base in ("similarity", "bm25", "hybrid"):
+    for base in BASELINES:
         v = r["paired_bootstrap"][f"selector_vs_{base}"]
         assert v["ci95_low"] > 0 or r["systems"][base]["recall@5"] == 1.0
 
@@ -108,7 +108,7 @@ def test_held_out_feedback_is_scored_naively_and_by_inverse_propensity(tmp_path)
     assert it["relevant_ids"] == ["1", "12"] and len(it["candidates"]) == 20
     assert it["relevant_weights"] == pytest.approx({"1": 1 / 0.95, "12": 20.0})
     served, lifted = ("1", "2", "3", "4", "5"), ("1", "12", "2", "3", "4")
-    picks = {s: {"7": Pick(served)} for s in ("similarity", "bm25", "hybrid")} | {"selector": {"7": Pick(lifted)}}
+    picks = {s: {"7": Pick(served)} for s in BASELINES} | {"selector": {"7": Pick(lifted)}}
     naive, ips = score([it], picks, seed=0), score([it], picks, seed=0, ips=True)
     assert naive["systems"]["similarity"]["recall@5"] == 0.5 and naive["systems"]["selector"]["recall@5"] == 1.0
     assert ips["systems"]["similarity"]["recall@5"] == pytest.approx(round((1 / 0.95) / (1 / 0.95 + 20), 4))
