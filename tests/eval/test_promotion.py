@@ -199,6 +199,7 @@ def test_deploy_on_a_store_without_its_judged_split_starts_one_trial_and_a_retra
     ranker is registered but waits; the same model as the champion is not tried again."""
     from eval import promotion
     from eval.deploy import DeployParams, deploy
+    from eval.systems import BASELINES
     from retrieval.contracts.interleaving import TrialParams
 
     def ranker(name: str, weight: str) -> Path:
@@ -210,7 +211,7 @@ def test_deploy_on_a_store_without_its_judged_split_starts_one_trial_and_a_retra
     row = {"recall@5": 0.8, "answer_in_context": None, "json_valid": 1.0}
     result = {
         "hotpotqa/test": {
-            "systems": {"similarity": row, "bm25": row, "hybrid": row, "ranker": row},
+            "systems": {**{b: row for b in BASELINES}, "ranker": row},
             "paired_bootstrap": {"ranker_vs_similarity": {"recall@5_diff": 0.0, "ci95_low": -0.01, "ci95_high": 0.01}},
         }
     }
