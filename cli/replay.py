@@ -36,12 +36,23 @@ from serving.server import BackgroundServer, build_service
 
 @dataclass(frozen=True)
 class ReplayParams:
-    consumer: str = "realistic"  # realistic (sees and cites the context only) | oracle (a judge of all 20: the bound)
-    miss_rate: float = 0.2  # realistic: a relevant chunk in the context left uncited
-    false_cite_rate: float = 0.05  # realistic: an irrelevant chunk in the context cited anyway
-    false_cite_grounded: float = 0.5  # realistic: share of false cites whose sentence quotes the cited chunk
-    miss_quoted: float = 0.5  # realistic: share of misses whose chunk the answer still quotes, uncited
-    seed: int = 0  # the realistic consumer's draws
+    """The lab's simulated consumer that posts the feedback. Read by `pai lab simulate`, `pai lab cycle` and `pai lab
+    loop report`."""
+
+    consumer: str = "realistic"
+    """realistic: cites [n] within the context it was given only (what a real consumer can say); oracle: a judge of
+    all 20 candidates, the upper bound (`pai lab loop report --consumer oracle`)"""
+    miss_rate: float = 0.2
+    """realistic: a relevant chunk in the context left uncited"""
+    false_cite_rate: float = 0.05
+    """realistic: an irrelevant chunk in the context cited anyway"""
+    false_cite_grounded: float = 0.5
+    """realistic: share of false cites whose sentence quotes the chunk (it used one that did not answer); the rest put
+    [n] on a claim chunk n does not hold (a misattribution)"""
+    miss_quoted: float = 0.5
+    """realistic: share of misses whose chunk the answer still quotes, without its [n]"""
+    seed: int = 0
+    """the realistic consumer's draws"""
 
     def problems(self) -> list[str]:
         out = []

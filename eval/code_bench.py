@@ -32,9 +32,15 @@ from retrieval.query.search import rrf
 
 @dataclass(frozen=True)
 class CodeBenchParams:
-    out: str = "data/benchmarks/code-docstrings.jsonl"  # the contract-5 file evaluate and the deploy gate read
-    queries: int = 300  # documented functions sampled as queries (of ~1,300 in the packages below)
-    seed: int = 0  # which ones
+    """The code_bench stage: a code-search set built from this machine (docstring-style queries against functions), out
+    of domain, where BM25 is weak."""
+
+    out: str = "data/benchmarks/code-docstrings.jsonl"
+    """docstring's first sentence -> its function's body (docstring removed), 19 mined distractors"""
+    queries: int = 300
+    """functions sampled as queries (of ~1,300 documented ones in the installed packages it reads)"""
+    seed: int = 0
+    """the seed that draws the code-search queries"""
 
     def problems(self) -> list[str]:
         return [] if self.queries >= 1 else ["code_bench: need queries >= 1"]

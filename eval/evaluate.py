@@ -42,15 +42,31 @@ FEEDBACK_VAL, FEEDBACK_VAL_IPS = "feedback/val", "feedback/val-ips"  # the held-
 
 @dataclass(frozen=True)
 class EvaluateParams:
-    benchmarks: str = f"{BENCHMARK_DIR}/hotpotqa/test.jsonl,data/benchmarks/scifact-test.jsonl,data/benchmarks/code-docstrings.jsonl"  # comma-separated contract-5 files
-    feedback: str = "data/feedback"  # held-out feedback split (build.val_fraction's val split), when present
-    model: str = "models/export"  # the LLM challenger: the export stage's folder (selector.json + GGUF), run as served
-    ranker: str = "models/ranker"  # the learned ranker challenger (train_ranker's folder), when present
-    out: str = "metrics"  # eval.json (DVC metrics), recall_at_k.csv (DVC plot)
-    max_queries: int = 0  # per benchmark, for the baselines and the fast selector (ranker); 0 = all
-    llm_max_queries: int = 20  # the first this many of them for the LLM selector (~1 s per query on CPU); 0 = all
+    """The evaluate stages (and `pai eval`): every system on every benchmark, side by side; the held-out feedback is
+    build.val_fraction's val split, its labels `used`'s."""
+
+    benchmarks: str = (
+        f"{BENCHMARK_DIR}/hotpotqa/test.jsonl,data/benchmarks/scifact-test.jsonl,data/benchmarks/code-docstrings.jsonl"
+    )
+    """comma-separated contract-5 files"""
+    feedback: str = "data/feedback"
+    """the held-out feedback split comes from here (build.val_fraction's val split)"""
+    model: str = "models/export"
+    """the LLM challenger, run exactly as served (Ollama or llama.cpp on the GGUF)"""
+    ranker: str = "models/ranker"
+    """the learned ranker challenger (train_ranker stage), run as served"""
+    out: str = "metrics"
+    """eval.json (DVC metrics) and recall_at_k.csv (DVC plot); the LLM's chain: eval-llm.json, recall_at_k-llm.csv"""
+    max_queries: int = 0
+    """per benchmark, for the baselines and the fast selector (the ranker); 0 = all (the tightest CIs)"""
+    llm_max_queries: int = 20
+    """the first this many queries for the LLM selector (on CPU the tiny model proves the path, about 1 s a query); 0 =
+    all, on a GPU box"""
     seed: int = 0
-    ipw_clip: float = 0.05  # feedback/val-ips: a used label weighs 1 / max(propensity, this); 1 = the naive figure
+    """bootstrap resampling seed"""
+    ipw_clip: float = 0.05
+    """feedback/val-ips: a used label weighs 1 / max(propensity, this) (its self-normalised Recall@5 per query); 1 = the
+    naive figure"""
 
     def problems(self) -> list[str]:
         ok = self.max_queries >= 0 and self.llm_max_queries >= 0 and 0 < self.ipw_clip <= 1

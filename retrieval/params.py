@@ -30,9 +30,15 @@ class ParamsError(ValueError):
 
 @dataclass(frozen=True)
 class EmbedParams:
-    batch_size: int = 32  # passages per forward pass
-    backend: str = "auto"  # openvino where installed, else torch (the fp32 reference)
-    precision: str = "auto"  # auto: bf16 where the CPU computes it natively (openvino); f32: always fp32
+    """The embedder (all-MiniLM-L6-v2), for every embedding: ingest, search, the ranker. Read by every command that
+    embeds."""
+
+    batch_size: int = 32
+    """passages per forward pass of all-MiniLM-L6-v2"""
+    backend: str = "auto"
+    """auto: openvino where installed (faster on CPU: `pai bench embed`), else torch (the fp32 reference); or name one"""
+    precision: str = "auto"
+    """auto: bf16 where the CPU has it natively (AVX512_BF16/AMX); f32: always fp32"""
 
     def problems(self) -> list[str]:
         out = [] if self.batch_size >= 1 else ["embed.batch_size must be >= 1"]
@@ -45,15 +51,26 @@ class EmbedParams:
 
 @dataclass(frozen=True)
 class IngestParams:
-    max_file_bytes: int = 5_000_000  # larger files are refused
-    chunk_tokens: int = 200  # target chunk size, approximate tokens
-    near_threshold: float = 0.75  # cosine at/above which a chunk of another source is linked as "near" (never skipped)
-    batch_docs: int = 64  # documents written in one transaction
-    embed_docs: int = 512  # documents embedded in one call (passages length-sorted together)
-    bulk_max_chunks: int = (
-        50_000  # a first load into an empty store builds the HNSW index after this many chunks (0 = never defer)
-    )
-    conversation_window: int = 80  # a conversation's chunk: adjacent turns up to this size (retrieval/dialogue.py)
+    """How documents become chunks. Read by `pai ingest`, the webhook, the watcher, the git hook and capture."""
+
+    max_file_bytes: int = 5_000_000
+    """a file (or one JSONL record) larger than this is refused with a one-line error"""
+    chunk_tokens: int = 200
+    """target chunk size in approximate tokens (chars / 4); MiniLM reads 256 word pieces"""
+    near_threshold: float = 0.75
+    """cosine >= this to a chunk of another source: stored with a link to it (near_chunk_id). Only an exact duplicate
+    (same heading path and text, whitespace and case aside; code exactly) is skipped"""
+    batch_docs: int = 64
+    """documents written in one transaction (one per document where it fails)"""
+    embed_docs: int = 512
+    """documents embedded in one call, their passages sorted by length together so that batches pad little (`pai bench
+    ingest`)"""
+    bulk_max_chunks: int = 50_000
+    """a first load into an empty store defers the HNSW and full-text indexes, built at its end or after this many
+    chunks (dedup exact in memory meanwhile; `pai bench ingest`); 0 = indexes kept throughout"""
+    conversation_window: int = 80
+    """a chat log's chunk: adjacent turns of one session up to this size, headed by date, session and speakers
+    (retrieval/dialogue.py); a question keeps its answer, a sign-off joins its neighbours"""
 
     def problems(self) -> list[str]:
         out = []
@@ -74,34 +91,60 @@ class IngestParams:
 
 @dataclass(frozen=True)
 class SearchParams:
-    top_k: int = 20  # candidates for the selector
-    hnsw_m: int = 16  # HNSW graph degree
-    hnsw_ef_construction: int = 64  # HNSW build beam
-    ef_search: int = 100  # HNSW query beam
-    hybrid: bool = True  # add a keyword side, fused by reciprocal rank
-    keyword: str = "fts"  # fts | trgm | both
-    rrf_k: int = 60  # RRF constant
-    fusion: str = "general"  # order of the fused top-k: general (retrieval.fusion) | rrf
-    general_bm25: float = 1.0  # the general order: standardised cosine + this x floored BM25
-    general_names_floor: float = 0.2  # its BM25 sd floor for a query naming things
-    general_plain_floor: float = 2.0  # its BM25 sd floor for a query in plain words
-    name_ramp: float = 0.2  # name share at which a query names things
-    rare_ramp: float = 0.3  # share of words outside the embedder's vocabulary at which it does too (0 = not read)
-    threshold: float = 0.2  # cosine below which a chunk never enters context
-    token_budget: int = 1500  # context budget, approximate tokens
-    min_chunks: int = 3  # floor the budget never cuts below, and a short selector pick is topped up to
-    explore_rate: float = 0.05  # share of queries whose last context slot goes to a random candidate below the cut
+    """The first stage and the context: candidates from PostgreSQL (HNSW fused with full text), their order, and what
+    enters the context. Read by `/query`, `pai query`, MCP's search and the benchmark stage."""
 
-    conversation_tokens: int = (
-        830  # a context that leads with a conversation's chunk is filled to this many tokens (0 = off)
-    )
-    conversation_keyword: float = (
-        1.0  # candidates led by a conversation's chunk: the keyword side's weight beside the general
-    )
+    top_k: int = 20
+    """candidates written to the staging file for the selector"""
+    hnsw_m: int = 16
+    """HNSW graph degree (index rebuilt when changed)"""
+    hnsw_ef_construction: int = 64
+    """HNSW build-time beam width (index rebuilt when changed)"""
+    ef_search: int = 100
+    """HNSW query-time beam width: recall against latency (`pai bench retrieval`)"""
+    hybrid: bool = True
+    """fuse a keyword side with the vector side by reciprocal rank"""
+    keyword: str = "fts"
+    """keyword side: fts (Postgres full text), trgm (pg_trgm word similarity) or both"""
+    rrf_k: int = 60
+    """reciprocal-rank-fusion constant: score = sum 1 / (rrf_k + rank)"""
+    fusion: str = "general"
+    """how the fused top_k is ordered: general (retrieval/fusion.py: standardised cosine + BM25 as far as its evidence
+    goes, the ranker's general weights' rule; `pai bench general --domains`) or rrf (reciprocal rank)"""
+    general_bm25: float = 1.0
+    """the general order's BM25 weight; with the four knobs below, the one rule of the first stage's order and the
+    ranker's general weights (train_ranker's general_bm25, bm25_sd_floor, general_plain_floor, name_ramp and
+    rare_ramp are the same numbers)"""
+    general_names_floor: float = 0.2
+    """the general order's BM25 sd floor for a query that names things (names, acronyms, identifiers, rare words)"""
+    general_plain_floor: float = 2.0
+    """the general order's BM25 sd floor for a query in plain words: its BM25 keeps its raw size below about one rare
+    word's evidence"""
+    name_ramp: float = 0.2
+    """share of capitalised words after the first at which a query names things (linear below)"""
+    rare_ramp: float = 0.3
+    """share of the query's words the embedder has no single token for at which a query counts as naming things too (0 =
+    not read); fitted leave-one-domain-out by `pai bench general --domains data/domains`"""
+    threshold: float = 0.2
+    """cosine below which a candidate does not enter context beyond min_chunks: it trims the tail, never cuts the
+    context below the floor (the best-fused candidates below it top it up)"""
+    token_budget: int = 1500
+    """context budget in approximate tokens; candidates taken top-down until it is spent"""
+    min_chunks: int = 3
+    """the budget never cuts the context below this many chunks; a shorter selector pick is topped up to it"""
+    explore_rate: float = 0.05
+    """share of queries whose last context slot goes to a random candidate below the cut, its propensity logged: what
+    lets citations speak for the chunks the order hides (its cost to the context: `pai lab loop report`); 0 = off"""
+
+    conversation_tokens: int = 830
+    """a context that leads with a conversation's chunk is topped up with the next conversation chunks to this many
+    tokens (a selector picks 5 chunks; a conversation's are small windows; serving/shaping.py). 0 = off"""
+    conversation_keyword: float = 1.0
+    """candidates led by a conversation's chunk are ordered by reciprocal rank of the general order and the keyword
+    side, the keyword side at this weight (retrieval/dialogue.py conversation_order); 0 = the general order"""
     # order, fused by reciprocal rank (`retrieval.dialogue.conversation_order`); 0 = the general order
-    conversation_rrf_k: int = (
-        30  # ... and that fusion's constant: score = 1 / (k + general position) + w / (k + keyword rank)
-    )
+    conversation_rrf_k: int = 30
+    """that fusion's constant: score = 1 / (k + general position) + weight / (k + keyword rank)"""
 
     def problems(self) -> list[str]:
         out = []
@@ -136,11 +179,15 @@ class SearchParams:
 
 @dataclass(frozen=True)
 class UsedParams:
-    """What counts as a use of a shown chunk: the one definition (`retrieval.logs.used.used_labels`) that build,
-    train_ranker, evaluate's held-out feedback and the trial read the feedback log by."""
+    """What counts as a use of a shown chunk, defined once (`retrieval.logs.used.used_labels`): build, train_ranker,
+    evaluate's held-out feedback and the trial read the log's labels by it (`pai lab grounding`: what it changes)."""
 
-    min_uncited: float = 0.8  # a shown chunk holding this share of a sentence left uncited was used (0 = off)
-    void_thumbs_down: bool = True  # a query rated -1: the citations of its context are not uses
+    min_uncited: float = 0.8
+    """a shown chunk holding this share of a sentence the answer left uncited was used (a quote without its [n]); 0 =
+    off. Only a near-verbatim quote reaches it, so a consumer that restates loses nothing"""
+    void_thumbs_down: bool = True
+    """a query rated -1 (its context did not answer it): the citations of its context are not uses (false cites that,
+    on-policy, reward the ranker's own misses); a judge's labels outside the context stay"""
 
     def problems(self) -> list[str]:
         return [] if 0 <= self.min_uncited <= 1 else ["used: need min_uncited in [0, 1]"]
@@ -148,8 +195,13 @@ class UsedParams:
 
 @dataclass(frozen=True)
 class StagingParams:
-    dir: str = "staging"  # one markdown file per query; a relative path is under $PAI_HOME
-    git: bool = False  # commit the staging dir once per query batch
+    """The staging files: one markdown file per query, the candidates as the selector saw them. Read by `/query`, `pai
+    query` and maintenance."""
+
+    dir: str = "staging"
+    """one markdown file per query, grouped by day; relative: under $PAI_HOME"""
+    git: bool = False
+    """make the staging dir a git repo and commit once per query batch"""
 
     def problems(self) -> list[str]:
         return [] if self.dir else ["staging.dir must be set"]
@@ -163,19 +215,37 @@ class StagingParams:
 
 @dataclass(frozen=True)
 class MaintainParams:
-    interval_minutes: float = 60.0  # `pai serve` runs maintenance this often in the background; 0 = off
-    feedback: str = "data/feedback"  # the pull stage's folder: its watermark says which feedback was pulled
-    staging_retention_days: int = 30  # staging files of older days are deleted; 0 = keep all
-    feedback_retention_days: int = 180  # pulled feedback older than this is deleted; 0 = keep all
-    max_gone_fraction: float = 0.5  # more stored files than this share missing: an unmounted disk? delete none
-    usage_prior: bool = True  # re-order the top-k by the usage weights (see `pai bench usage`)
-    usage_bound: float = 0.1  # weights lie in [-bound, +bound]; a fused score is multiplied by exp(weight)
-    usage_strength: float = 5.0  # pseudo-observations pulling a chunk's use rate to the global one
-    vacuum_dead_fraction: float = 0.1  # VACUUM (ANALYZE) a table when dead rows exceed this share of live ones
-    recheck_growth: float = 0.2  # re-check HNSW recall when chunks grew by this share since the last check
-    recheck_queries: int = 100  # queries of that check (each run twice: HNSW and exact)
-    min_recall: float = 0.95  # recall@top_k below this is reported, with the ef_search that reaches it
-    rescrub_batch: int = 2000  # documents re-scrubbed per run after the scrubber changed; 0 = off
+    """Maintenance: retention, the usage prior, database health, rescrubbing. Read by `pai maintain` and `pai serve`
+    (which runs it every interval)."""
+
+    interval_minutes: float = 60.0
+    """`pai serve` runs maintenance this often in the background (advisory lock: one service at a time); 0 = off"""
+    feedback: str = "data/feedback"
+    """the pull stage's folder: feedback newer than its watermark is never deleted"""
+    staging_retention_days: int = 30
+    """staging files of days older than this are deleted; 0 = keep all"""
+    feedback_retention_days: int = 180
+    """pulled feedback (queries + candidates) last updated before this is deleted; 0 = keep all"""
+    max_gone_fraction: float = 0.5
+    """when more than this share of stored files is missing (an unmounted disk?), delete none and warn"""
+    usage_prior: bool = True
+    """re-order the top_k candidates by chunk usage weights (never adds or drops one; `pai bench usage`)"""
+    usage_bound: float = 0.1
+    """usage weights lie in [-bound, +bound]; a candidate's fused score is multiplied by exp(weight) (set before
+    measuring: docs/measurements.md, "Does the usage prior help?")"""
+    usage_strength: float = 5.0
+    """pseudo-observations that pull a chunk's use rate toward the log's (few observations => weight near 0)"""
+    vacuum_dead_fraction: float = 0.1
+    """VACUUM (ANALYZE) a table when its dead rows exceed this share of live ones (the HNSW index is rebuilt first, as
+    pgvector advises)"""
+    recheck_growth: float = 0.2
+    """re-check the HNSW index's recall when the chunk count grew by this share since the last check"""
+    recheck_queries: int = 100
+    """queries of that check, each run through HNSW and as an exact scan"""
+    min_recall: float = 0.95
+    """recall@top_k below this is reported with the ef_search that reaches it"""
+    rescrub_batch: int = 2000
+    """documents re-scrubbed per run after the scrubber changed (a rule added); 0 = off"""
 
     def problems(self) -> list[str]:
         out = []

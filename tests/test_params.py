@@ -10,49 +10,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from cli.replay import ReplayParams
-from eval.code_bench import CodeBenchParams
-from eval.deploy import DeployParams
-from eval.evaluate import EvaluateParams
-from eval.scifact_bench import BenchmarkParams
-from retrieval.contracts.interleaving import TrialParams
-from retrieval.conversation.capture import CaptureParams
-from retrieval.params import (
-    EmbedParams,
-    IngestParams,
-    MaintainParams,
-    SearchParams,
-    StagingParams,
-    UsedParams,
-    load_section,
-)
-from training.build import BuildParams
-from training.export import ExportParams
-from training.pull import PullParams
-from training.train import TrainParams
-from training.train_ranker import RankerParams
+from cli.knobs import SECTIONS  # every params.yaml section and its dataclass, in the file's order
+from retrieval.params import load_section
 
 REPO = Path(__file__).resolve().parents[1]
-SECTIONS = {
-    "embed": EmbedParams,
-    "ingest": IngestParams,
-    "search": SearchParams,
-    "staging": StagingParams,
-    "replay": ReplayParams,
-    "capture": CaptureParams,
-    "pull": PullParams,
-    "used": UsedParams,
-    "build": BuildParams,
-    "train": TrainParams,
-    "train_ranker": RankerParams,
-    "export": ExportParams,
-    "benchmark": BenchmarkParams,
-    "code_bench": CodeBenchParams,
-    "evaluate": EvaluateParams,
-    "deploy": DeployParams,
-    "trial": TrialParams,
-    "maintain": MaintainParams,
-}
 # params.yaml sections no dataclass loads, each with the reason: none today, every section has its config.
 NO_DATACLASS: dict[str, str] = {}
 # "section.key": why its dataclass default deliberately differs from params.yaml (e.g. a CPU vs a GPU profile):

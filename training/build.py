@@ -30,15 +30,28 @@ from retrieval.params import UsedParams, load_section
 
 @dataclass(frozen=True)
 class BuildParams:
-    feedback: str = "data/feedback"  # the pull stage's folder
-    out: str = "data/datasets"  # train.jsonl, val.jsonl, pairs.jsonl, stats.json
-    val_fraction: float = 0.15  # share of queries (by text hash) held out
-    include_empty: bool = False  # queries where nothing was used become "select nothing" examples
-    shuffles: int = 1  # position-bias augmentation: shuffled copies per train example
-    max_tokens: int = 6000  # examples longer than this (prompt + answer) are dropped and counted
-    chunk_tokens: int = 24  # per-candidate text budget in the prompt (the CPU profile's; a GPU box: 200)
-    k: int = 5  # at most this many picks
+    """The build stage: chat JSONL of used and ignored candidates for the LLM selector, and the split by query text that
+    train_ranker and evaluate share."""
+
+    feedback: str = "data/feedback"
+    """the pull stage's folder"""
+    out: str = "data/datasets"
+    """train.jsonl, val.jsonl (chat messages), pairs.jsonl, stats.json"""
+    val_fraction: float = 0.15
+    """share of queries held out, split by query text (no leakage)"""
+    include_empty: bool = False
+    """queries where nothing was used become "select nothing" examples"""
+    shuffles: int = 1
+    """position-bias augmentation: shuffled copies per train example"""
+    max_tokens: int = 6000
+    """examples longer than this (prompt + answer) are dropped and counted"""
+    chunk_tokens: int = 24
+    """per-candidate text budget in the prompt; saved with the model, served the same. 24 keeps 20-candidate prompts
+    ~1.4K tokens for the CPU profile; a GPU box: 200"""
+    k: int = 5
+    """at most this many picks per answer"""
     seed: int = 13
+    """the seed of the candidate shuffles"""
 
     def problems(self) -> list[str]:
         out = []

@@ -43,13 +43,23 @@ MAX_NEW_TOKENS = 48  # a selection is ~15 tokens; num_ctx leaves room for this m
 
 @dataclass(frozen=True)
 class ExportParams:
-    model: str = "models/selector"  # the train stage's folder
-    out: str = "models/export"  # selector.gguf, Modelfile, selector.json (the version record), metrics.json
-    quant: str = "q4_k_m"  # q4_k_m | q8_0 | f16
-    gpu_merge_base: str = "unsloth/Qwen2.5-14B-Instruct"  # GPU profile: the 16-bit base the adapter merges into
-    parity_prompts: int = 20  # validation prompts decoded by both the HF model and the GGUF
-    parity_tokens: int = 24  # greedy tokens compared per prompt
-    parity_min: float = 0.95  # pick agreement below this fails the stage
+    """The export stage: the LoRA merged and written as GGUF with its Modelfile, checked for parity."""
+
+    model: str = "models/selector"
+    """the train stage's folder"""
+    out: str = "models/export"
+    """declared once, evaluate and deploy alias it; selector.gguf, Modelfile, selector.json (the version record),
+    metrics.json"""
+    quant: str = "q4_k_m"
+    """q4_k_m | q8_0 | f16 (llama.cpp quantization of the merged 16-bit model)"""
+    gpu_merge_base: str = "unsloth/Qwen2.5-14B-Instruct"
+    """GPU profile: the LoRA merges into this 16-bit base, never the 4-bit one"""
+    parity_prompts: int = 20
+    """validation prompts decoded by both the HF model and the GGUF"""
+    parity_tokens: int = 24
+    """greedy tokens compared per prompt"""
+    parity_min: float = 0.95
+    """GGUF/HF pick agreement below this fails the stage"""
 
     def problems(self) -> list[str]:
         out = []

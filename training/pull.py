@@ -31,10 +31,16 @@ METRICS_FILE = "metrics.json"
 
 @dataclass(frozen=True)
 class PullParams:
-    out: str = "data/feedback"  # folder of feedback.jsonl, watermark.json, metrics.json
-    batch: int = 500  # queries fetched per round trip
-    lag_seconds: float = 5.0  # rows younger than this wait for the next pull
-    scope: str | None = None  # None: every scope's feedback (one ranker for all); a scope name: only its feedback
+    """The pull stage: the feedback log exported from PostgreSQL for training."""
+
+    out: str = "data/feedback"
+    """declared once, the stages below alias it; feedback.jsonl (latest state per query), watermark.json, metrics.json"""
+    batch: int = 500
+    """queries fetched per round trip"""
+    lag_seconds: float = 5.0
+    """rows younger than this wait for the next pull (late commits can't slip by)"""
+    scope: str | None = None
+    """null: every scope's feedback trains one ranker (global); a scope name, e.g. alice/notes: only its feedback"""
 
     def problems(self) -> list[str]:
         out = [

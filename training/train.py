@@ -31,26 +31,51 @@ from .build import BuildParams
 
 @dataclass(frozen=True)
 class TrainParams:
-    profile: str = "auto"  # auto | cpu | gpu
-    data: str = "data/datasets"  # the build stage's folder (train.jsonl, val.jsonl)
-    out: str = "models/selector"  # adapter, tokenizer, train_config.json, metrics.json
-    lora_r: int = 16  # LoRA rank
-    lora_alpha: int = 32  # LoRA scale numerator (alpha / r scales the update)
+    """The train stage: the LLM selector's LoRA fine-tune (Unsloth on a GPU, the same code on a tiny Qwen2 on CPU). Also
+    read by `pai lab gpu-smoke`."""
+
+    profile: str = "auto"
+    """auto = gpu when CUDA is available, else cpu; the run prints which it used"""
+    data: str = "data/datasets"
+    """the build stage's folder"""
+    out: str = "models/selector"
+    """declared once, export aliases it; adapter/, train_config.json (prompt version, base, hyper-parameters),
+    metrics.json"""
+    lora_r: int = 16
+    """LoRA rank"""
+    lora_alpha: int = 32
+    """LoRA scale numerator (update scaled by alpha / r)"""
     lora_dropout: float = 0.05
+    """LoRA dropout"""
     learning_rate: float = 2e-4
+    """the optimiser's learning rate"""
     epochs: float = 1.0
-    batch_size: int = 1  # per device (2 x 4.8K-token prompts need ~15.6 GiB on the 14B: over a 16 GB card)
-    grad_accum: int = 2  # effective batch = batch_size * grad_accum
+    """passes over the train examples"""
+    batch_size: int = 1
+    """examples per device step (the 14B's memory on a 16 GB GPU decides it: `pai lab gpu-smoke`)"""
+    grad_accum: int = 2
+    """effective batch = batch_size * grad_accum"""
     seed: int = 13
+    """the training seed (data order, LoRA init)"""
     gpu_base_model: str = "unsloth/Qwen2.5-14B-Instruct-bnb-4bit"
-    gpu_max_length: int = 6144  # 20 candidates x 200 tokens + instructions fit (build stats: p99 ~5K)
-    cpu_max_length: int = 1536  # longer examples are dropped and counted
-    cpu_max_examples: int = 4  # cap on train examples (val: half as many, at least 2), to keep the CPU cycle in minutes
-    cpu_hidden: int = 64  # tiny Qwen2: hidden size
+    """the GPU profile's base model (a 4-bit Unsloth checkpoint of Qwen2.5-14B-Instruct)"""
+    gpu_max_length: int = 6144
+    """GPU profile: the longest example in tokens (20 candidates x 200 tokens + instructions; the build stage's stats
+    give its p99)"""
+    cpu_max_length: int = 1536
+    """CPU profile: longer examples are dropped and counted"""
+    cpu_max_examples: int = 4
+    """CPU profile: examples trained on (a tiny model proves the code path, not quality)"""
+    cpu_hidden: int = 64
+    """CPU profile: the tiny Qwen2's hidden size (built from a config, the real Qwen2 tokenizer)"""
     cpu_layers: int = 2
+    """CPU profile: the tiny Qwen2's layers"""
     cpu_heads: int = 4
+    """CPU profile: the tiny Qwen2's attention heads"""
     cpu_kv_heads: int = 2
+    """CPU profile: the tiny Qwen2's key/value heads"""
     cpu_intermediate: int = 128
+    """CPU profile: the tiny Qwen2's MLP width"""
 
     def problems(self) -> list[str]:
         out = []

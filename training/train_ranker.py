@@ -68,27 +68,62 @@ FITTED = tuple(f for f in FEATURES if f != "prior")
 
 @dataclass(frozen=True)
 class RankerParams:
-    feedback: str = "data/feedback"  # the pull stage's folder (feedback.jsonl)
-    out: str = "models/ranker"  # adapter.npy, ranker_config.json, metrics.json
-    adapter_l2: float = 0.015  # pull of the adapter to the base model (W = 0): higher keeps more of the general case
-    adapter_steps: int = 200  # full-batch Adam steps over the train queries
+    """The train_ranker stage: the fast learned ranker (a query adapter and fitted fusion weights, with the general
+    weights for queries unlike the feedback's). Also read by `pai lab loop report`."""
+
+    feedback: str = "data/feedback"
+    """the pull stage's folder (used = positive, ignored = negative)"""
+    out: str = "models/ranker"
+    """declared once, evaluate and deploy alias it; adapter.npy, ranker_config.json, metrics.json"""
+    adapter_l2: float = 0.015
+    """pull of the query adapter toward the base model (W = 0): higher keeps more of the general case (why this value:
+    docs/measurements.md, "A weaker pull on the adapter")"""
+    adapter_steps: int = 200
+    """full-batch Adam steps over the train queries (seconds on CPU: the vectors are computed once)"""
     adapter_lr: float = 0.01
-    temperature: float = 0.05  # softmax temperature over cosines (MiniLM's cosines span ~0.2)
-    fusion_l2: float = 0.01  # L2 on the fusion weights
-    calibration_fraction: float = 0.15  # train queries held out of the adapter; the fusion is fitted on them
-    domain_k: int = 10  # a query's domain affinity: mean cosine of its k nearest feedback train queries
-    domain_quantile: float = 0.05  # the gate's hi: this quantile of the calibration queries' affinities
-    domain_ramp: float = 0.1  # the gate's lo = hi - ramp; at or below lo the general weights score alone
-    general_bm25: float = 1.0  # the general weights: standardised cosine 1.0 + BM25 this much
-    bm25_sd_floor: float = 0.2  # BM25 feature / max(sd, this): no evidence among the candidates, no weight
-    general_plain_floor: float = 2.0  # the general weights' floor for a query without names (`general_floor`)
-    name_ramp: float = 0.2  # share of capitalised words at which a query names things (floor: bm25_sd_floor)
-    rare_ramp: float = 0.3  # share of words outside the embedder's vocabulary at which it does too (0 = not read)
-    k: int = 5  # Recall@k of the val ranking (the selector picks k)
-    ipw_clip: float = 0.05  # labels weigh 1 / max(propensity, this) (inverse propensity); 1 = no correction
-    fallback_tolerance: float = 0.05  # held out: the fitted may trail the general weights by this (surely more: those)
-    cross_folds: int = 5  # >= 2: the adapter cross-fitted over train + calibration, the fusion on its held-out scores
+    """the adapter's Adam learning rate"""
+    temperature: float = 0.05
+    """softmax temperature over cosines (MiniLM's cosines within 20 candidates span ~0.2)"""
+    fusion_l2: float = 0.01
+    """L2 on the fusion weights (similarity, adapted, bm25), fitted on calibration queries"""
+    calibration_fraction: float = 0.15
+    """train queries held out of the adapter; the fusion weights are fitted on them"""
+    domain_k: int = 10
+    """domain gate: a query's affinity is the mean cosine of its this many nearest feedback train queries"""
+    domain_quantile: float = 0.05
+    """the domain gate's hi: this quantile of the calibration queries' affinities"""
+    domain_ramp: float = 0.1
+    """the domain gate's lo = hi - ramp: at or below it the general weights score alone"""
+    general_bm25: float = 1.0
+    """the general weights (for queries unlike the feedback's): standardised cosine 1.0 + BM25 this much; the same
+    number as search.general_bm25 (`pai bench general`)"""
+    bm25_sd_floor: float = 0.2
+    """BM25 feature = (raw - mean) / max(sd, this): candidates that all contain the query's words carry no keyword
+    evidence, and it gets no weight instead of standardised noise (`pai bench general --sd-floor`); also the general
+    weights' floor for a query that names things"""
+    general_plain_floor: float = 2.0
+    """the general weights' BM25 sd floor for a query in plain words (no capitalised or rare word after its first): its
+    BM25 keeps its raw size below about one rare word's evidence, since a lexical distractor shares ordinary words as
+    well as the answer does; the same number as search.general_plain_floor"""
+    name_ramp: float = 0.2
+    """a query whose words after the first are this share capitalised or more (names, acronyms, identifiers) keeps
+    bm25_sd_floor in the general weights; linear below, down to general_plain_floor at none"""
+    rare_ramp: float = 0.3
+    """or whose words are this share outside the embedder's vocabulary (retrieval/fusion.py: rare_share); the same
+    number as search.rare_ramp"""
+    k: int = 5
+    """Recall@k of the val ranking"""
+    ipw_clip: float = 0.05
+    """a label weighs 1 / max(propensity, this): an explored chunk counts for those the policy hid; 1 = off"""
+    fallback_tolerance: float = 0.05
+    """where the fitted weights' held-out (inverse-propensity) Recall@5 trails the general weights' by more than this,
+    and surely (paired 95 % CI below 0), the general weights serve in domain too: a few heavily weighed explored
+    labels can fit a ranker far off"""
+    cross_folds: int = 5
+    """cross-fitting: this many adapters, each without one fold of train + calibration, score the fusion's data, and the
+    one served learns from them all (docs/measurements.md, "Cross-fitting"); 0 = the calibration band alone"""
     seed: int = 13
+    """the adapter's initialisation and fold seed"""
 
     def problems(self) -> list[str]:
         out = []

@@ -77,12 +77,17 @@ def outcome(teams: dict[Hashable, str], used: set) -> int:
 
 @dataclass(frozen=True)
 class TrialParams:
-    """A trial's design (params.yaml `trial`), fixed when it starts and stored with it: pre-registered."""
+    """A trial's design, fixed when it starts and stored with it (pre-registered): the share of queries interleaved and
+    the sequential stopping rule. Read by the deploy stages and `pai lab trial`."""
 
-    share: float = 0.2  # of queries served interleaved while a trial runs (the others: the champion alone)
-    alpha: float = 0.05  # the chance of promoting a challenger that is no better, at most
-    max_judged: int = 800  # cited trial queries after which a challenger not yet proven better is rejected
-    max_effect: float = 0.2  # the mixture's win rates run from 0.5 to 0.5 + this
+    share: float = 0.2
+    """of queries served interleaved while a trial runs; the others get the champion alone"""
+    alpha: float = 0.05
+    """the chance of promoting a challenger that is no better, at most (sequential sign test, any number of looks)"""
+    max_judged: int = 800
+    """cited trial queries after which a challenger not yet proven better is rejected (the champion stays)"""
+    max_effect: float = 0.2
+    """the win rates the test's mixture averages over run from 0.5 to 0.5 + this"""
 
     def problems(self) -> list[str]:
         out = []

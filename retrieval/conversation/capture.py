@@ -36,24 +36,42 @@ GATES = ("prefilter", "length", "noise", "quality")
 
 @dataclass(frozen=True)
 class CaptureParams:
-    min_chars: int = 80  # assistant prose (code removed) shorter than this is skipped (gate "length")
-    max_chars: int = 100_000  # a user or assistant text longer than this is refused (413 / an error line)
-    prefilter_max_chars: int = 200  # only turns this short can be judged procedural by the string rules
-    noise_threshold: float = 0.35  # max cosine to a noise prototype at/above which the text is rejected
-    noise_buffer: int = 500  # rejections kept (ring buffer) to learn the prototypes from
-    noise_rebuild_every: int = 25  # the prototypes are rebuilt after every this many rejections
-    noise_prototypes: int = 8  # k of the k-means over the buffer
-    fact_min_chars: int = 40  # rule splitter: shorter sentences are merged with the next one
-    fact_max_chars: int = 600  # rule splitter: longer sentences (and merges) are not facts
-    extractor_ollama: str = ""  # an Ollama model tag for the LLM extractor, used when OLLAMA_HOST is reachable
-    extractor_gguf: str = ""  # else a GGUF run in-process by llama.cpp; both empty: the rule splitter decides
-    extractor_max_tokens: int = 256  # tokens the LLM extractor may write
-    max_pending: int = 1000  # the service refuses new captures (429) while this many wait
-    supersede_threshold: float = 0.85  # a new fact this close (cosine) to an older captured fact supersedes it
-    seed: int = 13  # k-means seeding
-    conversation: bool = (
-        True  # each exchange also stored as it was said: a dated turn pair of its session's conversation
-    )
+    """Facts from conversation exchanges: the gates an exchange passes, the extractor, supersession. Read by `POST
+    /capture` and `pai capture`."""
+
+    min_chars: int = 80
+    """assistant prose (fenced code removed) shorter than this is skipped: the "length" gate"""
+    max_chars: int = 100_000
+    """a user or assistant text longer than this is refused (413, or one error line in the CLI)"""
+    prefilter_max_chars: int = 200
+    """only turns this short can be judged procedural ("ok", "I'll update that") by string rules"""
+    noise_threshold: float = 0.35
+    """max cosine to a learned noise prototype at/above which a text is rejected (see pai bench capture)"""
+    noise_buffer: int = 500
+    """the last this many rejections (any gate) are what the prototypes are learned from"""
+    noise_rebuild_every: int = 25
+    """prototypes rebuilt (k-means, swapped in one row) after every this many rejections"""
+    noise_prototypes: int = 8
+    """k of the k-means; before the first rebuild there are none and the gate passes all"""
+    fact_min_chars: int = 40
+    """rule splitter: a shorter sentence is merged with the next one"""
+    fact_max_chars: int = 600
+    """rule splitter: a longer sentence (or merge) is not an atomic fact"""
+    extractor_ollama: str = ""
+    """Ollama model tag of the LLM extractor, used when OLLAMA_HOST is reachable"""
+    extractor_gguf: str = ""
+    """else this GGUF in-process (llama.cpp); both empty: the rule splitter decides ("rules")"""
+    extractor_max_tokens: int = 256
+    """tokens the LLM extractor may write"""
+    max_pending: int = 1000
+    """the service answers 429 while this many exchanges wait"""
+    supersede_threshold: float = 0.85
+    """a new fact this close (cosine) to an older captured fact supersedes it (pai maintain collects it)"""
+    seed: int = 13
+    """k-means seeding"""
+    conversation: bool = True
+    """each exchange also stored as it was said: a dated user/assistant turn pair of its session's conversation
+    document (retrieval/conversation/exchanges.py), found by later queries"""
 
     def problems(self) -> list[str]:
         out = []
