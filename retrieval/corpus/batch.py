@@ -13,7 +13,6 @@ from ..chunking import Chunk
 from ..contracts.passage import passage_text
 from ..db import first_line
 from ..params import IngestParams, SearchParams
-from ..scrub import version as scrub_version
 from . import bulk, store
 from .dedup import IDENTICAL_MIN_COSINE, NewChunk, dedup, duplicate_key
 from .report import IngestReport
@@ -27,6 +26,7 @@ class Planned(NamedTuple):
     hash: str  # its `ingest.document_hash`
     chunks: list[Chunk]
     stored: dict[str, int]  # content hash -> chunk id of the chunks stored for it ({} for a new document)
+    scrubbed_with: str  # the version of the scrubber that scrubbed its text (`retrieval.scrub.version`)
 
 
 class Plan(NamedTuple):
@@ -34,6 +34,7 @@ class Plan(NamedTuple):
 
     doc: Document
     hash: str
+    scrubbed_with: str
     doc_id: int | None  # its stored document (None: a new one)
     chunks: list[Chunk]  # its chunks, exact duplicates within it dropped
 
@@ -97,7 +98,8 @@ def _write_batch(
                 unique.setdefault(duplicate_key(c.parent_heading, c.heading, c.text, p.doc.kind), c)
             r.duplicates_skipped += len(p.chunks) - len(unique)
             keys.update(((len(plans), c.content_hash), key) for key, c in unique.items())
-            plans.append(Plan(doc=p.doc, hash=p.hash, doc_id=doc_id, chunks=list(unique.values())))
+            chunks = list(unique.values())
+            plans.append(Plan(doc=p.doc, hash=p.hash, scrubbed_with=p.scrubbed_with, doc_id=doc_id, chunks=chunks))
         old = store.chunk_hashes_of(conn, [p.doc_id for p in plans if p.doc_id])
         r.chunks_deleted += store.delete_chunks_except(
             conn, {p.doc_id: [c.content_hash for c in p.chunks] for p in plans if p.doc_id}
@@ -126,7 +128,7 @@ def _write_batch(
                 content_hash=p.hash,
                 chunks=[c for c in p.chunks if (k, c.content_hash) not in skipped],
                 near=near.get(k, {}),
-                scrubbed_with=scrub_version(),
+                scrubbed_with=p.scrubbed_with,
                 written=p.doc.written,
                 scope=scope,
             )

@@ -23,6 +23,7 @@ from ..embed import Embedder
 from ..params import IngestParams, SearchParams
 from ..scopes import DEFAULT
 from ..scrub import scrub, scrub_text
+from ..scrub import version as scrub_version
 from . import batch, bulk, store
 from .batch import Planned, embedding_text
 from .report import IngestReport
@@ -163,7 +164,8 @@ def _plan(conn: psycopg.Connection, docs: list[Document], params, report: Ingest
         scrubbed = scrub(d.text)
         report.redactions += scrubbed.counts
         chunks = chunks_of(scrubbed.text, d.kind, params, d.title)
-        todo.append(Planned(doc=d, hash=h, chunks=chunks, stored=old[doc_id] if doc_id is not None else {}))
+        stored_chunks = old[doc_id] if doc_id is not None else {}
+        todo.append(Planned(doc=d, hash=h, chunks=chunks, stored=stored_chunks, scrubbed_with=scrub_version()))
     return todo
 
 
