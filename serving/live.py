@@ -16,7 +16,8 @@ from pathlib import Path
 
 import psycopg
 
-from retrieval.corpus.ingest import IngestReport, ingest_paths
+from retrieval.corpus.ingest import ingest_paths
+from retrieval.corpus.report import IngestReport
 from retrieval.embed import Embedder
 from retrieval.params import IngestParams, SearchParams
 

@@ -136,27 +136,24 @@ class Picker:
             at = {c.chunk_id: i for i, c in enumerate(shown, start=1)}
             numbers, version = [at[i] for i in pick.ids], pick.version
         trial = self.trial  # read once, like the selector
+        served = Served(chosen=[], version=version, status=status, later=later, active=selector.version)
         if trial is not None and shown and self._draw(trial.share):
-            return self.interleave(
-                query, shown, query_vec, numbers, trial, Served([], version, status, later, selector.version)
-            )
+            return self.interleave(query, shown, query_vec, numbers, trial, served)
         full = top_up(numbers, len(shown), self.min_chunks)
         if len(full) > len(numbers):
             self._count("topped_up")
         chosen = fill([shown[i - 1] for i in full], shown, self.conversation_tokens)
         planned = take_budget(chosen, self.token_budget, self.min_chunks)
         context, propensity, explored = self.expose(planned, shown)
-        return Served(
-            chosen,
-            version,
-            status,
-            later if shown else None,
-            selector.version,
-            len(full) - len(numbers),
-            context,
-            propensity,
-            explored,
-            planned[-1].rank if explored is not None else None,
+        return replace(
+            served,
+            chosen=chosen,
+            later=later if shown else None,
+            topped_up=len(full) - len(numbers),
+            context=context,
+            propensity=propensity,
+            explored=explored,
+            replaced=planned[-1].rank if explored is not None else None,
         )
 
     def interleave(
@@ -242,11 +239,11 @@ class Picker:
         self._count(selection.status)
         picked = [candidates[i - 1] for i in selection.selected]
         pick = Pick(
-            tuple(c.chunk_id for c in picked),
-            selection.status,
-            time.perf_counter() - t0,
-            selector.version,
-            tuple(c.rank for c in picked),
+            ids=tuple(c.chunk_id for c in picked),
+            status=selection.status,
+            seconds=time.perf_counter() - t0,
+            version=selector.version,
+            ranks=tuple(c.rank for c in picked),
         )
         if remember and selection.status != "fallback":
             with self._lock:

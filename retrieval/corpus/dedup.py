@@ -8,15 +8,25 @@ two is newer."""
 from __future__ import annotations
 
 from itertools import groupby
+from typing import NamedTuple
 
 import numpy as np
 
+from ..chunking import Chunk
 from ..params import IngestParams
 from . import store
+from .sources import Document
 
 # a chunk identical to another once normalised is embedded alike (MiniLM's tokenizer lower-cases and splits on
 # whitespace): only a stored nearest at least this close is read back to compare its text
 IDENTICAL_MIN_COSINE = 0.98
+
+
+class NewChunk(NamedTuple):
+    """A chunk of a batch not stored for its document before."""
+
+    k: int  # its document's position in the batch
+    chunk: Chunk
 
 
 def duplicate_key(parent_heading: str | None, heading: str | None, text: str, kind: str) -> str:
@@ -28,29 +38,29 @@ def duplicate_key(parent_heading: str | None, heading: str | None, text: str, ki
 
 
 def dedup(
-    new: list,
+    new: list[NewChunk],
     keys: list[str],
     matrix: np.ndarray,
     in_store: list,
     stored: dict[int, tuple],
-    plans: list,
+    docs: list[Document],
     params: IngestParams,
 ) -> tuple[set, dict]:
-    """Per new chunk (plan index k, chunk) with its `duplicate_key`, in batch order: an exact duplicate of its
-    stored nearest (`stored`: chunk id -> (parent heading, heading, text), read for those at
-    `IDENTICAL_MIN_COSINE`) or of a chunk kept for an earlier document of the batch is skipped; else the nearest of
-    both (unit vectors: a dot product is the cosine) at or above `near_threshold` is linked.
+    """Per new chunk (`NewChunk`: its document's position k in `docs`, the chunk) with its `duplicate_key`, in batch
+    order: an exact duplicate of its stored nearest (`stored`: chunk id -> (parent heading, heading, text), read for
+    those at `IDENTICAL_MIN_COSINE`) or of a chunk kept for an earlier document of the batch is skipped; else the
+    nearest of both (unit vectors: a dot product is the cosine) at or above `near_threshold` is linked.
     -> ({(k, hash)} skipped, {k: {hash: Near | BatchNear}} linked)."""
     skipped: set = set()
     near: dict[int, dict] = {}
     kept: list[int] = []  # rows of `matrix` kept for earlier documents of the batch
     kept_keys: dict[bool, set[str]] = {True: set(), False: set()}  # their keys, as code (exact) and as prose
-    for k, group in groupby(range(len(new)), key=lambda j: new[j][0]):
+    for k, group in groupby(range(len(new)), key=lambda j: new[j].k):
         rows = list(group)
-        kind = plans[k][0].kind
+        kind = docs[k].kind
         code = kind == "code"
         for j in rows:
-            c, best = new[j][1], in_store[j]
+            c, best = new[j].chunk, in_store[j]
             twin = stored.get(best.chunk_id) if best else None
             if keys[j] in kept_keys[code] or (twin and duplicate_key(*twin, kind) == keys[j]):
                 skipped.add((k, c.content_hash))
@@ -60,12 +70,12 @@ def dedup(
                 sims = matrix[kept] @ matrix[j]
                 a = int(np.argmax(sims))
                 if sims[a] > score:
-                    score, (ka, ca) = float(sims[a]), new[kept[a]]
-                    best = store.BatchNear(plans[ka][0].source, ca.content_hash, score)
+                    score, other = float(sims[a]), new[kept[a]]
+                    best = store.BatchNear(docs[other.k].source, other.chunk.content_hash, score)
             if score >= params.near_threshold:
                 near.setdefault(k, {})[c.content_hash] = best
         for j in rows:
-            c = new[j][1]
+            c = new[j].chunk
             if (k, c.content_hash) not in skipped:
                 kept.append(j)
                 kept_keys[code].add(keys[j])

@@ -5,9 +5,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import NamedTuple
 
 import numpy as np
 import psycopg
+from pgvector import HalfVector
+from psycopg.rows import args_row
 
 from ..dialogue import conversation_order, session_key
 from ..embed import Embedder
@@ -33,6 +36,25 @@ class Candidate:
     vector: np.ndarray | None = field(default=None, compare=False, repr=False)  # the stored embedding
     date: str | None = None  # when its document was written (ISO 8601, UTC): a file's mtime, else when stored
     near_chunk_id: int | None = None  # the chunk of another document ingest found it near (cosine), if any
+
+
+class ChunkRow(NamedTuple):
+    """One row of `search_vector`'s chunk query, its fields named as the query's columns."""
+
+    id: int
+    source: str
+    heading: str | None
+    parent_heading: str | None
+    start_line: int
+    end_line: int
+    text: str
+    content_hash: str
+    tokens: int
+    score: float  # cosine similarity to the query
+    weight: float  # the chunk's usage weight (0 when the search reads no usage)
+    embedding: HalfVector
+    written_at: datetime  # its document's
+    near_chunk_id: int | None
 
 
 @dataclass(frozen=True)
@@ -75,7 +97,7 @@ def with_usage_prior(ids: list[int], scores: dict[int, float], weights: dict[int
 
 
 def fused_order(
-    query: str, fused: list[int], rrf: dict[int, float], rows: dict[int, tuple], params: SearchParams
+    query: str, fused: list[int], rrf: dict[int, float], rows: dict[int, ChunkRow], params: SearchParams
 ) -> tuple[list[int], dict[int, float]]:
     """The fused top-k in the order the context is drawn from, and each one's score for the usage prior. With
     `search.fusion: general` (a keyword side on) the candidates RRF found are ordered by the general order
@@ -85,8 +107,8 @@ def fused_order(
     if params.fusion != "general" or not params.hybrid:
         return ids, rrf
     # headings and text, as BM25 reads them
-    texts = [f"{rows[i][3] or ''} {rows[i][2] or ''} {rows[i][6]}" for i in ids]
-    cosines = np.array([rows[i][9] for i in ids], dtype=np.float64)
+    texts = [f"{rows[i].parent_heading or ''} {rows[i].heading or ''} {rows[i].text}" for i in ids]
+    cosines = np.array([rows[i].score for i in ids], dtype=np.float64)
     ordered = [ids[p] for p in general_order(query, cosines, texts, GeneralRule.of(params))]
     return ordered, {i: 1.0 / (params.rrf_k + n) for n, i in enumerate(ordered, start=1)}
 
@@ -212,7 +234,8 @@ def search_vector(
         rankings = [vector_ids] + (keyword_rankings(conn, query, params, scopes) if keyword is None else keyword)
         scores = rrf_scores(rankings, params.rrf_k)
         fused = sorted(scores, key=lambda i: -scores[i])[: params.top_k]
-        rows = conn.execute(
+        named = conn.cursor(row_factory=args_row(ChunkRow))
+        rows = named.execute(
             f"""
             SELECT c.id, c.source, c.heading, c.parent_heading, c.start_line, c.end_line, c.text,
                    c.content_hash, c.tokens, 1 - (c.embedding::vector <=> %s) AS score, {_WEIGHT[usage]}, c.embedding,
@@ -221,37 +244,37 @@ def search_vector(
             """,
             (qvec, fused),
         ).fetchall()
-    by_id = {r[0]: r for r in rows}
+    by_id = {r.id: r for r in rows}
     fused, scores = fused_order(query, fused, scores, by_id, params)
     if usage:
-        fused = with_usage_prior(fused, scores, {r[0]: r[10] for r in rows})
+        fused = with_usage_prior(fused, scores, {r.id: r.weight for r in rows})
     vrank = {i: r for r, i in enumerate(vector_ids, start=1)}
     krank: dict[int, int] = {}
     for ranking in rankings[1:]:
         for r, i in enumerate(ranking, start=1):
             krank[i] = min(r, krank.get(i, r))
-    if params.conversation_keyword > 0 and fused and session_key(by_id[fused[0]][1], by_id[fused[0]][6]):
+    if params.conversation_keyword > 0 and fused and session_key(by_id[fused[0]].source, by_id[fused[0]].text):
         fused = conversation_order(fused, krank, params.conversation_keyword, params.conversation_rrf_k)
     candidates = [
         Candidate(
             rank=n,
-            chunk_id=i,
-            source=by_id[i][1],
-            heading=by_id[i][2],
-            parent_heading=by_id[i][3],
-            start_line=by_id[i][4],
-            end_line=by_id[i][5],
-            text=by_id[i][6],
-            content_hash=by_id[i][7],
-            tokens=by_id[i][8],
-            score=float(by_id[i][9]),
-            vector_rank=vrank.get(i),
-            keyword_rank=krank.get(i),
-            vector=by_id[i][11].to_numpy().astype(np.float32),  # selectors score by it: no re-embedding
-            date=by_id[i][12].astimezone(UTC).isoformat(timespec="seconds"),
-            near_chunk_id=by_id[i][13],
+            chunk_id=r.id,
+            source=r.source,
+            heading=r.heading,
+            parent_heading=r.parent_heading,
+            start_line=r.start_line,
+            end_line=r.end_line,
+            text=r.text,
+            content_hash=r.content_hash,
+            tokens=r.tokens,
+            score=float(r.score),
+            vector_rank=vrank.get(r.id),
+            keyword_rank=krank.get(r.id),
+            vector=r.embedding.to_numpy().astype(np.float32),  # selectors score by it: no re-embedding
+            date=r.written_at.astimezone(UTC).isoformat(timespec="seconds"),
+            near_chunk_id=r.near_chunk_id,
         )
-        for n, i in enumerate((i for i in fused if i in by_id), start=1)
+        for n, r in enumerate((by_id[i] for i in fused if i in by_id), start=1)
     ]
     above = kept(candidates, params.threshold, params.min_chunks)
     context = take_budget(above, params.token_budget, params.min_chunks)
