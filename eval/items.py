@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from retrieval.logs.feedback import ipw, shown_candidates, split_of
+from retrieval.logs.feedback import above_threshold, ipw, split_of
 from retrieval.logs.used import used_labels
 from retrieval.params import UsedParams
 
@@ -46,9 +46,9 @@ def checked_items(path: Path, max_queries: int = 0) -> list[dict]:
 def feedback_items(
     feedback_dir: Path, val_fraction: float, limit: int, ipw_clip: float = 1.0, *, used: UsedParams
 ) -> list[dict]:
-    """Held-out feedback queries as contract-5 items: the candidates the selector was shown, relevant = used as
-    build and train_ranker read it (`retrieval.logs.used.used_labels`, params.yaml `used`), each used one with
-    its inverse-propensity weight in `relevant_weights` (`retrieval.logs.feedback.ipw`)."""
+    """Held-out feedback queries as contract-5 items: the candidates above the threshold (what the selector was
+    given), relevant = used as build and train_ranker read it (`retrieval.logs.used.used_labels`, params.yaml
+    `used`), each used one with its inverse-propensity weight in `relevant_weights` (`retrieval.logs.feedback.ipw`)."""
     items = []
     path = feedback_dir / "feedback.jsonl"
     if not path.exists():
@@ -58,11 +58,11 @@ def feedback_items(
         if split_of(rec["query"], val_fraction) != "val":
             continue
         rec = used_labels(rec, used)
-        shown = shown_candidates(rec)
-        relevant = [str(c["chunk_id"]) for c in shown if c["used"]]
-        if not relevant or any(c["text"] is None for c in shown):
+        given = above_threshold(rec)
+        relevant = [str(c["chunk_id"]) for c in given if c["used"]]
+        if not relevant or any(c["text"] is None for c in given):
             continue
-        weights = {str(c["chunk_id"]): ipw(c, ipw_clip) for c in shown if c["used"]}
+        weights = {str(c["chunk_id"]): ipw(c, ipw_clip) for c in given if c["used"]}
         items.append(
             {
                 "qid": str(rec["query_id"]),
@@ -78,7 +78,7 @@ def feedback_items(
                         "text": c["text"],
                         "source": c["source"],
                     }
-                    for c in shown
+                    for c in given
                 ],
             }
         )

@@ -101,8 +101,8 @@ class RankerSelector:
         self._lock = threading.Lock()  # one forward pass at a time: on a few cores concurrent ones only fight
         self.embedded: Counter = Counter()  # texts it had to embed itself: "queries", "candidates" (shown in /stats)
 
-    def gate(self, query_vec: np.ndarray) -> float:
-        """The fitted weights' share for this query (1 in the feedback's domain, 0 far from it)."""
+    def fitted_share(self, query_vec: np.ndarray) -> float:
+        """The domain gate: the fitted weights' share for this query (1 in the feedback's domain, 0 far from it)."""
         return domain_gate(domain_affinity(query_vec, self.train_queries, self.gate_k), self.gate_lo, self.gate_hi)
 
     def vectors(
@@ -134,7 +134,7 @@ class RankerSelector:
         q, vecs = self.vectors(query, candidates, query_vec)
         texts = [passage_text(c.heading, c.text, c.parent_heading) for c in candidates]
         lexical = bool(self.weights.get("bm25") or self.general.get("bm25"))
-        share = self.gate(q)
+        share = self.fitted_share(q)
         feats = features(
             query,
             q,

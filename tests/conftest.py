@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import tempfile
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import psycopg
@@ -32,6 +33,31 @@ def benchmark_dir() -> Path:
     """The judged benchmark sets the repository ships (data/judged/), unpacked where missing."""
     judged_sets.unpack()
     return judged_sets.JUDGED
+
+
+# The team machines keep the judged sets' originals beside the checkout; data/judged/ ships copies of them, so only a
+# test that checks the copies against the originals needs this folder (the `shared_benchmark` fixture).
+SHARED_BENCHMARK = REPO.parent / "shared" / "benchmark"
+SOURCES = {  # where to get each set (data/judged/README.md says how it was converted)
+    "scifact": "SciFact in BEIR format (allenai/scifact, BEIR's scifact.zip)",
+    "hotpotqa": "HotpotQA's dev set, distractor setting (hotpotqa.github.io)",
+    "locomo": "LoCoMo (snap-research/locomo, data/locomo10.zip)",
+}
+
+
+@pytest.fixture(scope="session")
+def shared_benchmark() -> Callable[[str], Path]:
+    """`shared_benchmark("scifact/corpus.jsonl")`: that file of ../shared/benchmark; the test skips, saying where to get
+    the data, where it is absent. A test reads data/judged/ (the `benchmark_dir` fixture) unless it checks the copies."""
+
+    def need(name: str) -> Path:
+        path = SHARED_BENCHMARK / name
+        if not path.exists():
+            where = SOURCES.get(name.split("/")[0], "data/judged/README.md names each set's source")
+            pytest.skip(f"needs ../shared/benchmark/{name} (the team machines' copy, {SHARED_BENCHMARK}): {where}")
+        return path
+
+    return need
 
 
 @pytest.fixture(scope="session")

@@ -70,3 +70,13 @@ def test_the_docs_the_code_cites_exist():
                     }
     missing = sorted(f"{name}: {doc}" for name, doc in cited if not (REPO / doc).exists())
     assert cited and not missing, missing
+
+
+def test_only_the_measurements_page_keeps_the_labs_history():
+    """A reader's page names the product, not the lab's history: no "the main job", no "stop N" outside
+    docs/measurements.md (the issue's `grep -c "main job\\|stop [0-9]" README.md docs/*.md`)."""
+    pages = [REPO / "README.md", *(p for p in sorted((REPO / "docs").glob("*.md")) if p.name != "measurements.md")]
+    hits = {
+        p.name: n for p in pages if (n := len(re.findall(r"^.*(?:main job|stop [0-9]).*$", p.read_text("utf-8"), re.M)))
+    }
+    assert not hits, f"lines naming the main job or a stop (say what it is, or link measurements.md): {hits}"

@@ -1,7 +1,7 @@
 """Stage `build`: feedback records -> TRL/Unsloth conversational JSONL (contract 4) and a pairs view.
 
 One example per query: the system and user turns are the selection contract's prompt over the
-candidates the selector was shown (score >= the query's threshold), the assistant turn is
+candidates above the query's threshold (what the selector was given), the assistant turn is
 `{"selected": [...]}` of the candidates the consumer used (read by the one definition,
 `retrieval.logs.used`), by retrieval rank. Train/val are split by
 query text, so no query leaks across. Position-bias augmentation adds shuffled copies of train
@@ -23,7 +23,7 @@ from rich.console import Console
 from retrieval.chunking import approx_tokens
 from retrieval.contracts.selection import PROMPT_VERSION, PromptCandidate, render_answer, render_messages
 from retrieval.files import write_atomic
-from retrieval.logs.feedback import FEEDBACK_FILE, shown_candidates, split_of
+from retrieval.logs.feedback import FEEDBACK_FILE, above_threshold, split_of
 from retrieval.logs.used import used_labels
 from retrieval.params import UsedParams, load_section
 
@@ -62,14 +62,17 @@ class BuildParams:
         return out
 
 
-def example(query: str, shown: list[dict], used_ranks: set[int], p: BuildParams, meta: dict) -> dict:
-    """Contract 4: messages [system, user, assistant] + meta. Numbers are positions in `shown`."""
+def example(query: str, candidates: list[dict], used_ranks: set[int], p: BuildParams, meta: dict) -> dict:
+    """Contract 4: messages [system, user, assistant] + meta. Numbers are positions in `candidates`."""
     msgs = render_messages(
-        query, [PromptCandidate(c["source"] or "", c["heading"], c["text"]) for c in shown], p.k, p.chunk_tokens
+        query, [PromptCandidate(c["source"] or "", c["heading"], c["text"]) for c in candidates], p.k, p.chunk_tokens
     )
-    selected = [i for i, c in enumerate(shown, start=1) if c["rank"] in used_ranks][: p.k]
+    selected = [i for i, c in enumerate(candidates, start=1) if c["rank"] in used_ranks][: p.k]
     msgs.append({"role": "assistant", "content": render_answer(selected)})
-    return {"messages": msgs, "meta": {**meta, "selected": selected, "n": len(shown), "prompt_version": PROMPT_VERSION}}
+    return {
+        "messages": msgs,
+        "meta": {**meta, "selected": selected, "n": len(candidates), "prompt_version": PROMPT_VERSION},
+    }
 
 
 def build_examples(
@@ -82,22 +85,22 @@ def build_examples(
     pairs, skipped = [], Counter()
     for rec in records:
         rec = used_labels(rec, used)  # what counts as used, defined once (retrieval/logs/used.py)
-        shown = shown_candidates(rec)
-        if not shown:
+        given = above_threshold(rec)
+        if not given:
             skipped["no candidate above threshold"] += 1
             continue
-        if any(c["text"] is None for c in shown):
+        if any(c["text"] is None for c in given):
             skipped["candidate text changed or deleted since the query"] += 1
             continue
         if all(c["used"] is None for c in rec["candidates"]):
             skipped["no used/ignored labels"] += 1
             continue
         # exposed candidates only: one never shown to the consumer has no label, and is not taught as a negative
-        shown = [c for c in shown if c["used"] is not None]
+        labelled = [c for c in given if c["used"] is not None]
         all_used = {c["rank"] for c in rec["candidates"] if c["used"]}
-        used_ranks = {c["rank"] for c in shown if c["used"]}
+        used_ranks = {c["rank"] for c in labelled if c["used"]}
         if all_used - used_ranks:
-            skipped["used chunk was below threshold (not shown)"] += 1
+            skipped["used chunk was below threshold"] += 1
             continue
         if not used_ranks and not p.include_empty:
             skipped["nothing used"] += 1
@@ -109,18 +112,18 @@ def build_examples(
             "selector_version": rec["selector_version"],
             "shuffled": False,
         }
-        ex = example(rec["query"], shown, used_ranks, p, meta)
+        ex = example(rec["query"], labelled, used_ranks, p, meta)
         if sum(count_tokens(m["content"]) for m in ex["messages"]) > p.max_tokens:
             skipped["longer than build.max_tokens"] += 1
             continue
         splits[split].append(ex)
         if split == "train":
             for _ in range(p.shuffles):
-                order = shown[:]
+                order = labelled[:]
                 rng.shuffle(order)
                 splits["train"].append(example(rec["query"], order, used_ranks, p, {**meta, "shuffled": True}))
-        pos = [c["text"] for c in shown if c["used"]]
-        neg = [c["text"] for c in shown if c["used"] is False]
+        pos = [c["text"] for c in labelled if c["used"]]
+        neg = [c["text"] for c in labelled if c["used"] is False]
         if pos and neg:
             pairs.append({"query": rec["query"], "pos": pos, "neg": neg, "split": split, "query_id": rec["query_id"]})
     return splits, pairs, skipped
@@ -133,7 +136,7 @@ def stats(
     count_tokens: Callable[[str], int] = approx_tokens,
 ) -> dict:
     lengths = [sum(count_tokens(m["content"]) for m in ex["messages"]) for exs in splits.values() for ex in exs]
-    n_shown = sum(ex["meta"]["n"] for exs in splits.values() for ex in exs)
+    n_candidates = sum(ex["meta"]["n"] for exs in splits.values() for ex in exs)
     n_sel = sum(len(ex["meta"]["selected"]) for exs in splits.values() for ex in exs)
     pct = (lambda q: int(np.percentile(lengths, q))) if lengths else (lambda q: 0)
     return {
@@ -141,7 +144,7 @@ def stats(
         "val_examples": len(splits["val"]),
         "train_queries": sum(not ex["meta"]["shuffled"] for ex in splits["train"]),
         "pairs": len(pairs),
-        "used_ratio": round(n_sel / n_shown, 4) if n_shown else 0.0,
+        "used_ratio": round(n_sel / n_candidates, 4) if n_candidates else 0.0,
         "tokens_p50": pct(50),
         "tokens_p90": pct(90),
         "tokens_p99": pct(99),

@@ -15,7 +15,7 @@ import numpy as np
 from retrieval.contracts.metrics import recall_at_k
 from retrieval.contracts.passage import passage_text
 from retrieval.embed import get_embedder
-from retrieval.logs.feedback import ipw, query_position, shown_candidates, split_of
+from retrieval.logs.feedback import above_threshold, ipw, query_position, split_of
 
 
 def split_of3(query: str, val_fraction: float, calibration_fraction: float) -> str:
@@ -47,7 +47,7 @@ def rankings(
     for rec in records:
         if split_of3(rec["query"], val_fraction, calibration_fraction) != split:
             continue
-        cands = [c for c in shown_candidates(rec) if c["text"] is not None]
+        cands = [c for c in above_threshold(rec) if c["text"] is not None]
         used = [i for i, c in enumerate(cands) if c["used"]]
         if used:
             out.append(

@@ -80,8 +80,9 @@ def split_of(query: str, val_fraction: float) -> str:
     return "val" if query_position(query) < val_fraction else "train"
 
 
-def shown_candidates(rec: FeedbackRecord) -> list[FeedbackCandidate]:
-    """The candidates the selector was shown (scored at or above the query's threshold)."""
+def above_threshold(rec: FeedbackRecord) -> list[FeedbackCandidate]:
+    """The candidates scored at or above the query's threshold: what a selector is given. Not `shown`, which is
+    what the consumer's context held (docs/architecture.md, "Words with one meaning")."""
     threshold = rec.get("threshold")
     return [c for c in rec["candidates"] if threshold is None or c["score"] >= threshold]
 

@@ -23,8 +23,8 @@ class Usage:
     weight: float
 
 
-# Candidates with feedback (used true/false) that the consumer was shown (at or above the query's
-# threshold), matched to the chunk by id *and* content hash: a chunk whose text changed starts over.
+# Candidates shown to the consumer and labelled (used true/false), scored at or above the query's threshold,
+# matched to the chunk by id *and* content hash: a chunk whose text changed starts over.
 _COUNTS = """
 SELECT c.id, count(*) FILTER (WHERE qc.used), count(*) FILTER (WHERE NOT qc.used)
 FROM query_candidates qc

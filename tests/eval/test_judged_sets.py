@@ -3,11 +3,7 @@ names; unpacking writes only what is missing; every committed .xz is in the mani
 
 import shutil
 
-import pytest
-
 from eval.judged_sets import JUDGED, MANIFEST, mismatches, unpack
-
-SHARED = JUDGED.parents[2] / "shared" / "benchmark"  # where the sets were copied from, on the team's machines
 
 
 def manifest_names() -> list[str]:
@@ -20,16 +16,12 @@ def test_the_unpacked_sets_match_the_manifest(benchmark_dir):
     assert set(manifest_names()) == packed | {"locomo/README.md"}  # the licence note is committed as it is
 
 
-@pytest.mark.skipif(
-    not SHARED.is_dir(),
-    reason="no ../shared/benchmark beside this checkout: the team machines' copy; data/judged/README.md names each set's source",
-)
-def test_the_manifest_is_the_shared_copy(tmp_path):
-    """Where the shared copy is at hand: the shipped files are its files, unchanged."""
+def test_the_manifest_is_the_shared_copy(tmp_path, shared_benchmark):
+    """Where the team's copy is at hand: the shipped files are its files, unchanged."""
     (tmp_path / MANIFEST).write_text((JUDGED / MANIFEST).read_text())
     for name in manifest_names():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).symlink_to(SHARED / name)
+        (tmp_path / name).symlink_to(shared_benchmark(name))
     assert mismatches(tmp_path) == []
 
 

@@ -3,9 +3,9 @@
 import os
 import subprocess
 import sys
-import time
 
 from retrieval.db import default_home, migrate, pai_home
+from tests.waiting import wait_for
 
 HOLD = """
 import sys, time, psycopg
@@ -31,11 +31,7 @@ def test_concurrent_processes_share_one_embedded_server(tmp_path):
     assert second.stdout.strip() == started  # the same postmaster, not a second server
     first.wait(timeout=60)
     pidfile = tmp_path / ".pai" / "pg" / "postmaster.pid"
-    for _ in range(50):  # the last user out stops the server
-        if not pidfile.exists():
-            break
-        time.sleep(0.1)
-    assert not pidfile.exists()
+    wait_for(lambda: not pidfile.exists(), 5, every=0.1)  # the last user out stops the server
 
 
 def test_the_home_is_the_users_data_folder_whatever_the_working_folder(monkeypatch, tmp_path):

@@ -6,13 +6,13 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
 import pytest
 
 from serving.server import free_port
+from tests.waiting import wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -42,16 +42,12 @@ def test_pai_serve_stops_cleanly_on_sigterm_as_on_sigint(tmp_path, sig):
         text=True,
     )
     try:
-        deadline = time.monotonic() + 180
-        while True:
-            assert proc.poll() is None, proc.stdout.read()
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert time.monotonic() < deadline, "pai serve did not come up"
-            time.sleep(0.5)
+
+        def healthy() -> bool:
+            assert proc.poll() is None, proc.stdout.read()  # died while starting: its output says why
+            return httpx.get(f"http://127.0.0.1:{port}/health", timeout=2).status_code == 200
+
+        wait_for(healthy, 180, every=0.5, ignore=(httpx.HTTPError,))
         pgdata = tmp_path / "home" / "pg"
         assert (pgdata / "postmaster.pid").exists()
         proc.send_signal(sig)
@@ -62,7 +58,4 @@ def test_pai_serve_stops_cleanly_on_sigterm_as_on_sigint(tmp_path, sig):
     assert "Traceback" not in out, out
     handles = pgdata / ".handle_pids.json"
     assert not handles.exists() or proc.pid not in json.loads(handles.read_text() or "[]"), handles.read_text()
-    deadline = time.monotonic() + 20
-    while (pgdata / "postmaster.pid").exists() and time.monotonic() < deadline:  # postgres stopped with us
-        time.sleep(0.2)
-    assert not (pgdata / "postmaster.pid").exists()
+    wait_for(lambda: not (pgdata / "postmaster.pid").exists(), 20, every=0.2)  # postgres stopped with us

@@ -61,7 +61,7 @@ def test_bad_rows_are_skipped_and_counted():
     splits, _, skipped = build_examples(records, P, U)
     assert skipped == {
         "nothing used": 1,
-        "used chunk was below threshold (not shown)": 1,
+        "used chunk was below threshold": 1,
         "no candidate above threshold": 1,
         "no used/ignored labels": 1,
         "candidate text changed or deleted since the query": 1,

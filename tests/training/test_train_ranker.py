@@ -153,8 +153,8 @@ def test_queries_unlike_the_feedback_get_the_general_weights(trained, benchmark_
     embedder = get_embedder()
     claims = [json.loads(line)["text"] for line in (benchmark_dir / "scifact" / "queries.jsonl").open()][:40]
     questions = [json.loads(line)["query"] for line in (benchmark_dir / "hotpotqa" / "dev.jsonl").open()][:40]
-    claim_gates = [selector.gate(v) for v in embedder.encode(claims)]
-    question_gates = [selector.gate(v) for v in embedder.encode(questions)]
+    claim_gates = [selector.fitted_share(v) for v in embedder.encode(claims)]
+    question_gates = [selector.fitted_share(v) for v in embedder.encode(questions)]
     assert np.mean(claim_gates) < 0.3 and np.mean(question_gates) > 0.8
     assert 0.0 in claim_gates and min(question_gates) > 0.0
     cands = [
@@ -177,7 +177,7 @@ def test_queries_unlike_the_feedback_get_the_general_weights(trained, benchmark_
             bm25_sd_floor=record["bm25_sd_floor"],
             general_bm25_floor=floor,
         )
-        gate = selector.gate(q)
+        gate = selector.fitted_share(q)
         expected = gated_scores(f, record["weights"], record["general_weights"], gate)
         assert np.allclose(selector.scores(query, cands), expected)
         if gate == 0.0:
