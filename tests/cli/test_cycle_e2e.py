@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from eval.systems import BASELINES
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -76,9 +78,9 @@ def test_pai_cycle_in_a_fresh_clone(db_url, benchmark_dir, tmp_path):
     assert result["pipeline"]["dataset"]["train_examples"] > 0
     assert result["pipeline"]["train"]["profile"] == "cpu" and result["pipeline"]["train"]["steps"] > 0
     hotpot = result["pipeline"]["eval"]["hotpotqa/test"]["systems"]  # the ranker's chain: no LLM in it
-    assert set(hotpot) == {"similarity", "bm25", "hybrid", "ranker"}  # the baselines and the ranker
+    assert set(hotpot) == {*BASELINES, "ranker"}  # the baselines and the ranker
     hotpot_llm = result["pipeline"]["eval_llm"]["hotpotqa/test"]["systems"]  # the LLM's, after the ranker's deploy
-    assert {"similarity", "bm25", "hybrid", "selector"} <= set(hotpot_llm) and hotpot_llm["selector"]["queries"] == 10
+    assert {*BASELINES, "selector"} <= set(hotpot_llm) and hotpot_llm["selector"]["queries"] == 10
     assert hotpot_llm["selector"]["json_valid"] == 1.0  # the exported GGUF, run as served (grammar-constrained)
     assert (
         result["pipeline"]["export"]["pick_agreement"] >= 0.95

@@ -5,6 +5,7 @@ import json
 from typer.testing import CliRunner
 
 from cli.main import app
+from eval.systems import BASELINES
 
 runner = CliRunner()
 
@@ -30,7 +31,7 @@ def test_pai_eval_prints_all_baselines_as_json(tmp_path, monkeypatch):
     r = runner.invoke(app, ["eval", "--benchmark", str(bench), "--model", str(tmp_path / "none"), "--json"])
     assert r.exit_code == 0, r.output
     out = next(iter(json.loads(r.stdout).values()))
-    assert set(out["systems"]) == {"similarity", "bm25", "hybrid"}
+    assert set(out["systems"]) == set(BASELINES)  # every baseline of the table, none other
     assert out["systems"]["similarity"]["recall@5"] == 1.0 and out["systems"]["similarity"]["queries"] == 4
     r = runner.invoke(app, ["eval", "--benchmark", str(tmp_path / "missing.jsonl")])
     assert r.exit_code == 2 and "no such benchmark file" in r.output
