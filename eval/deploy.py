@@ -34,7 +34,7 @@ from serving.selectors import OLLAMA_TEMPLATE, ollama_reachable
 
 from . import promotion
 from .promotion import RegistryError, folder_record, has_model
-from .systems import BASELINES, chain_arg, chain_file
+from .systems import BASELINES, FIRST_STAGE, chain_arg, chain_file
 
 GATED = ("recall@5", "answer_in_context", "json_valid")
 
@@ -112,6 +112,8 @@ def gate(result: dict, p: DeployParams, system: str = "selector", by_margin: boo
     """Whether challenger `system` earns `champion` (`by_margin`) or a trial (not `by_margin`), from one
     evaluate result.
 
+    The reference is the best baseline on each benchmark (`eval.systems.BASELINE_TABLE`; on the held-out
+    feedback, none of the first stage's order, which logged it).
     In domain (`in_domain`, when `by_margin`), it must beat the best baseline by `margin` with the paired 95 %
     CI above 0, and not trail the champion, when there is one. A trial needs only the checks that take no
     judged split of the user's own: the guards below. Out of domain (`out_of_domain`), it may trail the
@@ -129,7 +131,8 @@ def gate(result: dict, p: DeployParams, system: str = "selector", by_margin: boo
             reasons.append(f"{bench}: no {system} result")
             continue
         systems = r["systems"]
-        ref = max((b for b in BASELINES if b in systems), key=lambda b: systems[b]["recall@5"])
+        refs = [b for b in BASELINES if b in systems and not (domain == "guard" and b in FIRST_STAGE)]
+        ref = max(refs, key=lambda b: systems[b]["recall@5"])
         cmp = r["paired_bootstrap"][f"{system}_vs_{ref}"]
         d = {
             "domain": domain,

@@ -25,13 +25,17 @@ from serving.selectors import ChatSelector
 @dataclass(frozen=True)
 class Baseline:
     """A system every challenger is compared with, one that learns nothing: its `name` (in eval.json, the MLflow
-    metrics, `pai eval --systems`, the benches), what it is, and its order of an item's candidates: `order(embedder,
-    item, before, rule)`, where `before` holds the orders of the baselines listed above it for the same item.
-    Every baseline is a reference of the deploy gate: a challenger must beat the best of them (eval/deploy.py)."""
+    metrics, `pai eval`, the benches), what it is, and its order of an item's candidates: `order(embedder, item,
+    before, rule)`, where `before` holds the orders of the baselines listed above it for the same item. Every
+    baseline is a reference of the deploy gate: a challenger must beat the best of them (eval/deploy.py), except
+    that a `first_stage` one is no reference on the held-out feedback, which was logged through it."""
 
     name: str
     what: str
     order: Callable[[Embedder, dict, dict[str, list[str]], GeneralRule], list[str]]
+    first_stage: bool = False
+    """the order the service serves without a ranker: the feedback log's labels come from its top 5 (and the few
+    explored chunks), so graded on them it wins by construction"""
 
 
 def general_ranking(embedder: Embedder, item: dict, rule: GeneralRule = GeneralRule()) -> list[str]:
@@ -55,9 +59,11 @@ BASELINE_TABLE = (
         "general",
         "the first stage's order (search.fusion general): what serves without a ranker",
         lambda e, it, before, rule: general_ranking(e, it, rule),
+        first_stage=True,
     ),
 )
 BASELINES = tuple(b.name for b in BASELINE_TABLE)
+FIRST_STAGE = tuple(b.name for b in BASELINE_TABLE if b.first_stage)
 
 
 def baseline_orders(embedder: Embedder, item: dict, rule: GeneralRule = GeneralRule()) -> dict[str, list[str]]:
