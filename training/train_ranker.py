@@ -22,7 +22,9 @@ adds what the feedback teaches, so its first ranking is the baseline's and train
 6. write: `adapter.npy`, `queries.npy` (the gate's train query vectors), `ranker_config.json` (input
    format, base model, weights, gate, val figures, dataset hash, MLflow run id), `metrics.json`.
 
-The fits of steps 2 to 4 live in `ranker_fit.py`.
+`train` (steps 1 to 5): the pulled records in, the ranker out, no log read, no git asked (the vectors come from
+the shared embedder); `main` reads the log, stamps the record with its hash and the commit, and writes. The
+fits of steps 2 to 4 live in `ranker_fit.py`.
 """
 
 from __future__ import annotations
@@ -118,8 +120,8 @@ def train(
     records: list[dict], p: RankerParams, val_fraction: float, used: UsedParams, progress=None
 ) -> tuple[np.ndarray, np.ndarray, dict, dict]:
     """(adapter W, the gate's train query vectors, config record, metrics) from the pulled feedback records, their
-    labels the one definition of used (`used`, params.yaml's section). Pure: reads no file, asks no git (`main`
-    stamps the log's hash and the commit); `TooLittleFeedback` when there is nothing to train on."""
+    labels the one definition of used (`used`, params.yaml's section); it reads no log and asks no git (`main`
+    stamps the log's hash and the commit). `TooLittleFeedback` when there is nothing to train on."""
     t0 = time.perf_counter()
     groups, changes = feedback_groups(records, used, val_fraction, p.calibration_fraction, p.ipw_clip)
     if not groups["train"]:
