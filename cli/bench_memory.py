@@ -96,13 +96,13 @@ def _cite(service, body: dict, used: list[bool]) -> None:
 
 def learned_ranker(conv: memory.Conversation, params: Path, fmt: str, folder: Path, say) -> str:
     """The loop on conversation memory: `conv` served by the first-stage order, its consumer's citations pulled,
-    a ranker trained on them by `train_ranker.train` (as the pipeline's stage does); the ranker's folder."""
+    a ranker trained on them by `train_ranker.train_on_log` (as the pipeline's stage does); the ranker's folder."""
     serve_conversation(conv, params, None, fmt, "similarity", say, log_to=folder / "feedback")
     rp = replace(load_section(params, "train_ranker", RankerParams), feedback=str(folder / "feedback"))
     val_fraction = load_section(params, "build", BuildParams).val_fraction
     try:
-        w, vecs, record, m = train_ranker.train(rp, val_fraction, load_section(params, "used", UsedParams))
-    except SystemExit as e:  # too few cited queries to train on: one line, as any bad input
+        w, vecs, record, m = train_ranker.train_on_log(rp, val_fraction, load_section(params, "used", UsedParams))
+    except train_ranker.TooLittleFeedback as e:  # too few cited queries to train on: one line, as any bad input
         raise ValueError(f"--learn-from {conv.name}: {e}") from None
     train_ranker.write(folder / "ranker", w, vecs, record, m)
     say(f"ranker trained on {conv.name}: {m['adapter_queries']} queries, weights {record['weights']}")

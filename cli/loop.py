@@ -74,12 +74,9 @@ def run_loop(params: Path, slices: int, max_queries: int, log: Callable[[str], N
     with tempfile.TemporaryDirectory() as tmp:
         for cycle in range(1, slices + 1):
             seen = records[: len(records) * cycle // slices]
-            folder = Path(tmp) / f"cycle{cycle}"
-            folder.mkdir()
-            (folder / "feedback.jsonl").write_text("".join(json.dumps(r) + "\n" for r in seen))
-            w, vecs, record, m = train_ranker.train(replace(rp, feedback=str(folder)), val_fraction, used)
-            train_ranker.write(folder / "ranker", w, vecs, record, m)
-            selector = RankerSelector(folder / "ranker", f"ranker:cycle{cycle}")
+            w, vecs, record, m = train_ranker.train(seen, rp, val_fraction, used)
+            train_ranker.write(Path(tmp) / f"cycle{cycle}", w, vecs, record, m)
+            selector = RankerSelector(Path(tmp) / f"cycle{cycle}", f"ranker:cycle{cycle}")
             log(f"loop: cycle {cycle}: trained on {len(seen)} queries ({m['train_queries']} train, {m['seconds']} s)")
             for name, items in benches.items():
                 picks = run_systems(items, embedder, 5, others={"ranker": selector})

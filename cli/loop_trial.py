@@ -1,7 +1,7 @@
 """`pai lab loop trial`: on-policy cycles on several domains, the trial by interleaving the only judge of a
 promotion, the judged test split scoring each decision afterwards (eval/bench/loop_trial.py). This module
 loads the domains, embeds their candidates once (through the vector cache), and gives the loop the real
-`train_ranker.train` as its retrain step: the log written as the pull stage writes it, the ranker served as
+`train_ranker.train` as its retrain step: the log's records in memory, the ranker served as
 the service serves it (`serving.ranker.RankerSelector`, on the vectors computed here)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import sysconfig
 import tempfile
-from dataclasses import asdict, replace
+from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -28,7 +28,6 @@ from retrieval.contracts.selection import PromptCandidate
 from retrieval.embed import get_embedder
 from retrieval.files import write_atomic
 from retrieval.fusion import GeneralRule, general_order
-from retrieval.logs.feedback import FEEDBACK_FILE
 from retrieval.params import BENCHMARK_DIR, ParamsError, SearchParams, UsedParams, load_section
 from retrieval.query.search import rrf
 from serving.ranker import RankerSelector
@@ -105,7 +104,8 @@ def first_stage(items: list[dict], vectors: dict, search: SearchParams) -> loop_
 
 
 def trainer(params: Path, vectors: dict, folder: Path):
-    """records -> a ranker (items -> orders): the real `train_ranker.train` on the log, served as the service does."""
+    """records -> a ranker (items -> orders): the real `train_ranker.train` on the log's records, served as the
+    service does."""
     rp = load_section(params, "train_ranker", RankerParams)
     val_fraction = load_section(params, "build", BuildParams).val_fraction
     used = load_section(params, "used", UsedParams)
@@ -114,11 +114,9 @@ def trainer(params: Path, vectors: dict, folder: Path):
     def train(records: list[dict]) -> loop_trial.Ranker:
         count[0] += 1
         out = folder / f"ranker{count[0]}"
-        out.mkdir(parents=True)
-        write_atomic(out / FEEDBACK_FILE, "".join(json.dumps(r) + "\n" for r in records))
-        w, vecs, record, m = train_ranker.train(replace(rp, feedback=str(out)), val_fraction, used)
-        train_ranker.write(out / "model", w, vecs, record, m)
-        selector = RankerSelector(out / "model", f"lab:{count[0]}")
+        w, vecs, record, m = train_ranker.train(records, rp, val_fraction, used)
+        train_ranker.write(out, w, vecs, record, m)
+        selector = RankerSelector(out, f"lab:{count[0]}")
 
         def orders(items: list[dict]) -> loop_trial.Orders:
             ranked = {}

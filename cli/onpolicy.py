@@ -118,7 +118,7 @@ def run_on_policy(
                     served = replay(srv.url, part, consumer=replace(cp, seed=cp.seed + cycle)).as_dict()
                 folder = tmp / f"cycle{cycle}"
                 logged = pull(PullParams(out=str(folder), lag_seconds=0.0), url=lab_url)["queries"]
-                w, vecs, record, m = train_ranker.train(replace(rp, feedback=str(folder)), val_fraction, used)
+                w, vecs, record, m = train_ranker.train_on_log(replace(rp, feedback=str(folder)), val_fraction, used)
                 train_ranker.write(folder / "ranker", w, vecs, record, m)
                 new = RankerSelector(folder / "ranker", f"ranker:cycle{cycle}")
                 v = recalls(run_systems(items, embedder, 5, others={"ranker": new})["ranker"])

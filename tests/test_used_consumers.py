@@ -7,7 +7,8 @@ from eval.items import feedback_items
 from retrieval.params import UsedParams
 from tests.feedback_records import candidate, record
 from training.build import BuildParams, build_examples
-from training.train_ranker import RankerParams, feedback_groups
+from training.feedback_rankings import feedback_groups
+from training.train_ranker import RankerParams
 
 ASPIRIN = "Aspirin lowers fever in adults within two hours of a single dose."
 BEES = "Bees communicate the distance of flowers through a waggle dance."
@@ -56,7 +57,8 @@ def test_build_train_ranker_and_evaluate_read_the_same_labels(tmp_path):
         by_build[ex["meta"]["query_id"]] = {shown[i - 1]["text"] for i in ex["meta"]["selected"]}
     assert skipped == {"nothing used": 1}
 
-    groups, changes = feedback_groups(records, RankerParams(), used, every)
+    rp = RankerParams()  # params.yaml's
+    groups, changes = feedback_groups(records, used, every, rp.calibration_fraction, rp.ipw_clip)
     by_ranker = {QUERY_ID[g["query"]]: {g["texts"][i] for i in g["used"]} for g in groups["val"]}
     assert changes == {"uncited_quotes_used": 1, "thumbs_down_voided": 1}
 

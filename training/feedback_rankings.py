@@ -1,7 +1,7 @@
 """The feedback log's rankings, the learned ranker's data: per query of a split, every labelled candidate in
 retrieval order with the positions the consumer used and their inverse-propensity weights (`rankings`), and
 Recall@k of an order over them, naive (`mean_recall`) and unbiased (`ips_recall`); the vectors of every query
-and candidate (`embed_groups`).
+and candidate (`embed_groups`); every split's rankings of a pulled log, its labels read once (`feedback_groups`).
 
 Splits are the build stage's (`split_of`, by query text), so val matches the LLM selector's; a band of the
 train queries next to val is held out as *calibration* (`split_of3`): the ranker's adapter never trains on
@@ -16,6 +16,8 @@ from retrieval.contracts.metrics import recall_at_k
 from retrieval.contracts.passage import passage_text
 from retrieval.embed import get_embedder
 from retrieval.logs.feedback import above_threshold, ipw, query_position, split_of
+from retrieval.logs.used import label_changes, used_labels
+from retrieval.params import UsedParams
 
 
 def split_of3(query: str, val_fraction: float, calibration_fraction: float) -> str:
@@ -59,6 +61,18 @@ def rankings(
                 }
             )
     return out
+
+
+def feedback_groups(
+    records: list[dict], used: UsedParams, val_fraction: float, calibration_fraction: float, ipw_clip: float
+) -> tuple[dict[str, list[dict]], dict[str, int]]:
+    """(each split's rankings, what the one definition of used changed) from the pulled records: their labels
+    read once by `used_labels`, then `rankings` per split."""
+    labelled = [used_labels(r, used) for r in records]
+    groups = {
+        s: rankings(labelled, s, val_fraction, calibration_fraction, ipw_clip) for s in ("train", "calibration", "val")
+    }
+    return groups, label_changes(records, labelled)
 
 
 def ips_recall(groups: list[dict], scores: list[list[float]] | None, k: int) -> float:

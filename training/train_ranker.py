@@ -22,7 +22,9 @@ adds what the feedback teaches, so its first ranking is the baseline's and train
 6. write: `adapter.npy`, `queries.npy` (the gate's train query vectors), `ranker_config.json` (input
    format, base model, weights, gate, val figures, dataset hash, MLflow run id), `metrics.json`.
 
-The fits of steps 2 to 4 live in `ranker_fit.py`.
+`train` (steps 1 to 5): the pulled records in, the ranker out, no log read, no git asked (the vectors come from
+the shared embedder); `main` reads the log, stamps the record with its hash and the commit, and writes. The
+fits of steps 2 to 4 live in `ranker_fit.py`.
 """
 
 from __future__ import annotations
@@ -51,13 +53,12 @@ from retrieval.contracts.ranking_features import (
 )
 from retrieval.files import write_atomic
 from retrieval.logs.feedback import FEEDBACK_FILE
-from retrieval.logs.used import label_changes, used_labels
 from retrieval.params import UsedParams, load_section
 from retrieval.progress import make_progress
 from retrieval.tracking import git_commit, use_mlflow
 
 from .build import BuildParams
-from .feedback_rankings import embed_groups, ips_recall, ips_recalls, mean_recall, rankings
+from .feedback_rankings import embed_groups, feedback_groups, ips_recall, ips_recalls, mean_recall
 from .ranker_fit import fit_adapter, fit_gate, fit_weights, out_of_fold
 
 ADAPTER_FILE, QUERIES_FILE = "adapter.npy", "queries.npy"
@@ -146,30 +147,20 @@ class RankerParams:
         return out
 
 
-def feedback_groups(
-    records: list[dict], p: RankerParams, used: UsedParams, val_fraction: float
-) -> tuple[dict[str, list[dict]], dict[str, int]]:
-    """(each split's rankings, what the one definition of used changed) from the pulled records: their labels
-    read once by `used_labels`, then `rankings` per split."""
-    labelled = [used_labels(r, used) for r in records]
-    groups = {
-        s: rankings(labelled, s, val_fraction, p.calibration_fraction, p.ipw_clip)
-        for s in ("train", "calibration", "val")
-    }
-    return groups, label_changes(records, labelled)
+class TooLittleFeedback(ValueError):
+    """The log holds no train query with a used candidate: nothing to learn (the message is one line)."""
 
 
 def train(
-    p: RankerParams, val_fraction: float, used: UsedParams, progress=None
+    records: list[dict], p: RankerParams, val_fraction: float, used: UsedParams, progress=None
 ) -> tuple[np.ndarray, np.ndarray, dict, dict]:
-    """(adapter W, the gate's train query vectors, config record, metrics) from the feedback log, its labels
-    the one definition of used (`used`, params.yaml's section)."""
+    """(adapter W, the gate's train query vectors, config record, metrics) from the pulled feedback records, their
+    labels the one definition of used (`used`, params.yaml's section); it reads no log and asks no git (`main`
+    stamps the log's hash and the commit). `TooLittleFeedback` when there is nothing to train on."""
     t0 = time.perf_counter()
-    raw = (Path(p.feedback) / FEEDBACK_FILE).read_bytes()  # hashed as read: the pull stage may rewrite the file
-    records = [json.loads(line) for line in raw.decode("utf-8").splitlines() if line.strip()]
-    groups, changes = feedback_groups(records, p, used, val_fraction)
+    groups, changes = feedback_groups(records, used, val_fraction, p.calibration_fraction, p.ipw_clip)
     if not groups["train"]:
-        raise SystemExit(
+        raise TooLittleFeedback(
             f"train_ranker: no train query with a used candidate ({ {s: len(g) for s, g in groups.items()} })"
         )
     # a small log may leave a band empty: the fusion is then fitted on the train queries (said in the metrics)
@@ -259,9 +250,19 @@ def train(
         "weights": weights,
         "general_weights": general,
         "domain_gate": gate,
-        "dataset_sha256": hashlib.sha256(raw).hexdigest(),
-        "git_commit": git_commit(),
     }
+    return w, train_vecs, record, metrics
+
+
+def train_on_log(
+    p: RankerParams, val_fraction: float, used: UsedParams, progress=None
+) -> tuple[np.ndarray, np.ndarray, dict, dict]:
+    """`train` on the pull stage's log in `p.feedback`, the record stamped with the hash of the bytes read (the
+    pull stage may rewrite the file) and the commit that trained it."""
+    raw = (Path(p.feedback) / FEEDBACK_FILE).read_bytes()
+    records = [json.loads(line) for line in raw.decode("utf-8").splitlines() if line.strip()]
+    w, train_vecs, record, metrics = train(records, p, val_fraction, used, progress)
+    record |= {"dataset_sha256": hashlib.sha256(raw).hexdigest(), "git_commit": git_commit()}
     return w, train_vecs, record, metrics
 
 
@@ -299,11 +300,14 @@ def main(params: str = "params.yaml") -> None:
     val_fraction = load_section(params, "build", BuildParams).val_fraction  # the build stage's split, exactly
     used = load_section(params, "used", UsedParams)
     console = Console(stderr=True)
-    with make_progress(*Progress.get_default_columns(), console=console, transient=True) as bar:
-        task = bar.add_task("train_ranker: embed feedback", total=None)
-        w, vecs, record, m = train(
-            p, val_fraction, used, lambda done, total: bar.update(task, completed=done, total=total)
-        )
+    try:
+        with make_progress(*Progress.get_default_columns(), console=console, transient=True) as bar:
+            task = bar.add_task("train_ranker: embed feedback", total=None)
+            w, vecs, record, m = train_on_log(
+                p, val_fraction, used, lambda done, total: bar.update(task, completed=done, total=total)
+            )
+    except TooLittleFeedback as e:
+        raise SystemExit(str(e)) from None
     write(Path(p.out), w, vecs, record, m, track=True)
     k = p.k
     console.print(

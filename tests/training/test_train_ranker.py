@@ -1,6 +1,7 @@
 """Stage `train_ranker` on real data: HotpotQA train questions as a feedback log (used = the gold
 paragraphs), the adapter and fusion fitted, and the written folder served as a selector."""
 
+import hashlib
 import json
 from dataclasses import replace
 
@@ -14,10 +15,12 @@ from retrieval.embed import get_embedder
 from retrieval.params import UsedParams
 from serving.ranker import RankerSelector
 from serving.selectors import resolve
+from tests.feedback_records import candidate
+from tests.feedback_records import record as feedback_record
 from training import train_ranker
 from training.feedback_rankings import split_of3
 from training.ranker_fit import fit_adapter, out_of_fold
-from training.train_ranker import RankerParams, train
+from training.train_ranker import RankerParams, TooLittleFeedback, train
 
 
 def feedback_from_hotpotqa(path, n):
@@ -59,9 +62,9 @@ def trained(benchmark_dir, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("ranker")
     (tmp / "fb").mkdir()
     records = feedback_from_hotpotqa(benchmark_dir / "hotpotqa" / "train.jsonl", 200)
-    (tmp / "fb" / "feedback.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    (tmp / "fb" / "feedback.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))  # for the stage
     p = RankerParams(feedback=str(tmp / "fb"), out=str(tmp / "ranker"), calibration_fraction=0.3)
-    w, vecs, record, m = train(p, 0.2, UsedParams())
+    w, vecs, record, m = train(records, p, 0.2, UsedParams())  # the core: the records in memory
     return tmp, p, w, vecs, record, m
 
 
@@ -72,7 +75,8 @@ def test_the_ranker_learns_what_the_first_stage_order_misses(trained):
     # the candidates come in file order, so the retrieval order knows nothing: the ranker learned to weigh the evidence
     assert m["val_recall@5"] > m["val_recall@5_retrieval_order"] + 0.1
     assert record["weights"]["prior"] == 0.0 and record["weights"]["bm25"] > 0  # HotpotQA's answers share its words
-    assert record["input_format"] == "ranker-input/3" and len(record["dataset_sha256"]) == 64
+    assert record["input_format"] == "ranker-input/3"
+    assert "dataset_sha256" not in record and "git_commit" not in record  # the stage stamps them (`main`)
     gate = record["domain_gate"]
     assert gate["lo"] == pytest.approx(gate["hi"] - 0.1) and 0 < gate["hi"] < 1
     assert m["val_gate_mean"] > 0.8  # held-out questions of the same kind are in the domain
@@ -87,12 +91,8 @@ def test_a_fusion_fit_that_learned_noise_is_not_served(benchmark_dir, tmp_path):
         if split_of3(r["query"], 0.2, 0.3) == "calibration":
             for c in r["candidates"]:
                 c["used"] = not c["used"]
-    (tmp_path / "fb").mkdir()
-    (tmp_path / "fb" / "feedback.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
-    p = RankerParams(
-        feedback=str(tmp_path / "fb"), out=str(tmp_path / "ranker"), calibration_fraction=0.3, cross_folds=0
-    )  # the fusion fitted on the calibration band alone
-    _, _, record, m = train(p, 0.2, UsedParams())
+    p = RankerParams(calibration_fraction=0.3, cross_folds=0)  # the fusion fitted on the calibration band alone
+    _, _, record, m = train(records, p, 0.2, UsedParams())
     assert m["fusion_fallback"] and record["weights"] == record["general_weights"]
     assert m["val_recall@5_ips_fitted"] < m["val_recall@5_ips_general"] - 0.05
     assert m["val_recall@5_ips"] == m["val_recall@5_ips_general"]  # what is served is what the general weights score
@@ -121,13 +121,13 @@ def test_cross_fitted_ranker_serves_an_adapter_that_learned_the_calibration_quer
     scores, and the served adapter on all of them: it knows the calibration queries better than the adapter of
     cross_folds 0 that never saw them; val stays held out of every fit."""
     tmp, p, w2, vecs2, record2, m2 = trained
-    w, _, record, m = train(replace(p, cross_folds=0), 0.2, UsedParams())
+    records = [json.loads(x) for x in (tmp / "fb" / "feedback.jsonl").read_text().splitlines()]
+    w, _, record, m = train(records, replace(p, cross_folds=0), 0.2, UsedParams())
     assert m["adapter_queries"] == m["train_queries"] and m["fusion_fitted_on"] == "calibration"
     assert m2["adapter_queries"] == m2["train_queries"] + m2["calibration_queries"] == len(vecs2)
     assert m2["fusion_fitted_on"] == "cross-fitted" and record2["cross_folds"] == 5
     assert m2["val_queries"] == m["val_queries"] and m2["fusion_fallback"] is False
     assert m2["val_recall@5"] > m2["val_recall@5_retrieval_order"] + 0.1 and record2["weights"]["adapted"] > 0
-    records = [json.loads(x) for x in (tmp / "fb" / "feedback.jsonl").read_text().splitlines()]
     cal = [r for r in records if split_of3(r["query"], 0.2, 0.3) == "calibration"]
     embedder = get_embedder()
     q = embedder.encode([r["query"] for r in cal])
@@ -191,6 +191,8 @@ def test_no_steps_no_adapter():
 
 
 def test_the_written_folder_is_served_as_trained(trained, monkeypatch):
+    """The stage (`main`) on the log file trains what the core trains on its records in memory, and stamps the
+    record with the hash of the bytes it read and the commit."""
     tmp, p, w, _, record, m = trained
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp}/mlflow.db")
     (tmp / "params.yaml").write_text(
@@ -199,8 +201,12 @@ def test_the_written_folder_is_served_as_trained(trained, monkeypatch):
     train_ranker.main(str(tmp / "params.yaml"))
     out = tmp / "ranker"
     cfg = json.loads((out / "ranker_config.json").read_text())
-    assert cfg["weights"] == record["weights"] and np.allclose(np.load(out / "adapter.npy"), w)
-    assert json.loads((out / "metrics.json").read_text())["val_recall@5"] == m["val_recall@5"]
+    assert cfg["weights"] == record["weights"] and np.array_equal(np.load(out / "adapter.npy"), w)
+    assert cfg["dataset_sha256"] == hashlib.sha256((tmp / "fb" / "feedback.jsonl").read_bytes()).hexdigest()
+    assert "git_commit" in cfg and cfg["mlflow_run_id"]
+    assert {k: v for k, v in cfg.items() if k not in ("dataset_sha256", "git_commit", "mlflow_run_id")} == record
+    written = json.loads((out / "metrics.json").read_text())
+    assert {k: v for k, v in written.items() if k != "seconds"} == {k: v for k, v in m.items() if k != "seconds"}
     selector = resolve(folder_record("ranker", out))
     assert selector.version.startswith("ranker:")
     cands = [
@@ -285,3 +291,36 @@ def test_a_broken_folder_is_refused_with_a_load_error(tmp_path):
     (tmp_path / "ranker_config.json").write_text(json.dumps({"input_format": "other/9"}))
     with pytest.raises(SelectorLoadError, match="input format"):
         RankerSelector(tmp_path, "ranker:x")
+
+
+def test_too_little_feedback_is_a_typed_one_line_error_before_anything_loads(tmp_path):
+    """No used candidate (none logged, all ignored, thumbs down voiding them, hostile text): `TooLittleFeedback`
+    from the core, before any model loads; the same line and exit status 1 from the stage, nothing written."""
+    hostile = "\x00" + "x" * 200_000  # a NUL and a huge query, nothing used
+    logs = {
+        "none": [],
+        "all ignored": [
+            feedback_record([candidate(1, False), candidate(2, False)], f"query {i}", i) for i in range(40)
+        ],
+        "voided": [feedback_record([candidate(1, True)], f"query {i}", i, rating=-1) for i in range(40)],
+        "hostile": [feedback_record([candidate(1, False, text=hostile)], hostile, 1)],
+    }
+    for name, records in logs.items():
+        with pytest.raises(TooLittleFeedback) as e:
+            train(records, RankerParams(), 0.2, UsedParams())
+        message = str(e.value)
+        assert message.startswith("train_ranker: no train query with a used candidate ({'train': 0") and (
+            "\n" not in message
+        ), name
+        assert isinstance(e.value, ValueError)  # bad input: the lab's commands turn it into their one-line error
+    (tmp_path / "fb").mkdir()
+    (tmp_path / "fb" / "feedback.jsonl").write_text("".join(json.dumps(r) + "\n" for r in logs["all ignored"]))
+    (tmp_path / "params.yaml").write_text(
+        f"build: {{val_fraction: 0.2}}\ntrain_ranker: {{feedback: {tmp_path / 'fb'}, out: {tmp_path / 'out'}}}\n"
+    )
+    with pytest.raises(SystemExit) as e:
+        train_ranker.main(str(tmp_path / "params.yaml"))
+    assert (
+        e.value.code == "train_ranker: no train query with a used candidate ({'train': 0, 'calibration': 0, 'val': 0})"
+    )
+    assert not (tmp_path / "out").exists()
