@@ -29,7 +29,9 @@ from training.build import BuildParams
 from training.pull import PullParams, pull
 from training.train_ranker import RankerParams
 
-from .terminal import JsonOpt, OutOpt, ParamsOpt, _fail, console, emit, machine
+from .terminal import BENCH_SERVICE, JsonOpt, OutOpt, ParamsOpt, _fail, console, emit, machine
+
+app = typer.Typer()
 
 LOCOMO = BENCHMARK_DIR / "locomo"  # `python -m eval.judged_sets` unpacks it
 
@@ -139,6 +141,9 @@ def run(convs: list[memory.Conversation], params: Path, k: int | None, fmt: str,
     }
 
 
+@app.command(
+    "memory", rich_help_panel=BENCH_SERVICE, short_help="A memory of conversations (LoCoMo): evidence turns in context."
+)
 def bench_memory_command(
     dataset: Annotated[str, typer.Option(help="the benchmark (only locomo)")] = "locomo",
     conversations: Annotated[

@@ -20,6 +20,7 @@ from rich.table import Table
 from eval.bench import loop_trial
 from eval.bench.trial_power import MERGES, Consumer, scifact_items
 from eval.code_bench import build as build_code_items
+from eval.evaluate import EvaluateParams
 from eval.items import checked_items
 from eval.systems import bm25_ranking, passage_texts, prefill_vectors
 from retrieval.contracts.interleaving import TrialParams
@@ -37,6 +38,8 @@ from training.build import BuildParams
 from training.train_ranker import RankerParams
 
 from .terminal import BenchDirOpt, JsonOpt, ParamsOpt, _fail, console, emit
+
+app = typer.Typer()  # `pai lab loop trial`
 
 DOMAINS = ("scifact", "hotpotqa", "code")
 
@@ -137,6 +140,7 @@ def trainer(params: Path, vectors: dict, folder: Path):
     return train
 
 
+@app.command("trial", short_help="On-policy cycles per domain, the trial the only judge.")
 def command(
     domain: Annotated[str, typer.Option(help="scifact, hotpotqa, code, comma-separated")] = "scifact,hotpotqa,code",
     cycles: Annotated[int, typer.Option(help="on-policy cycles per seed")] = 3,
@@ -156,9 +160,12 @@ def command(
     benchmark_dir: BenchDirOpt = BENCHMARK_DIR,
     params: ParamsOpt = Path("params.yaml"),
     as_json: JsonOpt = False,
-    out: Annotated[Optional[Path], typer.Option(help="the report (JSON; a CSV of the rows beside it)")] = Path(
-        "metrics/loop_trial.json"
-    ),
+    out: Annotated[
+        Optional[Path],
+        typer.Option(
+            help="the report (JSON; a CSV of the rows beside it); default: loop_trial.json in params.yaml evaluate.out"
+        ),
+    ] = None,
 ) -> None:
     """On-policy cycles per domain: serve, retrain, and promote only when the trial by interleaving says so; the
     judged test split scores each decision, truly worse challengers (labels turned over, another domain's log)
@@ -169,6 +176,7 @@ def command(
     try:
         rule = load_section(params, "trial", TrialParams)
         search = load_section(params, "search", SearchParams)
+        out = Path(load_section(params, "evaluate", EvaluateParams).out) / "loop_trial.json" if out is None else out
         merges = list(dict.fromkeys(m for m in merge.split(",") if m))
         if not merges or any(m not in MERGES for m in merges):
             raise ParamsError(f"--merge: one or more of {', '.join(MERGES)}, comma-separated")

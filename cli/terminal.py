@@ -43,6 +43,17 @@ OutOpt = Annotated[Optional[Path], typer.Option("--out", help="also write the re
 # --benchmark-dir: its default is retrieval.params.BENCHMARK_DIR wherever it is taken
 BenchDirOpt = Annotated[Path, typer.Option(help="the judged benchmark folder (SciFact, HotpotQA)")]
 
+# The panels of the help maps: each command names its own where it is registered (`pai --help`, `pai bench
+# --help`, `pai lab --help` list them in this order).
+USE, RETRAIN, UPKEEP, MEASURE = "Use", "Retrain and deploy", "Upkeep", "Measure"
+BENCH_INGEST, BENCH_RANKING, BENCH_SERVICE, BENCH_SETS = (
+    "Ingest, capture and the store",
+    "Ranking",
+    "The service",
+    "Benchmark sets",
+)
+LAB_FEEDBACK, LAB_GPU = "The feedback loop", "The GPU path"
+
 
 def _fail(msg: str) -> None:
     console.print(f"[red]error:[/red] {msg}", soft_wrap=True)  # one line, however narrow the terminal
