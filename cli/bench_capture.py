@@ -29,13 +29,13 @@ from retrieval.conversation.capture import CaptureParams, Exchange
 from retrieval.conversation.capture_rules import is_procedural, strip_code
 from retrieval.db import DatabaseError, connect, scratch_database
 from retrieval.embed import get_embedder
-from retrieval.params import BENCHMARK_DIR, EmbedParams, IngestParams, ParamsError, SearchParams, load_section
+from retrieval.params import EmbedParams, IngestParams, ParamsError, SearchParams, load_section
 from retrieval.query.search import search
 from serving.extractor import build_extractor
 from serving.interface import SelectorLoadError
 
 from . import capture_data
-from .terminal import BENCH_INGEST, BenchDirOpt, JsonOpt, OutOpt, ParamsOpt, _fail, console, emit
+from .terminal import BENCH_INGEST, BenchDirOpt, JsonOpt, OutOpt, ParamsOpt, _fail, console, emit, judged_dir
 
 app = typer.Typer()
 
@@ -246,13 +246,14 @@ def bench_capture_command(
         bool,
         typer.Option("--rebuild-set", help="first regenerate LABELLED from the benchmark and data/capture/hard.jsonl"),
     ] = False,
-    benchmark_dir: BenchDirOpt = BENCHMARK_DIR,
+    benchmark_dir: BenchDirOpt = None,
     params: ParamsOpt = Path("params.yaml"),
     as_json: JsonOpt = False,
     out: OutOpt = None,
 ) -> None:
     """Precision/recall of "stored" overall and per gate, time per capture, and the noise gate's
     recall as it learns from a stream of rejections (held-out part), in a scratch database."""
+    benchmark_dir = judged_dir(params, benchmark_dir)
     try:
         if rebuild_set:
             n = write_labelled(benchmark_dir, labelled.parent / "hard.jsonl", labelled)

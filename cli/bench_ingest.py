@@ -13,9 +13,21 @@ from eval.bench import embed, ingest, scrub, seq_length
 from eval.items import checked_items
 from retrieval.db import DatabaseError
 from retrieval.embed import get_embedder
-from retrieval.params import BENCHMARK_DIR, EmbedParams, IngestParams, SearchParams, load_section
+from retrieval.params import EmbedParams, IngestParams, SearchParams, load_section
 
-from .terminal import BENCH_INGEST, BenchDirOpt, JsonOpt, OutOpt, ParamsOpt, _fail, console, emit, machine, progress_bar
+from .terminal import (
+    BENCH_INGEST,
+    BenchDirOpt,
+    JsonOpt,
+    OutOpt,
+    ParamsOpt,
+    _fail,
+    console,
+    emit,
+    judged_dir,
+    machine,
+    progress_bar,
+)
 
 app = typer.Typer()
 
@@ -24,9 +36,14 @@ app = typer.Typer()
     "ingest", rich_help_panel=BENCH_INGEST, short_help="Bulk ingest vs the embedder alone on the same chunks: chunks/s."
 )
 def bench_ingest_command(
-    corpus: Annotated[Path, typer.Option(help="a corpus file (JSONL records, as `pai ingest` reads)")] = (
-        BENCHMARK_DIR / "scifact" / "corpus.jsonl"
-    ),
+    corpus: Annotated[
+        Optional[Path],
+        typer.Option(
+            help="a corpus file (JSONL records, as `pai ingest` reads); default: scifact/corpus.jsonl in "
+            "params.yaml benchmark.benchmark_dir",
+            show_default=False,
+        ),
+    ] = None,
     max_docs: Annotated[int, typer.Option(help="the first N documents; 0 = all")] = 0,
     kept: Annotated[
         bool, typer.Option(help="also ingest with the HNSW index kept throughout (bulk_max_chunks 0)")
@@ -36,6 +53,7 @@ def bench_ingest_command(
     out: OutOpt = None,
 ) -> None:
     """Bulk ingest into a fresh database beside the embedder alone on the same chunks: chunks/s and their ratio."""
+    corpus = judged_dir(params, None) / "scifact" / "corpus.jsonl" if corpus is None else corpus
     try:
         ip, sp = load_section(params, "ingest", IngestParams), load_section(params, "search", SearchParams)
         embedder = get_embedder(load_section(params, "embed", EmbedParams))
@@ -111,17 +129,19 @@ def bench_seq_length_command(
     "scrub", rich_help_panel=BENCH_INGEST, short_help="The secret scrubber: recall per provider, false positives."
 )
 def bench_scrub_command(
-    benchmark_dir: BenchDirOpt = BENCHMARK_DIR,
+    benchmark_dir: BenchDirOpt = None,
     repo: Annotated[Path, typer.Option(help="the repository whose .py files are the code sample")] = Path("."),
     providers: Annotated[Path, typer.Option(help="the provider corpus (JSONL of text + secret)")] = Path(
         "tests/data/provider_corpus.jsonl"
     ),
+    params: ParamsOpt = Path("params.yaml"),
     as_json: JsonOpt = False,
     out: OutOpt = None,
 ) -> None:
     """The secret scrubber: recall on a provider corpus (with and without the rule set), the mechanism corpus by
     source and mechanism, placeholders redacted, and false positives: tokens it changes in SciFact's abstracts,
     lines in this repository's code."""
+    benchmark_dir = judged_dir(params, benchmark_dir)
     try:
         m = scrub.measure(benchmark_dir / "scifact" / "corpus.jsonl", repo.resolve())
         m["providers"] = scrub.providers(providers)

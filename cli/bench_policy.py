@@ -32,11 +32,11 @@ from retrieval.corpus.ingest import ingest_paths
 from retrieval.db import DatabaseError, connect, database_url, scratch_database
 from retrieval.embed import get_embedder
 from retrieval.logs.scratch import scratch_log
-from retrieval.params import BENCHMARK_DIR, EmbedParams, IngestParams, ParamsError, SearchParams, load_section
+from retrieval.params import EmbedParams, IngestParams, ParamsError, SearchParams, load_section
 from serving.server import free_port
 
 from .bench_serve import start_service
-from .terminal import BENCH_SERVICE, BenchDirOpt, ParamsOpt, _fail, console, emit, machine
+from .terminal import BENCH_SERVICE, BenchDirOpt, ParamsOpt, _fail, console, emit, judged_dir, machine
 
 app = typer.Typer()
 
@@ -184,13 +184,14 @@ def bench_policy_command(
         Optional[Path], typer.Option(help="a markdown folder: ingested into a scratch database, its headings asked")
     ] = None,
     queries: Annotated[int, typer.Option(min=1, help="new queries per store, each sent to both services")] = 200,
-    benchmark_dir: BenchDirOpt = BENCHMARK_DIR,
+    benchmark_dir: BenchDirOpt = None,
     params: ParamsOpt = Path("params.yaml"),
     out: Annotated[Optional[Path], typer.Option(help="also write the result as JSON here")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print results as JSON")] = False,
 ) -> None:
     """A selector answering every new query inline vs the first-stage order: /query p50 side by side, who
     served each query, what was embedded on the query path; on the store and on a folder of notes."""
+    benchmark_dir = judged_dir(params, benchmark_dir)
     if notes is not None and not notes.is_dir():
         _fail(f"--notes {notes}: not a folder")
     try:

@@ -15,7 +15,7 @@ from eval.scifact_bench import BenchmarkParams
 from retrieval.db import DatabaseError, connect
 from retrieval.embed import get_embedder
 from retrieval.fusion import GeneralRule
-from retrieval.params import BENCHMARK_DIR, EmbedParams, MaintainParams, ParamsError, SearchParams, load_section
+from retrieval.params import EmbedParams, MaintainParams, ParamsError, SearchParams, load_section
 from training.train_ranker import RankerParams
 
 from .terminal import (
@@ -27,6 +27,7 @@ from .terminal import (
     ParamsOpt,
     _fail,
     emit,
+    judged_dir,
     machine,
     progress_bar,
 )
@@ -43,7 +44,7 @@ def bench_retrieval_command(
     ef_search: Annotated[
         Optional[list[int]], typer.Option("--ef-search", help="ef_search values to compare (default: params)")
     ] = None,
-    benchmark_dir: BenchDirOpt = BENCHMARK_DIR,
+    benchmark_dir: BenchDirOpt = None,
     storage: Annotated[
         str, typer.Option(help="comma-separated column types, built side by side: vector (float32), halfvec (float16)")
     ] = "vector,halfvec",
@@ -52,6 +53,7 @@ def bench_retrieval_command(
     out: OutOpt = None,
 ) -> None:
     """pgvector HNSW per storage type: insert rate, build time, index size, p50/p95 latency, recall@k vs exact."""
+    benchmark_dir = judged_dir(params, benchmark_dir)
     try:
         sp = load_section(params, "search", SearchParams)
         ep = load_section(params, "embed", EmbedParams)
@@ -110,7 +112,7 @@ def bench_general_command(
         name_ramp = load_section(params, "train_ranker", RankerParams).name_ramp if name_ramp is None else name_ramp
         if not 0 <= name_ramp <= 1:
             raise ValueError("--name-ramp: a share in [0, 1]")
-        files = benchmark or [BENCHMARK_DIR / "hotpotqa" / "dev.jsonl"]
+        files = benchmark or [judged_dir(params, None) / "hotpotqa" / "dev.jsonl"]
         benchmarks = {bench_name(str(f)): checked_items(f, max_queries) for f in files}
         if echo_query:
             benchmarks = {f"{name} (query echoed)": general_fusion.echo_query(v) for name, v in benchmarks.items()}
@@ -141,7 +143,7 @@ def _day_one(spec: str, max_queries: int, params: Path, as_json: bool, out: Path
 )
 def bench_usage_command(
     bounds: Annotated[str, typer.Option(help="comma-separated usage_bound values to measure")] = "0.05,0.1,0.2",
-    benchmark_dir: BenchDirOpt = BENCHMARK_DIR,
+    benchmark_dir: BenchDirOpt = None,
     split: Annotated[
         Optional[str], typer.Option(help="the held-out SciFact qrels split (default: params.yaml benchmark.split)")
     ] = None,
@@ -152,6 +154,7 @@ def bench_usage_command(
     """Does the usage prior help? On a store holding SciFact and its train replay (`pai lab simulate`):
     held-out Recall@5 and first-stage recall with and without it, and the rank of fresh copies of
     the held-out queries' documents. Writes nothing (one rolled-back transaction)."""
+    benchmark_dir = judged_dir(params, benchmark_dir)
     try:
         split = load_section(params, "benchmark", BenchmarkParams).split if split is None else split
         mp = load_section(params, "maintain", MaintainParams)

@@ -26,10 +26,9 @@ from rich.table import Table
 from eval.retrieval_eval import load_scifact
 from retrieval.db import connect
 from retrieval.logs.scratch import scratch_log
-from retrieval.params import BENCHMARK_DIR
 from serving.server import free_port
 
-from .terminal import BENCH_SERVICE, BenchDirOpt, ParamsOpt, _fail, emit
+from .terminal import BENCH_SERVICE, BenchDirOpt, ParamsOpt, _fail, emit, judged_dir
 
 app = typer.Typer()
 
@@ -200,11 +199,12 @@ def bench_serve_command(
     ] = None,
     duration: Annotated[float, typer.Option(help="seconds of load per client count")] = 30.0,
     notes: Annotated[int, typer.Option(help="webhook notes for ingest-to-searchable latency")] = 50,
-    benchmark_dir: BenchDirOpt = BENCHMARK_DIR,
+    benchmark_dir: BenchDirOpt = None,
     params: ParamsOpt = Path("params.yaml"),
     as_json: Annotated[bool, typer.Option("--json", help="print results as JSON")] = False,
 ) -> None:
     """/query latency and throughput under concurrent clients; webhook ingest-to-searchable latency."""
+    benchmark_dir = judged_dir(params, benchmark_dir)
     try:
         queries = [q for _, q, _ in load_scifact(benchmark_dir, "test")]
         result = run(params, queries, clients or [1, 4, 20], duration, notes)

@@ -11,6 +11,7 @@ from typing import Annotated, Optional
 import typer
 
 from eval import code_bench, domains, man_bench
+from eval.code_bench import CodeBenchParams
 from retrieval.embed import get_embedder
 from retrieval.params import ParamsError, load_section
 
@@ -41,7 +42,7 @@ def build_code_command(
     """A lexical-mismatch set from this machine: docstrings as queries for their functions' bodies (docstring
     removed), 19 distractors mined by our hybrid first stage over all pooled functions (eval/code_bench.py)."""
     try:
-        p = load_section(params, "code_bench", code_bench.CodeBenchParams)
+        p = load_section(params, "code_bench", CodeBenchParams)
     except ParamsError as e:
         _fail(str(e))
     root = site_packages or Path(sysconfig.get_paths()["purelib"])

@@ -27,11 +27,10 @@ from eval import promotion
 from eval.retrieval_eval import load_scifact
 from retrieval.db import DatabaseError
 from retrieval.logs.scratch import scratch_log
-from retrieval.params import BENCHMARK_DIR
 from serving.server import free_port
 
 from .bench_serve import start_service
-from .terminal import BENCH_SERVICE, BenchDirOpt, ParamsOpt, _fail, console, emit
+from .terminal import BENCH_SERVICE, BenchDirOpt, ParamsOpt, _fail, console, emit, judged_dir
 
 app = typer.Typer()
 
@@ -166,11 +165,12 @@ def bench_swap_command(
             "--version", help="registry versions to swap between (default: the two newest; 'similarity' if only one)"
         ),
     ] = None,
-    benchmark_dir: BenchDirOpt = BENCHMARK_DIR,
+    benchmark_dir: BenchDirOpt = None,
     params: ParamsOpt = Path("params.yaml"),
     as_json: Annotated[bool, typer.Option("--json", help="print results as JSON")] = False,
 ) -> None:
     """Hot-swaps under load: failed requests, stale versions after a swap, announce -> serving latency."""
+    benchmark_dir = judged_dir(params, benchmark_dir)
     try:
         if not versions:
             known = sorted(

@@ -34,7 +34,7 @@ from eval.systems import chain_file
 from retrieval.corpus.ingest import ingest_paths
 from retrieval.db import DatabaseError, connect, own_database
 from retrieval.embed import get_embedder
-from retrieval.params import BENCHMARK_DIR, EmbedParams, IngestParams, ParamsError, SearchParams, load_section
+from retrieval.params import EmbedParams, IngestParams, ParamsError, SearchParams, load_section
 from serving.server import BackgroundServer, build_service
 from training.build import BuildParams
 from training.export import ExportParams
@@ -42,7 +42,7 @@ from training.pull import PullParams
 from training.train import TrainParams
 
 from .replay import run_replay
-from .terminal import LAB_FEEDBACK, LOG_WIDTH, BenchDirOpt, ParamsOpt, _fail, console, emit, progress_bar
+from .terminal import LAB_FEEDBACK, LOG_WIDTH, BenchDirOpt, ParamsOpt, _fail, console, emit, judged_dir, progress_bar
 
 app = typer.Typer()
 
@@ -220,7 +220,7 @@ def print_cycle(result: dict, console) -> None:
 
 @app.command("cycle", rich_help_panel=LAB_FEEDBACK, short_help="The demo: ingest SciFact, replay, dvc repro, measure.")
 def cycle(
-    benchmark_dir: BenchDirOpt = BENCHMARK_DIR,
+    benchmark_dir: BenchDirOpt = None,
     split: Annotated[
         Optional[str], typer.Option(help="SciFact qrels split to evaluate (default: params.yaml benchmark.split)")
     ] = None,
@@ -234,6 +234,7 @@ def cycle(
     """The main job on embedded defaults, one retrain cycle: ingest the SciFact corpus, replay its
     train queries into the feedback log when the log is empty, `dvc repro`, and measure retrieval on
     the test queries (vector vs hybrid)."""
+    benchmark_dir = judged_dir(params, benchmark_dir)
     if home := demo_home():
         console.print(f"pai lab cycle: the demo runs in {home} (PAI_HOME unset), not in your memory", soft_wrap=True)
     try:

@@ -30,12 +30,23 @@ from eval.items import checked_items
 from retrieval.contracts.interleaving import TrialParams
 from retrieval.db import DatabaseError
 from retrieval.embed import get_embedder
-from retrieval.params import BENCHMARK_DIR, ParamsError, load_section
+from retrieval.params import ParamsError, load_section
 from training import gpu_smoke
 
 from . import cycle, lab_feedback, loop_trial, onpolicy
 from .loop import print_loop, run_loop, write_outputs
-from .terminal import LAB_FEEDBACK, LAB_GPU, BenchDirOpt, JsonOpt, ParamsOpt, _fail, console, emit, progress_bar
+from .terminal import (
+    LAB_FEEDBACK,
+    LAB_GPU,
+    BenchDirOpt,
+    JsonOpt,
+    ParamsOpt,
+    _fail,
+    console,
+    emit,
+    judged_dir,
+    progress_bar,
+)
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -63,13 +74,14 @@ def trial_command(
         str,
         typer.Option(help="the trial contexts to compare on the same items: team-draft (served), agreed-first, union"),
     ] = "team-draft",
-    benchmark_dir: BenchDirOpt = BENCHMARK_DIR,
+    benchmark_dir: BenchDirOpt = None,
     params: ParamsOpt = Path("params.yaml"),
     as_json: JsonOpt = False,
     out: Annotated[Optional[Path], typer.Option(help="write the report as JSON here")] = None,
 ) -> None:
     """Power of the trial by interleaving: share of simulated trials that promote each challenger, against its
     judged Recall@5 gain over the champion (hybrid), per domain (eval/bench/trial_power.py)."""
+    benchmark_dir = judged_dir(params, benchmark_dir)
     try:
         rule = load_section(params, "trial", TrialParams)
         merges = [m for m in merge.split(",") if m]
@@ -192,12 +204,13 @@ def loop_report(
     explore_rate: Annotated[
         Optional[float], typer.Option(help="on-policy: search.explore_rate while serving (default: params.yaml's)")
     ] = None,
-    benchmark_dir: BenchDirOpt = BENCHMARK_DIR,
+    benchmark_dir: BenchDirOpt = None,
     params: ParamsOpt = Path("params.yaml"),
     as_json: Annotated[bool, typer.Option("--json", help="print results as JSON")] = False,
 ) -> None:
     """Retrain the learned ranker after each slice of the feedback; held-out Recall@5 with 95% CIs per cycle.
     With --consumer, the loop runs on-policy through the service (`cli/onpolicy.py`)."""
+    benchmark_dir = judged_dir(params, benchmark_dir)
     if slices < 1:
         _fail("--slices must be >= 1")
     try:

@@ -17,11 +17,11 @@ from retrieval.db import DatabaseError
 from retrieval.logs.feedback import FEEDBACK_FILE
 from retrieval.logs.grounding import grounding_report
 from retrieval.logs.used import label_changes, used_labels
-from retrieval.params import BENCHMARK_DIR, ParamsError, UsedParams, load_section
+from retrieval.params import ParamsError, UsedParams, load_section
 from training.pull import PullParams
 
 from .replay import run_replay, write_notes
-from .terminal import LAB_FEEDBACK, BenchDirOpt, JsonOpt, ParamsOpt, _fail, console, emit, progress_bar
+from .terminal import LAB_FEEDBACK, BenchDirOpt, JsonOpt, ParamsOpt, _fail, console, emit, judged_dir, progress_bar
 
 app = typer.Typer()
 
@@ -37,11 +37,12 @@ def simulate(
     ingest: Annotated[
         bool, typer.Option(help="ingest the corpus first (--no-ingest: the store holds it, e.g. as `pai lab notes`)")
     ] = True,
-    benchmark_dir: BenchDirOpt = BENCHMARK_DIR,
+    benchmark_dir: BenchDirOpt = None,
     params: ParamsOpt = Path("params.yaml"),
     as_json: Annotated[bool, typer.Option("--json", help="print the summary as JSON")] = False,
 ) -> None:
     """Replay benchmark queries through /query and post qrels-based feedback: a realistic feedback log."""
+    benchmark_dir = judged_dir(params, benchmark_dir)
     try:
         with progress_bar() as bar:
             summary = run_replay(
@@ -139,10 +140,12 @@ def notes_command(
     out: Annotated[Path, typer.Argument(help="the folder to write the notes into")],
     dataset: Annotated[str, typer.Option(help="scifact or hotpotqa (under --benchmark-dir)")] = "scifact",
     corpus_limit: Annotated[Optional[int], typer.Option(help="the train queries' documents + N others")] = None,
-    benchmark_dir: BenchDirOpt = BENCHMARK_DIR,
+    benchmark_dir: BenchDirOpt = None,
+    params: ParamsOpt = Path("params.yaml"),
 ) -> None:
     """Write a benchmark's corpus as markdown notes named by document id: a store of notes to `pai ingest`,
     whose queries `pai lab simulate --no-ingest` can still judge."""
+    benchmark_dir = judged_dir(params, benchmark_dir)
     try:
         n = write_notes(benchmark_dir, dataset, out, corpus_limit)
     except (OSError, ValueError) as e:

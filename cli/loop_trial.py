@@ -30,14 +30,14 @@ from retrieval.embed import get_embedder
 from retrieval.files import write_atomic
 from retrieval.fusion import GeneralRule, general_order
 from retrieval.logs.feedback import FEEDBACK_FILE
-from retrieval.params import BENCHMARK_DIR, ParamsError, SearchParams, UsedParams, load_section
+from retrieval.params import ParamsError, SearchParams, UsedParams, load_section
 from retrieval.query.search import rrf
 from serving.ranker import RankerSelector
 from training import train_ranker
 from training.build import BuildParams
 from training.train_ranker import RankerParams
 
-from .terminal import BenchDirOpt, JsonOpt, ParamsOpt, _fail, console, emit
+from .terminal import BenchDirOpt, JsonOpt, ParamsOpt, _fail, console, emit, judged_dir
 
 app = typer.Typer()  # `pai lab loop trial`
 
@@ -157,7 +157,7 @@ def command(
             help="trial merges, comma-separated (team-draft as served, agreed-first, union); the first decides"
         ),
     ] = "team-draft",
-    benchmark_dir: BenchDirOpt = BENCHMARK_DIR,
+    benchmark_dir: BenchDirOpt = None,
     params: ParamsOpt = Path("params.yaml"),
     as_json: JsonOpt = False,
     out: Annotated[
@@ -170,6 +170,7 @@ def command(
     """On-policy cycles per domain: serve, retrain, and promote only when the trial by interleaving says so; the
     judged test split scores each decision, truly worse challengers (labels turned over, another domain's log)
     on trial too (eval/bench/loop_trial.py)."""
+    benchmark_dir = judged_dir(params, benchmark_dir)
     names = [d for d in domain.split(",") if d]
     if not names or any(d not in DOMAINS for d in names) or cycles < 1 or seeds < 1 or not 0 < test_fraction < 1:
         _fail(f"--domain among {', '.join(DOMAINS)}; --cycles, --seeds >= 1; --test-fraction in (0, 1)")

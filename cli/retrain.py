@@ -30,7 +30,7 @@ from serving.interface import SelectorLoadError
 from serving.selectors import resolve
 from training.build import BuildParams
 
-from .cycle import dvc_repro
+from .cycle import dvc_repro, stage_metrics
 from .terminal import RETRAIN, ParamsOpt, _fail, console, emit, progress_bar
 
 app = typer.Typer()
@@ -72,12 +72,16 @@ def retrain(
             f"{MIN_CITED_QUERIES - cited} more are needed (post answers citing [n] to /feedback, or the MCP feedback tool)"
         )
     os.chdir(PROJECT)
+    try:
+        deployed = stage_metrics(Path("params.yaml"))["deploy"]  # the deploy stage's report, where params.yaml puts it
+    except ParamsError as e:
+        _fail(str(e))
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=console) as bar:
         try:
             dvc_repro(bar, ("deploy",) if ranker_only else ())
         except RuntimeError as e:
             _fail(str(e).splitlines()[0] + " (the stage's log is above)")
-    out = json.loads((PROJECT / "metrics" / "deploy.json").read_text())
+    out = json.loads(deployed.read_text())
     if out.get("waiting_for"):
         t = out["waiting_for"]
         console.print(f"retrain: {out['version']} waits: trial {t['id']} is still running (`pai status`)")
@@ -86,9 +90,7 @@ def retrain(
     elif out.get("alias") == "champion":
         console.print(f"retrain: {out['version']} is the champion")
     else:
-        console.print(
-            f"retrain: no promotion, no trial: {'; '.join(out.get('reasons') or []) or 'see metrics/deploy.json'}"
-        )
+        console.print(f"retrain: no promotion, no trial: {'; '.join(out.get('reasons') or []) or f'see {deployed}'}")
 
 
 @app.command("eval", rich_help_panel=RETRAIN, short_help="Evaluate selectors on a benchmark file, side by side.")
