@@ -3,6 +3,7 @@ map `pai --help` shows."""
 
 import json
 import shutil
+from pathlib import Path
 
 from typer.testing import CliRunner
 
@@ -119,9 +120,9 @@ def test_a_command_unpacks_the_judged_sets_first_in_one_line(tmp_path, monkeypat
 
 def _options(group, path: tuple[str, ...] = ()):
     """(command path, option) for every option of every command under `group`."""
-    import typer.main
+    import click
 
-    ctx = typer.main._click.Context(group)
+    ctx = click.Context(group)
     for name in group.list_commands(ctx):
         command = group.get_command(ctx, name)
         if hasattr(command, "list_commands"):
@@ -137,7 +138,7 @@ def test_no_option_default_restates_a_params_yaml_value():
     import typer.main
     import yaml
 
-    raw = yaml.safe_load(open("params.yaml", encoding="utf-8"))
+    raw = yaml.safe_load((Path(__file__).resolve().parents[2] / "params.yaml").read_text(encoding="utf-8"))
     by_name: dict[str, list] = {}
     words: set[str] = set()
     for values in raw.values():
