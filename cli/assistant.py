@@ -1,10 +1,10 @@
-"""`pai mcp`: the service as MCP tools for an assistant (serving/mcp_server.py), over stdio or streamable HTTP."""
+"""`pai mcp`: the service as MCP tools for an assistant (serving/mcp_server.py), over stdio or streamable HTTP
+(`pai hooks stop`, the assistant's turn-end hook, is in cli/hooks.py)."""
 
 from __future__ import annotations
 
 import atexit
 import contextlib
-import json
 import os
 import signal
 import sys
@@ -23,49 +23,14 @@ from serving.interface import SelectorLoadError
 from serving.mcp_server import build_mcp
 from serving.mcp_stdio import serve_stdio
 from serving.server import BackgroundServer, build_service
-from serving.transcript import last_exchange, post_exchange
 
 from . import mcp_config
-from .terminal import FoundParamsOpt, _fail, console
+from .terminal import USE, FoundParamsOpt, _fail, console
+
+app = typer.Typer()
 
 
-def hook_stop_command(
-    url: Annotated[
-        Optional[str], typer.Option(help="the service (default: $PAI_URL, else http://127.0.0.1:8484)")
-    ] = None,
-    token: Annotated[
-        Optional[str], typer.Option(help="write token (default: $PAI_TOKEN); needed beyond loopback")
-    ] = None,
-    source: Annotated[str, typer.Option(help="who the exchange comes from")] = "claude-code",
-    transcript: Annotated[
-        Optional[Path], typer.Option(help="a transcript JSONL (default: the hook input's transcript_path on stdin)")
-    ] = None,
-) -> None:
-    """An assistant's turn-end hook: capture the last exchange of its transcript, and post its answer as
-    feedback to the memory queries it made (the [n] it cites label them). Never fails the assistant: any
-    problem is one line on stderr, exit 0."""
-    session = None
-    try:
-        if transcript is None:
-            hook = json.loads(sys.stdin.read() or "{}")
-            if not isinstance(hook, dict) or not isinstance(hook.get("transcript_path"), str):
-                raise ValueError("hook input on stdin has no transcript_path")
-            transcript, session = Path(hook["transcript_path"]), hook.get("session_id")
-        ex = last_exchange(transcript)
-        if ex is None:
-            console.print("pai hooks stop: no finished exchange in the transcript")
-            return
-        with Client(url, token or os.environ.get("PAI_TOKEN"), timeout=30) as client:
-            done = post_exchange(client, ex, source, session if isinstance(session, str) else None)
-    except Exception as e:  # noqa: BLE001 - a hook must never fail the assistant's turn: one line, exit 0
-        console.print(f"pai hooks stop: {str(e).splitlines()[0] if str(e) else type(e).__name__}", soft_wrap=True)
-        return
-    fed = ", ".join(f"{f['query_id']} used {f['used_ranks']}" for f in done["feedback"]) or "none"
-    console.print(f"pai hooks stop: capture {done['captured']}; feedback {fed}", soft_wrap=True)
-    for err in done["errors"]:
-        console.print(f"pai hooks stop: {err}", soft_wrap=True)
-
-
+@app.command("mcp", rich_help_panel=USE, short_help="Serve the memory to an assistant as MCP tools.")
 def mcp_command(
     url: Annotated[
         Optional[str], typer.Option(help="a running `pai serve` (default: $PAI_URL; unset: start one in-process)")

@@ -18,20 +18,26 @@ import random
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Annotated
 
 import numpy as np
+import typer
 from rich.table import Table
 
 from retrieval.conversation import capture, noise
 from retrieval.conversation.capture import CaptureParams, Exchange
 from retrieval.conversation.capture_rules import is_procedural, strip_code
-from retrieval.db import connect, scratch_database
+from retrieval.db import DatabaseError, connect, scratch_database
 from retrieval.embed import get_embedder
-from retrieval.params import EmbedParams, IngestParams, SearchParams, load_section
+from retrieval.params import EmbedParams, IngestParams, ParamsError, SearchParams, load_section
 from retrieval.query.search import search
 from serving.extractor import build_extractor
+from serving.interface import SelectorLoadError
 
 from . import capture_data
+from .terminal import BENCH_INGEST, BenchDirOpt, JsonOpt, OutOpt, ParamsOpt, _fail, console, emit, judged_dir
+
+app = typer.Typer()
 
 CHECKPOINTS = (0, 25, 50, 100, 200, 300, 400, 500)
 SWEEP = (0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.7)
@@ -229,3 +235,30 @@ def print_tables(result: dict, console) -> None:
     for h in result["hard"]:
         if not h["right"]:
             console.print(f"  hard case wrong: {h['id']} ({h['label']}) -> {h['outcome']} by {h['gate']}: {h['note']}")
+
+
+@app.command(
+    "capture", rich_help_panel=BENCH_INGEST, short_help="Capture's gates: precision/recall, time, the noise gate."
+)
+def bench_capture_command(
+    labelled: Annotated[Path, typer.Option(help="the labelled exchanges")] = Path("data/capture/labelled.jsonl"),
+    rebuild_set: Annotated[
+        bool,
+        typer.Option("--rebuild-set", help="first regenerate LABELLED from the benchmark and data/capture/hard.jsonl"),
+    ] = False,
+    benchmark_dir: BenchDirOpt = None,
+    params: ParamsOpt = Path("params.yaml"),
+    as_json: JsonOpt = False,
+    out: OutOpt = None,
+) -> None:
+    """Precision/recall of "stored" overall and per gate, time per capture, and the noise gate's
+    recall as it learns from a stream of rejections (held-out part), in a scratch database."""
+    benchmark_dir = judged_dir(params, benchmark_dir)
+    try:
+        if rebuild_set:
+            n = write_labelled(benchmark_dir, labelled.parent / "hard.jsonl", labelled)
+            console.print(f"wrote {n} labelled exchanges to {labelled}")
+        result = run(labelled, params, log=console.print)
+    except (ParamsError, DatabaseError, SelectorLoadError, OSError, ValueError) as e:
+        _fail(str(e))
+    emit(result, as_json, out, lambda c: print_tables(result, c))

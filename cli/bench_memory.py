@@ -20,7 +20,7 @@ from retrieval.chunking import approx_tokens
 from retrieval.corpus.ingest import ingest_paths
 from retrieval.db import DatabaseError, connect, scratch_database
 from retrieval.logs.feedback import record_feedback
-from retrieval.params import BENCHMARK_DIR, IngestParams, SearchParams, UsedParams, load_section
+from retrieval.params import IngestParams, SearchParams, UsedParams, load_section
 from serving.selectors import SimilaritySelector, resolve
 from serving.server import build_service
 from serving.service import in_process, run_query
@@ -29,9 +29,9 @@ from training.build import BuildParams
 from training.pull import PullParams, pull
 from training.train_ranker import RankerParams
 
-from .terminal import JsonOpt, OutOpt, ParamsOpt, _fail, console, emit, machine
+from .terminal import BENCH_SERVICE, JsonOpt, OutOpt, ParamsOpt, _fail, console, emit, judged_dir, machine
 
-LOCOMO = BENCHMARK_DIR / "locomo"  # `python -m eval.judged_sets` unpacks it
+app = typer.Typer()
 
 
 def serve_conversation(
@@ -139,12 +139,21 @@ def run(convs: list[memory.Conversation], params: Path, k: int | None, fmt: str,
     }
 
 
+@app.command(
+    "memory", rich_help_panel=BENCH_SERVICE, short_help="A memory of conversations (LoCoMo): evidence turns in context."
+)
 def bench_memory_command(
     dataset: Annotated[str, typer.Option(help="the benchmark (only locomo)")] = "locomo",
     conversations: Annotated[
         Optional[list[str]], typer.Option("--conversations", help="conversation names (conv-26); repeat; default all")
     ] = None,
-    data_dir: Annotated[Path, typer.Option(help="the folder holding the conversations' JSON")] = LOCOMO,
+    data_dir: Annotated[
+        Optional[Path],
+        typer.Option(
+            help="the folder holding the conversations' JSON; default: locomo in params.yaml benchmark.benchmark_dir",
+            show_default=False,
+        ),
+    ] = None,
     k: Annotated[int, typer.Option(help="give at most the first k chunks of the context (/query's k); 0 = no cap")] = 0,
     fmt: Annotated[str, typer.Option("--format", help="how the conversation is kept: markdown or jsonl")] = "markdown",
     selector: Annotated[
@@ -161,6 +170,7 @@ def bench_memory_command(
     out: OutOpt = None,
 ) -> None:
     """A memory of conversations: evidence turns in the served context, per category, beside single-turn baselines."""
+    data_dir = judged_dir(params, None) / "locomo" if data_dir is None else data_dir  # eval.judged_sets unpacks it
     try:
         if dataset != "locomo" or fmt not in ("markdown", "jsonl"):
             raise ValueError("--dataset: only locomo; --format: markdown or jsonl")

@@ -18,22 +18,27 @@ import random
 import tempfile
 import time
 from pathlib import Path
+from typing import Annotated, Optional
 
 import httpx
 import numpy as np
 import psycopg
+import typer
 from rich.table import Table
 
+from eval.evaluate import EvaluateParams
 from eval.retrieval_eval import load_scifact
 from retrieval.corpus.ingest import ingest_paths
-from retrieval.db import connect, database_url, scratch_database
+from retrieval.db import DatabaseError, connect, database_url, scratch_database
 from retrieval.embed import get_embedder
 from retrieval.logs.scratch import scratch_log
-from retrieval.params import EmbedParams, IngestParams, SearchParams, load_section
+from retrieval.params import EmbedParams, IngestParams, ParamsError, SearchParams, load_section
 from serving.server import free_port
 
 from .bench_serve import start_service
-from .terminal import machine
+from .terminal import BENCH_SERVICE, BenchDirOpt, ParamsOpt, _fail, console, emit, judged_dir, machine
+
+app = typer.Typer()
 
 
 def heading_queries(conn: psycopg.Connection, n: int, seed: int = 0) -> list[str]:
@@ -162,3 +167,36 @@ def print_table(result: dict, console) -> None:
     for store, r in result["stores"].items():
         console.print(f"{store}: p50 ratio selector / similarity = {r['p50_ratio']} (target <= 1.3)")
     console.print(f"machine: {result['machine']}")
+
+
+@app.command(
+    "policy", rich_help_panel=BENCH_SERVICE, short_help="A selector inline vs the first-stage order: /query p50."
+)
+def bench_policy_command(
+    selector: Annotated[
+        Optional[str],
+        typer.Option(
+            help="the selector to compare with the first-stage order (a folder, as `pai serve --selector`); "
+            "default: params.yaml evaluate.ranker"
+        ),
+    ] = None,
+    notes: Annotated[
+        Optional[Path], typer.Option(help="a markdown folder: ingested into a scratch database, its headings asked")
+    ] = None,
+    queries: Annotated[int, typer.Option(min=1, help="new queries per store, each sent to both services")] = 200,
+    benchmark_dir: BenchDirOpt = None,
+    params: ParamsOpt = Path("params.yaml"),
+    out: Annotated[Optional[Path], typer.Option(help="also write the result as JSON here")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print results as JSON")] = False,
+) -> None:
+    """A selector answering every new query inline vs the first-stage order: /query p50 side by side, who
+    served each query, what was embedded on the query path; on the store and on a folder of notes."""
+    benchmark_dir = judged_dir(params, benchmark_dir)
+    if notes is not None and not notes.is_dir():
+        _fail(f"--notes {notes}: not a folder")
+    try:
+        selector = selector or load_section(params, "evaluate", EvaluateParams).ranker
+        result = run(params, selector, benchmark_dir, notes, queries, log=console.print)
+    except (FileNotFoundError, RuntimeError, DatabaseError, ParamsError) as e:
+        _fail(str(e))
+    emit(result, as_json, out, lambda c: print_table(result, c))

@@ -16,14 +16,21 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Annotated, Optional
 
 import httpx
 import numpy as np
+import typer
 from rich.table import Table
 
+from eval.retrieval_eval import load_scifact
 from retrieval.db import connect
 from retrieval.logs.scratch import scratch_log
 from serving.server import free_port
+
+from .terminal import BENCH_SERVICE, BenchDirOpt, ParamsOpt, _fail, emit, judged_dir
+
+app = typer.Typer()
 
 NOTE_PREFIX = "bench-note-"
 
@@ -181,3 +188,26 @@ def print_table(result: dict, console) -> None:
         f"webhook ingest-to-searchable over {i['notes']} notes: p50 {i['p50_ms']} ms, p95 {i['p95_ms']} ms "
         f"| targets: /query p50 <= 25 ms, ingest-to-searchable p95 <= 1000 ms"
     )
+
+
+@app.command(
+    "serve", rich_help_panel=BENCH_SERVICE, short_help="/query latency and throughput under concurrent clients."
+)
+def bench_serve_command(
+    clients: Annotated[
+        Optional[list[int]], typer.Option("--clients", help="concurrent clients (repeat to compare)")
+    ] = None,
+    duration: Annotated[float, typer.Option(help="seconds of load per client count")] = 30.0,
+    notes: Annotated[int, typer.Option(help="webhook notes for ingest-to-searchable latency")] = 50,
+    benchmark_dir: BenchDirOpt = None,
+    params: ParamsOpt = Path("params.yaml"),
+    as_json: Annotated[bool, typer.Option("--json", help="print results as JSON")] = False,
+) -> None:
+    """/query latency and throughput under concurrent clients; webhook ingest-to-searchable latency."""
+    benchmark_dir = judged_dir(params, benchmark_dir)
+    try:
+        queries = [q for _, q, _ in load_scifact(benchmark_dir, "test")]
+        result = run(params, queries, clients or [1, 4, 20], duration, notes)
+    except (FileNotFoundError, RuntimeError) as e:
+        _fail(str(e))
+    emit(result, as_json, None, lambda c: print_table(result, c))

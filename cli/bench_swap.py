@@ -16,15 +16,23 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Annotated, Optional
 
 import httpx
 import numpy as np
+import typer
+from rich.table import Table
 
 from eval import promotion
+from eval.retrieval_eval import load_scifact
+from retrieval.db import DatabaseError
 from retrieval.logs.scratch import scratch_log
 from serving.server import free_port
 
 from .bench_serve import start_service
+from .terminal import BENCH_SERVICE, BenchDirOpt, ParamsOpt, _fail, console, emit, judged_dir
+
+app = typer.Typer()
 
 
 @dataclass
@@ -142,3 +150,49 @@ def run(
         "query_p95_ms": round(float(np.percentile(ms, 95)), 1) if len(ms) else None,
         "moves": [{k: v for k, v in m.items() if k not in ("started", "returned")} for m in moves],
     }
+
+
+@app.command(
+    "swap", rich_help_panel=BENCH_SERVICE, short_help="Hot-swaps under load: failures, stale versions, latency."
+)
+def bench_swap_command(
+    clients: Annotated[int, typer.Option(help="concurrent clients")] = 20,
+    duration: Annotated[float, typer.Option(help="seconds of load")] = 30.0,
+    swaps: Annotated[int, typer.Option(help="promote/rollback moves during the load")] = 10,
+    versions: Annotated[
+        Optional[list[str]],
+        typer.Option(
+            "--version", help="registry versions to swap between (default: the two newest; 'similarity' if only one)"
+        ),
+    ] = None,
+    benchmark_dir: BenchDirOpt = None,
+    params: ParamsOpt = Path("params.yaml"),
+    as_json: Annotated[bool, typer.Option("--json", help="print results as JSON")] = False,
+) -> None:
+    """Hot-swaps under load: failed requests, stale versions after a swap, announce -> serving latency."""
+    benchmark_dir = judged_dir(params, benchmark_dir)
+    try:
+        if not versions:
+            known = sorted(
+                int(m.version) for m in promotion.client().search_model_versions(f"name='{promotion.MODEL}'")
+            )
+            versions = [str(v) for v in known[-2:]] if len(known) >= 2 else [*map(str, known), "similarity"]
+        queries = [q for _, q, _ in load_scifact(benchmark_dir, "test")]
+        r = run(params, queries, versions, clients, duration, swaps, log=lambda s: console.print(s))
+    except (promotion.RegistryError, DatabaseError, ValueError, RuntimeError) as e:
+        _fail(str(e))
+    t = Table(title=f"hot-swap under load: {clients} clients, {duration:g} s, {r['swaps']} swaps")
+    columns = {  # header: the result's key
+        "requests": "requests",
+        "failed": "failed",
+        "after swaps": "requests_after_swaps",
+        "stale": "served_by_old_version_after_swap",
+        "swap p50 ms": "swap_ms_p50",
+        "swap p95 ms": "swap_ms_p95",
+        "query p50 ms": "query_p50_ms",
+        "query p95 ms": "query_p95_ms",
+    }
+    for col in columns:
+        t.add_column(col, justify="right")
+    t.add_row(*(str(r[key]) for key in columns.values()))
+    emit(r, as_json, None, t)

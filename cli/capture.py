@@ -1,6 +1,5 @@
 """`pai capture FILE|-` (exchanges as one JSON object or JSONL, taken through the gates in-process)
-and `pai capture noise` (the learned noise prototypes); `pai bench capture` (cli/bench_capture.py).
-Registered by cli/main.py and cli/bench.py."""
+and `pai capture noise` (the learned noise prototypes). `pai bench capture` is cli/bench_capture.py."""
 
 from __future__ import annotations
 
@@ -16,12 +15,13 @@ from retrieval.conversation import capture, noise
 from retrieval.conversation.capture import CaptureInputError, CaptureParams, parse_exchange
 from retrieval.db import DatabaseError, connect
 from retrieval.embed import get_embedder
-from retrieval.params import BENCHMARK_DIR, EmbedParams, IngestParams, ParamsError, SearchParams, load_section
+from retrieval.params import EmbedParams, IngestParams, ParamsError, SearchParams, load_section
 from serving.extractor import build_extractor
 from serving.interface import SelectorLoadError
 
-from . import bench_capture
-from .terminal import BenchDirOpt, FoundParamsOpt, JsonOpt, OutOpt, ParamsOpt, _fail, console, emit
+from .terminal import USE, FoundParamsOpt, JsonOpt, _fail, console
+
+app = typer.Typer()
 
 
 def read_records(raw: bytes, max_chars: int) -> list[tuple[int, capture.Exchange | str]]:
@@ -53,6 +53,7 @@ def _exchange(obj, max_chars: int) -> capture.Exchange | str:
         return str(e)
 
 
+@app.command("capture", rich_help_panel=USE, short_help="Capture facts from conversation exchanges (JSON or JSONL).")
 def capture_command(
     target: Annotated[str, typer.Argument(help="a JSON/JSONL file of exchanges, - for stdin, or `noise`")],
     params: FoundParamsOpt = None,
@@ -140,26 +141,3 @@ def _show_noise(protos: noise.Prototypes, cp: CaptureParams, as_json: bool) -> N
     for i, p in enumerate(protos.examples, start=1):
         t.add_row(str(i), str(p["size"]), "\n".join(x.replace("\n", " ")[:120] for x in p["texts"]))
     console.print(t)
-
-
-def bench_capture_command(
-    labelled: Annotated[Path, typer.Option(help="the labelled exchanges")] = Path("data/capture/labelled.jsonl"),
-    rebuild_set: Annotated[
-        bool,
-        typer.Option("--rebuild-set", help="first regenerate LABELLED from the benchmark and data/capture/hard.jsonl"),
-    ] = False,
-    benchmark_dir: BenchDirOpt = BENCHMARK_DIR,
-    params: ParamsOpt = Path("params.yaml"),
-    as_json: JsonOpt = False,
-    out: OutOpt = None,
-) -> None:
-    """Precision/recall of "stored" overall and per gate, time per capture, and the noise gate's
-    recall as it learns from a stream of rejections (held-out part), in a scratch database."""
-    try:
-        if rebuild_set:
-            n = bench_capture.write_labelled(benchmark_dir, labelled.parent / "hard.jsonl", labelled)
-            console.print(f"wrote {n} labelled exchanges to {labelled}")
-        result = bench_capture.run(labelled, params, log=console.print)
-    except (ParamsError, DatabaseError, SelectorLoadError, OSError, ValueError) as e:
-        _fail(str(e))
-    emit(result, as_json, out, lambda c: bench_capture.print_tables(result, c))

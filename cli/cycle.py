@@ -18,8 +18,10 @@ import subprocess
 import sys
 from collections import deque
 from pathlib import Path
+from typing import Annotated, Optional
 
 import httpx
+import typer
 import yaml
 from psycopg.conninfo import conninfo_to_dict
 from rich.table import Table
@@ -27,11 +29,12 @@ from rich.table import Table
 from eval.deploy import DeployParams
 from eval.evaluate import EvaluateParams, print_table
 from eval.retrieval_eval import evaluate, load_scifact
+from eval.scifact_bench import BenchmarkParams
 from eval.systems import chain_file
 from retrieval.corpus.ingest import ingest_paths
-from retrieval.db import connect, own_database
+from retrieval.db import DatabaseError, connect, own_database
 from retrieval.embed import get_embedder
-from retrieval.params import EmbedParams, IngestParams, SearchParams, load_section
+from retrieval.params import EmbedParams, IngestParams, ParamsError, SearchParams, load_section
 from serving.server import BackgroundServer, build_service
 from training.build import BuildParams
 from training.export import ExportParams
@@ -39,7 +42,9 @@ from training.pull import PullParams
 from training.train import TrainParams
 
 from .replay import run_replay
-from .terminal import LOG_WIDTH
+from .terminal import LAB_FEEDBACK, LOG_WIDTH, BenchDirOpt, ParamsOpt, _fail, console, emit, judged_dir, progress_bar
+
+app = typer.Typer()
 
 DEMO_HOME = Path(".pai")  # the demo's home when PAI_HOME is unset: the checkout's own, never the user's memory
 
@@ -211,3 +216,33 @@ def print_cycle(result: dict, console) -> None:
     for r in rows:
         t.add_row(*[str(v) for v in r.values()])
     console.print(t)
+
+
+@app.command("cycle", rich_help_panel=LAB_FEEDBACK, short_help="The demo: ingest SciFact, replay, dvc repro, measure.")
+def cycle(
+    benchmark_dir: BenchDirOpt = None,
+    split: Annotated[
+        Optional[str], typer.Option(help="SciFact qrels split to evaluate (default: params.yaml benchmark.split)")
+    ] = None,
+    replay: Annotated[
+        Optional[bool],
+        typer.Option("--replay/--no-replay", help="replay SciFact train first (default: only into an empty log)"),
+    ] = None,
+    params: ParamsOpt = Path("params.yaml"),
+    as_json: Annotated[bool, typer.Option("--json", help="print results as JSON")] = False,
+) -> None:
+    """The main job on embedded defaults, one retrain cycle: ingest the SciFact corpus, replay its
+    train queries into the feedback log when the log is empty, `dvc repro`, and measure retrieval on
+    the test queries (vector vs hybrid)."""
+    benchmark_dir = judged_dir(params, benchmark_dir)
+    if home := demo_home():
+        console.print(f"pai lab cycle: the demo runs in {home} (PAI_HOME unset), not in your memory", soft_wrap=True)
+    try:
+        if db := demo_database():
+            console.print(f"pai lab cycle: the demo uses database {db} on DATABASE_URL's server, not yours")
+        split = load_section(params, "benchmark", BenchmarkParams).split if split is None else split
+        with progress_bar() as bar:
+            result = run_cycle(params, benchmark_dir, split, bar, replay=replay)
+    except (ParamsError, DatabaseError, FileNotFoundError, RuntimeError) as e:
+        _fail(str(e))
+    emit(result, as_json, None, lambda c: print_cycle(result, c))

@@ -1,18 +1,22 @@
-"""`pai lab`: the tools of experiments beside the main job, registered here, one line each. `simulate`
-fills the feedback log from a benchmark (a stand-in for real consumers); `loop report` retrains over
-slices of it (cli/loop.py, cli/onpolicy.py); `loop trial` runs on-policy cycles per domain in which only the
-trial by interleaving promotes (cli/loop_trial.py); `grounding` shows what reading the answers would change in a
-pulled log (retrieval/logs/grounding.py); `gpu-smoke` runs the train stage's GPU path on random
-weights (training/gpu_smoke.py). The benchmarks proper are `pai bench` (cli/bench.py).
+"""`pai lab`: the tools of experiments beside the main job, one line each in `pai lab --help`. Each command is
+registered where its body is; this group puts them together, in the order the help lists them:
 
-Flags mean the same in every command: `--json` prints JSON to stdout, `--out FILE` writes it to a
-file, `--benchmark-dir` is the judged benchmark folder, `--max-queries` caps the queries."""
+- `cycle`: cli/cycle.py, the demo (ingest SciFact, replay, dvc repro, measure)
+- `simulate`, `grounding`, `notes`: cli/lab_feedback.py, a feedback log from a benchmark (a stand-in for real
+  consumers) and what reading the answers would change in one
+- `trial`, `gpu-smoke`: here; the trial's power per domain (eval/bench/trial_power.py) and the train stage's GPU
+  path on random weights (training/gpu_smoke.py)
+- `loop report`: here, retrains over slices of the log (cli/loop.py; on-policy: cli/onpolicy.py); `loop trial`:
+  cli/loop_trial.py, on-policy cycles per domain in which only the trial by interleaving promotes
+
+The benchmarks proper are `pai bench` (cli/bench.py). Flags mean the same in every command: `--json` prints JSON to
+stdout, `--out FILE` writes it to a file, `--benchmark-dir` is the judged benchmark folder, `--max-queries` caps the
+queries."""
 
 from __future__ import annotations
 
 import json
 import sysconfig
-from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -21,19 +25,28 @@ from rich.table import Table
 
 from eval.bench import trial_power
 from eval.code_bench import build as build_code_items
+from eval.evaluate import EvaluateParams
 from eval.items import checked_items
 from retrieval.contracts.interleaving import TrialParams
+from retrieval.db import DatabaseError
 from retrieval.embed import get_embedder
-from retrieval.logs.feedback import FEEDBACK_FILE
-from retrieval.logs.grounding import grounding_report
-from retrieval.logs.used import label_changes, used_labels
-from retrieval.params import BENCHMARK_DIR, ParamsError, UsedParams, load_section
+from retrieval.params import ParamsError, load_section
 from training import gpu_smoke
-from training.pull import PullParams
 
-from . import loop_trial, pipeline
-from .replay import write_notes
-from .terminal import BenchDirOpt, JsonOpt, ParamsOpt, _fail, console, emit, progress_bar
+from . import cycle, lab_feedback, loop_trial, onpolicy
+from .loop import print_loop, run_loop, write_outputs
+from .terminal import (
+    LAB_FEEDBACK,
+    LAB_GPU,
+    BenchDirOpt,
+    JsonOpt,
+    ParamsOpt,
+    _fail,
+    console,
+    emit,
+    judged_dir,
+    progress_bar,
+)
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -44,149 +57,10 @@ loop_app = typer.Typer(
     no_args_is_help=True,
     help="Does the loop learn? Retrains over the log; trial-decided cycles.",
 )
+tools = typer.Typer()  # this module's commands of the group: `trial`, `gpu-smoke`
 
 
-def gpu_smoke_command(
-    data: Annotated[
-        Path, typer.Option(help="a build-stage folder (train.jsonl) built with the GPU chunk_tokens (200)")
-    ],
-    tokenizer: Annotated[Path, typer.Option(help="the saved Qwen2 tokenizer folder ($PAI_HOME/cache/qwen2-tokenizer)")],
-    out: Annotated[Path, typer.Option(help="the JSON report, rewritten after every phase")] = Path("gpu_smoke.json"),
-    size: Annotated[str, typer.Option(help="14b (Qwen2.5-14B's shapes) or tiny (runs on a CPU)")] = "14b",
-    backend: Annotated[
-        Optional[list[str]], typer.Option("--backend", help="unsloth, hf4bit or hf; tried in order until one trains")
-    ] = None,
-    batches: Annotated[str, typer.Option(help="per-device batch sizes to measure")] = "1,2",
-    steps: Annotated[int, typer.Option(help="train steps per batch size")] = 3,
-    prequantize: Annotated[
-        bool,
-        typer.Option("--prequantize", help="save the 4-bit model and load that, as the real -bnb-4bit checkpoint is"),
-    ] = False,
-    base_dir: Annotated[
-        Optional[Path], typer.Option(help="where the random checkpoint is written (default: /dev/shm or a temp dir)")
-    ] = None,
-    params: ParamsOpt = Path("params.yaml"),
-    as_json: JsonOpt = False,
-) -> None:
-    """GPU smoke run of the train stage's Unsloth path on random weights: peak VRAM, step time, tokens/s."""
-    if size not in ("14b", "tiny") or any(b not in ("unsloth", "hf4bit", "hf") for b in backend or []):
-        _fail("--size is 14b or tiny; --backend is unsloth, hf4bit or hf")
-    gpu_smoke.run(
-        data,
-        tokenizer,
-        out,
-        size,
-        backend,
-        [int(b) for b in batches.split(",")],
-        steps,
-        prequantize,
-        base_dir,
-        str(params),
-    )
-    if as_json:
-        print(out.read_text(), end="")
-    else:
-        console.print(f"gpu-smoke: {out}: {', '.join(json.loads(out.read_text())['phases'])}", soft_wrap=True)
-
-
-def _feedback_record(rec) -> bool:
-    """The fields `grounding_report` and `used_labels` read, with their types."""
-    return (
-        isinstance(rec, dict)
-        and isinstance(rec.get("answer"), (str, type(None)))
-        and isinstance(rec.get("rating"), (int, type(None)))
-        and isinstance(rec.get("candidates"), list)
-        and all(
-            isinstance(c, dict)
-            and isinstance(c.get("rank"), int)
-            and isinstance(c.get("text"), (str, type(None)))
-            and isinstance(c.get("used"), (bool, type(None)))
-            and isinstance(c.get("shown"), (bool, type(None)))
-            for c in rec["candidates"]
-        )
-    )
-
-
-def grounding_command(
-    feedback: Annotated[
-        Optional[Path], typer.Option(help="the pull stage's folder (feedback.jsonl); default: params.yaml pull.out")
-    ] = None,
-    params: ParamsOpt = Path("params.yaml"),
-    as_json: JsonOpt = False,
-) -> None:
-    """How the answers in the feedback log ground their citations, and what params.yaml's `used` section (the one
-    definition of used: min_uncited, void_thumbs_down) changes: choose them on your consumer's answers
-    (retrieval/logs/grounding.py, retrieval/logs/used.py)."""
-    try:
-        p = load_section(params, "used", UsedParams)
-        feedback = Path(load_section(params, "pull", PullParams).out) if feedback is None else feedback
-    except (OSError, ParamsError) as e:
-        _fail(f"{params}: {e}")
-    path = feedback / FEEDBACK_FILE
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as e:
-        _fail(f"{path}: {e} (run `dvc repro pull` or `python -m training.pull` first)")
-    records = []
-    for i, line in enumerate(lines, start=1):
-        try:
-            rec = json.loads(line) if line.strip() else None
-        except ValueError as e:
-            _fail(f"{path}:{i}: not JSON: {e}")
-        if rec is not None and not _feedback_record(rec):
-            _fail(f"{path}:{i}: not a feedback record (answer: text or null; candidates: rank, text, used, shown)")
-        if rec is not None:
-            records.append(rec)
-    result = grounding_report(records) | {
-        "at_params": asdict(p) | label_changes(records, [used_labels(r, p) for r in records])
-    }
-
-    def show(c) -> None:
-        t = Table(
-            title=f"{result['answers']} answers, {result['citations']} citations ({result['citations_judged']} with a "
-            f"sentence to judge by); support quantiles {result['support_quantiles']}"
-        )
-        for col in ("threshold", "citations grounded below it", "uncited quotes counted (min_uncited)"):
-            t.add_column(col, justify="right")
-        for th, share in result["support_below"].items():
-            t.add_row(th, f"{share:.1%}", str(result["uncited_quotes_at"][th]))
-        c.print(t)
-        c.print(f"at params.yaml's used: {result['at_params']}", soft_wrap=True)
-
-    emit(result, as_json, None, show)
-
-
-# The map `pai lab --help` shows: one panel per subject, one line per command.
-FEEDBACK, GPU = "The feedback loop", "The GPU path"
-app.command("cycle", rich_help_panel=FEEDBACK, short_help="The demo: ingest SciFact, replay, dvc repro, measure.")(
-    pipeline.cycle
-)
-app.command("simulate", rich_help_panel=FEEDBACK, short_help="Replay benchmark queries and a consumer's feedback.")(
-    pipeline.simulate
-)
-app.add_typer(loop_app, name="loop", rich_help_panel=FEEDBACK)
-app.command("grounding", rich_help_panel=FEEDBACK, short_help="What reading the answers would change in the log.")(
-    grounding_command
-)
-loop_app.command("report", short_help="Held-out Recall@5 after each retrain, with 95 % CIs.")(pipeline.loop_report)
-loop_app.command("trial", short_help="On-policy cycles per domain, the trial the only judge.")(loop_trial.command)
-
-
-def notes_command(
-    out: Annotated[Path, typer.Argument(help="the folder to write the notes into")],
-    dataset: Annotated[str, typer.Option(help="scifact or hotpotqa (under --benchmark-dir)")] = "scifact",
-    corpus_limit: Annotated[Optional[int], typer.Option(help="the train queries' documents + N others")] = None,
-    benchmark_dir: BenchDirOpt = BENCHMARK_DIR,
-) -> None:
-    """Write a benchmark's corpus as markdown notes named by document id: a store of notes to `pai ingest`,
-    whose queries `pai lab simulate --no-ingest` can still judge."""
-    try:
-        n = write_notes(benchmark_dir, dataset, out, corpus_limit)
-    except (OSError, ValueError) as e:
-        _fail(str(e))
-    console.print(f"wrote {n} notes to {out}")
-
-
+@tools.command("trial", rich_help_panel=LAB_FEEDBACK, short_help="Power of the trial by interleaving, per domain.")
 def trial_command(
     domains: Annotated[str, typer.Option(help="hotpotqa, scifact, code, or contract-5 files, comma-separated")] = (
         "hotpotqa,scifact,code"
@@ -200,13 +74,14 @@ def trial_command(
         str,
         typer.Option(help="the trial contexts to compare on the same items: team-draft (served), agreed-first, union"),
     ] = "team-draft",
-    benchmark_dir: BenchDirOpt = BENCHMARK_DIR,
+    benchmark_dir: BenchDirOpt = None,
     params: ParamsOpt = Path("params.yaml"),
     as_json: JsonOpt = False,
     out: Annotated[Optional[Path], typer.Option(help="write the report as JSON here")] = None,
 ) -> None:
     """Power of the trial by interleaving: share of simulated trials that promote each challenger, against its
     judged Recall@5 gain over the champion (hybrid), per domain (eval/bench/trial_power.py)."""
+    benchmark_dir = judged_dir(params, benchmark_dir)
     try:
         rule = load_section(params, "trial", TrialParams)
         merges = [m for m in merge.split(",") if m]
@@ -267,12 +142,106 @@ def _print_power(title: str, rows: list[dict]) -> None:
     console.print(t)
 
 
-app.command("notes", rich_help_panel=FEEDBACK, short_help="A benchmark's corpus as a folder of markdown notes.")(
-    notes_command
-)
-app.command("trial", rich_help_panel=FEEDBACK, short_help="Power of the trial by interleaving, per domain.")(
-    trial_command
-)
-app.command("gpu-smoke", rich_help_panel=GPU, short_help="The train stage on random weights: VRAM, step time.")(
-    gpu_smoke_command
-)
+@tools.command("gpu-smoke", rich_help_panel=LAB_GPU, short_help="The train stage on random weights: VRAM, step time.")
+def gpu_smoke_command(
+    data: Annotated[
+        Path, typer.Option(help="a build-stage folder (train.jsonl) built with the GPU chunk_tokens (200)")
+    ],
+    tokenizer: Annotated[Path, typer.Option(help="the saved Qwen2 tokenizer folder ($PAI_HOME/cache/qwen2-tokenizer)")],
+    out: Annotated[Path, typer.Option(help="the JSON report, rewritten after every phase")] = Path("gpu_smoke.json"),
+    size: Annotated[str, typer.Option(help="14b (Qwen2.5-14B's shapes) or tiny (runs on a CPU)")] = "14b",
+    backend: Annotated[
+        Optional[list[str]], typer.Option("--backend", help="unsloth, hf4bit or hf; tried in order until one trains")
+    ] = None,
+    batches: Annotated[str, typer.Option(help="per-device batch sizes to measure")] = "1,2",
+    steps: Annotated[int, typer.Option(help="train steps per batch size")] = 3,
+    prequantize: Annotated[
+        bool,
+        typer.Option("--prequantize", help="save the 4-bit model and load that, as the real -bnb-4bit checkpoint is"),
+    ] = False,
+    base_dir: Annotated[
+        Optional[Path], typer.Option(help="where the random checkpoint is written (default: /dev/shm or a temp dir)")
+    ] = None,
+    params: ParamsOpt = Path("params.yaml"),
+    as_json: JsonOpt = False,
+) -> None:
+    """GPU smoke run of the train stage's Unsloth path on random weights: peak VRAM, step time, tokens/s."""
+    if size not in ("14b", "tiny") or any(b not in ("unsloth", "hf4bit", "hf") for b in backend or []):
+        _fail("--size is 14b or tiny; --backend is unsloth, hf4bit or hf")
+    gpu_smoke.run(
+        data,
+        tokenizer,
+        out,
+        size,
+        backend,
+        [int(b) for b in batches.split(",")],
+        steps,
+        prequantize,
+        base_dir,
+        str(params),
+    )
+    if as_json:
+        print(out.read_text(), end="")
+    else:
+        console.print(f"gpu-smoke: {out}: {', '.join(json.loads(out.read_text())['phases'])}", soft_wrap=True)
+
+
+@loop_app.command("report", short_help="Held-out Recall@5 after each retrain, with 95 % CIs.")
+def loop_report(
+    slices: Annotated[int, typer.Option(help="chronological slices of the SciFact feedback (one retrain each)")] = 3,
+    max_queries: Annotated[int, typer.Option(help="held-out queries per benchmark (0 = all)")] = 0,
+    out_dir: Annotated[
+        Optional[Path],
+        typer.Option(help="folder for loop.json and loop_recall.csv (default: params.yaml evaluate.out)"),
+    ] = None,
+    consumer: Annotated[
+        Optional[str],
+        typer.Option(
+            help="on-policy: serve each slice of SciFact train with the current champion, this consumer posting "
+            "feedback (realistic: cites within its context; oracle: judges all 20, the bound), retrain, promote"
+        ),
+    ] = None,
+    explore_rate: Annotated[
+        Optional[float], typer.Option(help="on-policy: search.explore_rate while serving (default: params.yaml's)")
+    ] = None,
+    benchmark_dir: BenchDirOpt = None,
+    params: ParamsOpt = Path("params.yaml"),
+    as_json: Annotated[bool, typer.Option("--json", help="print results as JSON")] = False,
+) -> None:
+    """Retrain the learned ranker after each slice of the feedback; held-out Recall@5 with 95% CIs per cycle.
+    With --consumer, the loop runs on-policy through the service (`cli/onpolicy.py`)."""
+    benchmark_dir = judged_dir(params, benchmark_dir)
+    if slices < 1:
+        _fail("--slices must be >= 1")
+    try:
+        out_dir = Path(load_section(params, "evaluate", EvaluateParams).out) if out_dir is None else out_dir
+    except ParamsError as e:
+        _fail(str(e))
+    if consumer is not None:
+        if consumer not in ("realistic", "oracle"):
+            _fail(f"--consumer {consumer!r}: realistic or oracle")
+        if explore_rate is not None and not 0 <= explore_rate < 1:
+            _fail("--explore-rate must be in [0, 1)")
+        try:
+            result = onpolicy.run_on_policy(
+                params, benchmark_dir, consumer, slices, explore_rate, max_queries, log=console.print
+            )
+        except (ParamsError, FileNotFoundError, ValueError, DatabaseError) as e:
+            _fail(str(e))
+        tag = f"{consumer}{'' if explore_rate is None else f'-explore{explore_rate:g}'}"
+        onpolicy.write_on_policy(result, out_dir / f"loop_onpolicy_{tag}.json")
+        emit(result, as_json, None, lambda c: onpolicy.print_on_policy(result, c))
+        return
+    try:
+        result = run_loop(params, slices, max_queries, log=lambda s: console.print(s, soft_wrap=True))
+    except (ParamsError, FileNotFoundError, ValueError) as e:
+        _fail(str(e))
+    write_outputs(result, out_dir)
+    emit(result, as_json, None, lambda c: print_loop(result, c))
+
+
+app.add_typer(cycle.app)  # no name: a module's commands join this group
+app.add_typer(lab_feedback.app)
+app.add_typer(tools)
+app.add_typer(loop_app, name="loop", rich_help_panel=LAB_FEEDBACK)
+loop_app.add_typer(loop_trial.app)

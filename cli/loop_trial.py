@@ -20,6 +20,7 @@ from rich.table import Table
 from eval.bench import loop_trial
 from eval.bench.trial_power import MERGES, Consumer, scifact_items
 from eval.code_bench import build as build_code_items
+from eval.evaluate import EvaluateParams
 from eval.items import checked_items
 from eval.systems import bm25_ranking, passage_texts, prefill_vectors
 from retrieval.contracts.interleaving import TrialParams
@@ -28,14 +29,16 @@ from retrieval.contracts.selection import PromptCandidate
 from retrieval.embed import get_embedder
 from retrieval.files import write_atomic
 from retrieval.fusion import GeneralRule, general_order
-from retrieval.params import BENCHMARK_DIR, ParamsError, SearchParams, UsedParams, load_section
+from retrieval.params import ParamsError, SearchParams, UsedParams, load_section
 from retrieval.query.search import rrf
 from serving.ranker import RankerSelector
 from training import train_ranker
 from training.build import BuildParams
 from training.train_ranker import RankerParams
 
-from .terminal import BenchDirOpt, JsonOpt, ParamsOpt, _fail, console, emit
+from .terminal import BenchDirOpt, JsonOpt, ParamsOpt, _fail, console, emit, judged_dir
+
+app = typer.Typer()  # `pai lab loop trial`
 
 DOMAINS = ("scifact", "hotpotqa", "code")
 
@@ -135,6 +138,7 @@ def trainer(params: Path, vectors: dict, folder: Path):
     return train
 
 
+@app.command("trial", short_help="On-policy cycles per domain, the trial the only judge.")
 def command(
     domain: Annotated[str, typer.Option(help="scifact, hotpotqa, code, comma-separated")] = "scifact,hotpotqa,code",
     cycles: Annotated[int, typer.Option(help="on-policy cycles per seed")] = 3,
@@ -151,22 +155,27 @@ def command(
             help="trial merges, comma-separated (team-draft as served, agreed-first, union); the first decides"
         ),
     ] = "team-draft",
-    benchmark_dir: BenchDirOpt = BENCHMARK_DIR,
+    benchmark_dir: BenchDirOpt = None,
     params: ParamsOpt = Path("params.yaml"),
     as_json: JsonOpt = False,
-    out: Annotated[Optional[Path], typer.Option(help="the report (JSON; a CSV of the rows beside it)")] = Path(
-        "metrics/loop_trial.json"
-    ),
+    out: Annotated[
+        Optional[Path],
+        typer.Option(
+            help="the report (JSON; a CSV of the rows beside it); default: loop_trial.json in params.yaml evaluate.out"
+        ),
+    ] = None,
 ) -> None:
     """On-policy cycles per domain: serve, retrain, and promote only when the trial by interleaving says so; the
     judged test split scores each decision, truly worse challengers (labels turned over, another domain's log)
     on trial too (eval/bench/loop_trial.py)."""
+    benchmark_dir = judged_dir(params, benchmark_dir)
     names = [d for d in domain.split(",") if d]
     if not names or any(d not in DOMAINS for d in names) or cycles < 1 or seeds < 1 or not 0 < test_fraction < 1:
         _fail(f"--domain among {', '.join(DOMAINS)}; --cycles, --seeds >= 1; --test-fraction in (0, 1)")
     try:
         rule = load_section(params, "trial", TrialParams)
         search = load_section(params, "search", SearchParams)
+        out = Path(load_section(params, "evaluate", EvaluateParams).out) / "loop_trial.json" if out is None else out
         merges = list(dict.fromkeys(m for m in merge.split(",") if m))
         if not merges or any(m not in MERGES for m in merges):
             raise ParamsError(f"--merge: one or more of {', '.join(MERGES)}, comma-separated")

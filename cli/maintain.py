@@ -1,6 +1,5 @@
 """`pai maintain` (garbage collection, usage weights, database health; `pai serve` runs the same on a
-schedule), `pai migrate`, and `pai bench usage` (does the usage prior help?, eval/bench/usage_prior.py).
-Registered by cli/main.py and cli/bench.py."""
+schedule) and `pai migrate`."""
 
 from __future__ import annotations
 
@@ -12,7 +11,6 @@ import psycopg
 import typer
 from rich.table import Table
 
-from eval.bench import usage_prior
 from retrieval.corpus import bulk, store
 from retrieval.db import (
     DatabaseError,
@@ -24,11 +22,8 @@ from retrieval.db import (
     schema_problem,
     schema_version,
 )
-from retrieval.embed import get_embedder
 from retrieval.ops import maintain
 from retrieval.params import (
-    BENCHMARK_DIR,
-    EmbedParams,
     MaintainParams,
     ParamsError,
     SearchParams,
@@ -36,9 +31,39 @@ from retrieval.params import (
     load_section,
 )
 
-from .terminal import BenchDirOpt, FoundParamsOpt, ParamsOpt, _fail, console, emit, progress_bar
+from .terminal import UPKEEP, FoundParamsOpt, _fail, console
+
+app = typer.Typer()
 
 
+@app.command("maintain", rich_help_panel=UPKEEP, short_help="Garbage-collect, usage weights, VACUUM, HNSW recall.")
+def maintain_command(
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="count what would change; change nothing")] = False,
+    staging_dir: Annotated[Optional[Path], typer.Option(help="override staging.dir")] = None,
+    params: FoundParamsOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print the report as JSON")] = False,
+) -> None:
+    """Garbage-collect (gone files, superseded documents, orphan rows, old staging files, old pulled
+    feedback), recompute usage weights, VACUUM/ANALYZE and re-check HNSW recall after growth."""
+    try:
+        mp = load_section(params, "maintain", MaintainParams)
+        sp = load_section(params, "search", SearchParams)
+        directory = staging_dir or load_section(params, "staging", StagingParams).path()
+        with connect() as conn, console.status("maintenance" + (" (dry run)" if dry_run else "")):
+            report = maintain.run(conn, mp, sp, directory, dry_run=dry_run).as_dict()
+    except (ParamsError, DatabaseError) as e:
+        _fail(str(e))
+    for w in report["warnings"]:
+        console.print(f"[yellow]warning:[/yellow] {w}", soft_wrap=True)
+    if as_json:
+        print(json.dumps(report, indent=2))
+    elif report["skipped"]:
+        console.print(f"maintenance skipped: {report['skipped']}")
+    else:
+        console.print(report_table(report))
+
+
+@app.command("migrate", rich_help_panel=UPKEEP, short_help="Create or upgrade the schema, as the database owner.")
 def migrate_command(
     grant: Annotated[
         Optional[str], typer.Option(help="a runtime role to grant DML on every table (now and later) and the sequences")
@@ -72,32 +97,6 @@ def migrate_command(
     )
 
 
-def maintain_command(
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="count what would change; change nothing")] = False,
-    staging_dir: Annotated[Optional[Path], typer.Option(help="override staging.dir")] = None,
-    params: FoundParamsOpt = None,
-    as_json: Annotated[bool, typer.Option("--json", help="print the report as JSON")] = False,
-) -> None:
-    """Garbage-collect (gone files, superseded documents, orphan rows, old staging files, old pulled
-    feedback), recompute usage weights, VACUUM/ANALYZE and re-check HNSW recall after growth."""
-    try:
-        mp = load_section(params, "maintain", MaintainParams)
-        sp = load_section(params, "search", SearchParams)
-        directory = staging_dir or load_section(params, "staging", StagingParams).path()
-        with connect() as conn, console.status("maintenance" + (" (dry run)" if dry_run else "")):
-            report = maintain.run(conn, mp, sp, directory, dry_run=dry_run).as_dict()
-    except (ParamsError, DatabaseError) as e:
-        _fail(str(e))
-    for w in report["warnings"]:
-        console.print(f"[yellow]warning:[/yellow] {w}", soft_wrap=True)
-    if as_json:
-        print(json.dumps(report, indent=2))
-    elif report["skipped"]:
-        console.print(f"maintenance skipped: {report['skipped']}")
-    else:
-        console.print(report_table(report))
-
-
 def report_table(r: dict) -> Table:
     t = Table(title="maintenance" + (" (dry run: nothing changed)" if r["dry_run"] else ""), show_header=False)
     verb = "would delete" if r["dry_run"] else "deleted"
@@ -128,27 +127,3 @@ def report_table(r: dict) -> Table:
     )
     t.add_row("seconds", str(r["seconds"]))
     return t
-
-
-def bench_usage_command(
-    bounds: Annotated[str, typer.Option(help="comma-separated usage_bound values to measure")] = "0.05,0.1,0.2",
-    benchmark_dir: BenchDirOpt = BENCHMARK_DIR,
-    split: Annotated[str, typer.Option(help="the held-out SciFact qrels split")] = "test",
-    params: ParamsOpt = Path("params.yaml"),
-    as_json: Annotated[bool, typer.Option("--json", help="print the result as JSON")] = False,
-    out: Annotated[Optional[Path], typer.Option("--out", help="also write the result (JSON) to this file")] = None,
-) -> None:
-    """Does the usage prior help? On a store holding SciFact and its train replay (`pai lab simulate`):
-    held-out Recall@5 and first-stage recall with and without it, and the rank of fresh copies of
-    the held-out queries' documents. Writes nothing (one rolled-back transaction)."""
-    try:
-        mp = load_section(params, "maintain", MaintainParams)
-        sp = load_section(params, "search", SearchParams)
-        embedder = get_embedder(load_section(params, "embed", EmbedParams))
-        with connect() as conn, progress_bar() as bar:
-            result = usage_prior.run(
-                conn, embedder, benchmark_dir, split, sp, mp, [float(b) for b in bounds.split(",")], bar
-            )
-    except (ParamsError, DatabaseError, FileNotFoundError, ValueError) as e:
-        _fail(str(e))
-    emit(result, as_json, out, usage_prior.table(result))

@@ -20,7 +20,9 @@ from retrieval.logs import deployments, trials
 from retrieval.logs.used import used_labels
 from retrieval.params import ParamsError, UsedParams, load_section
 
-from .terminal import FoundParamsOpt, _fail, console
+from .terminal import RETRAIN, FoundParamsOpt, _fail, console
+
+app = typer.Typer()
 
 WaitOpt = Annotated[float, typer.Option(help="seconds to wait for running services' canaries (0: don't wait)")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="print the result as JSON")]
@@ -55,32 +57,12 @@ def _report(moved, what: str, as_json: bool) -> None:
     )
 
 
-def promote(
-    version: Annotated[str, typer.Argument(help="registry version (3 or pai-selector:3), challenger, or similarity")],
-    reason: Annotated[str, typer.Option(help="why, recorded with the deployment")] = "manual promote",
-    wait: WaitOpt = 60.0,
-    as_json: JsonOpt = False,
-) -> None:
-    """Make VERSION the champion and hot-swap it into running services (moved back if their canary fails)."""
-    try:
-        _report(do_promote(version, reason, wait), "promoted", as_json)
-    except (RegistryError, DatabaseError) as e:
-        _fail(str(e))
-
-
-def rollback(wait: WaitOpt = 60.0, as_json: JsonOpt = False) -> None:
-    """Move the champion back to the previous one (the similarity order before the first)."""
-    try:
-        _report(do_rollback(wait), "rolled back to", as_json)
-    except (RegistryError, DatabaseError) as e:
-        _fail(str(e))
-
-
 def used_params(params: Path | None) -> UsedParams:
     """The params' `used` section (what the services credit a trial by); its defaults without the file named."""
     return load_section(params, "used", UsedParams) if params is None or params.exists() else UsedParams()
 
 
+@app.command("status", rich_help_panel=RETRAIN, short_help="Registry aliases, deployments, what each service did.")
 def status(as_json: JsonOpt = False, params: FoundParamsOpt = None) -> None:
     """Registry aliases, the latest deployments and what each service did about them."""
     try:
@@ -159,3 +141,26 @@ def status(as_json: JsonOpt = False, params: FoundParamsOpt = None) -> None:
             str(d.id), d.version, d.action, d.created_at.strftime("%Y-%m-%d %H:%M:%S"), said or "-", d.reason or ""
         )
     console.print(t)
+
+
+@app.command("promote", rich_help_panel=RETRAIN, short_help="Make VERSION the champion; running services hot-swap it.")
+def promote(
+    version: Annotated[str, typer.Argument(help="registry version (3 or pai-selector:3), challenger, or similarity")],
+    reason: Annotated[str, typer.Option(help="why, recorded with the deployment")] = "manual promote",
+    wait: WaitOpt = 60.0,
+    as_json: JsonOpt = False,
+) -> None:
+    """Make VERSION the champion and hot-swap it into running services (moved back if their canary fails)."""
+    try:
+        _report(do_promote(version, reason, wait), "promoted", as_json)
+    except (RegistryError, DatabaseError) as e:
+        _fail(str(e))
+
+
+@app.command("rollback", rich_help_panel=RETRAIN, short_help="Move the champion back to the previous one.")
+def rollback(wait: WaitOpt = 60.0, as_json: JsonOpt = False) -> None:
+    """Move the champion back to the previous one (the similarity order before the first)."""
+    try:
+        _report(do_rollback(wait), "rolled back to", as_json)
+    except (RegistryError, DatabaseError) as e:
+        _fail(str(e))

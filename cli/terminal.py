@@ -16,6 +16,8 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
+from eval.scifact_bench import BenchmarkParams
+from retrieval.params import ParamsError, load_section
 from retrieval.progress import make_progress
 
 LOG_WIDTH = 240  # columns when stderr is not a terminal: wide enough for every table, no "…" cuts
@@ -40,13 +42,40 @@ FoundParamsOpt = Annotated[
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="print the result as JSON on stdout")]
 OutOpt = Annotated[Optional[Path], typer.Option("--out", help="also write the result (JSON) to this file")]
-# --benchmark-dir: its default is retrieval.params.BENCHMARK_DIR wherever it is taken
-BenchDirOpt = Annotated[Path, typer.Option(help="the judged benchmark folder (SciFact, HotpotQA)")]
+# --benchmark-dir: None is params.yaml's benchmark.benchmark_dir, which `judged_dir` reads
+BenchDirOpt = Annotated[
+    Optional[Path],
+    typer.Option(
+        help="the judged benchmark folder (SciFact, HotpotQA; default: params.yaml benchmark.benchmark_dir)",
+        show_default=False,
+    ),
+]
+
+# The panels of the help maps: each command names its own where it is registered (`pai --help`, `pai bench
+# --help`, `pai lab --help` list them in this order).
+USE, RETRAIN, UPKEEP, MEASURE = "Use", "Retrain and deploy", "Upkeep", "Measure"
+BENCH_INGEST, BENCH_RANKING, BENCH_SERVICE, BENCH_SETS = (
+    "Ingest, capture and the store",
+    "Ranking",
+    "The service",
+    "Benchmark sets",
+)
+LAB_FEEDBACK, LAB_GPU = "The feedback loop", "The GPU path"
 
 
 def _fail(msg: str) -> None:
     console.print(f"[red]error:[/red] {msg}", soft_wrap=True)  # one line, however narrow the terminal
     raise typer.Exit(2)
+
+
+def judged_dir(params: Path | None, given: Path | None) -> Path:
+    """--benchmark-dir as given, else params.yaml's benchmark.benchmark_dir; a bad params file: one line, exit 2."""
+    if given is not None:
+        return given
+    try:
+        return Path(load_section(params, "benchmark", BenchmarkParams).benchmark_dir)
+    except ParamsError as e:
+        _fail(str(e))
 
 
 def progress_bar(every_s: float = 30.0) -> Progress:

@@ -1,4 +1,4 @@
-"""`pai bench`: the commands in front of the benchmark cores (cli/bench.py), run as a user runs them (a
+"""`pai bench`: the commands in front of the benchmark cores (cli/bench_*.py), run as a user runs them (a
 subprocess): bad input is one line and no traceback, a good run prints its result as JSON."""
 
 import json

@@ -3,6 +3,7 @@ map `pai --help` shows."""
 
 import json
 import shutil
+from pathlib import Path
 
 from typer.testing import CliRunner
 
@@ -115,3 +116,71 @@ def test_a_command_unpacks_the_judged_sets_first_in_one_line(tmp_path, monkeypat
     assert judged_sets.mismatches(committed) == []
     r = runner.invoke(app, ["mcp", "--transport", "carrier-pigeon", "--url", "http://127.0.0.1:9"])
     assert "unpacked" not in r.output
+
+
+def _options(group, path: tuple[str, ...] = ()):
+    """(command path, option) for every option of every command under `group`."""
+    import click
+
+    ctx = click.Context(group)
+    for name in group.list_commands(ctx):
+        command = group.get_command(ctx, name)
+        if hasattr(command, "list_commands"):
+            yield from _options(command, (*path, name))
+        else:
+            yield from (((*path, name), p) for p in command.params)
+
+
+def test_no_option_default_restates_a_params_yaml_value():
+    """An option params.yaml has a value for defaults to None and reads it there (its help says so): change
+    params.yaml and the command follows. A default equal to a params.yaml value of the same name, or to one of its
+    paths or words, would be a second copy that stays behind."""
+    import typer.main
+    import yaml
+
+    raw = yaml.safe_load((Path(__file__).resolve().parents[2] / "params.yaml").read_text(encoding="utf-8"))
+    by_name: dict[str, list] = {}
+    words: set[str] = set()
+    for values in raw.values():
+        for key, value in (values or {}).items():
+            by_name.setdefault(key, []).append(value)
+            if isinstance(value, str) and value:
+                words.add(value)
+    not_knobs = {"max_queries"}  # 0 = all: a cap on a run, not a knob
+    other_seeds = {("bench", "build-man"), ("bench", "build-domains")}  # sets with no params section of their own
+    copies = [
+        (" ".join(path), p.name, p.default)
+        for path, p in _options(typer.main.get_command(app))
+        if p.default is not None
+        and not isinstance(p.default, bool)
+        and p.name not in not_knobs
+        and not (p.name == "seed" and path in other_seeds)
+        and (p.default in by_name.get(p.name, []) or str(p.default) in words)
+    ]
+    assert copies == []
+
+
+def test_a_value_changed_in_params_yaml_changes_the_commands_default(tmp_path, benchmark_dir):
+    """--benchmark-dir and bench embed's --batch-size, left out, are params.yaml's: another file, other defaults;
+    a bad value there is one line, exit 2."""
+    params = tmp_path / "params.yaml"
+    params.write_text(f"benchmark:\n  benchmark_dir: {tmp_path / 'elsewhere'}\nembed:\n  batch_size: 3\n")
+    r = runner.invoke(app, ["lab", "notes", str(tmp_path / "notes"), "--params", str(params)])
+    assert r.exit_code == 2 and str(tmp_path / "elsewhere" / "scifact") in r.output, r.output
+    dev = str(benchmark_dir / "hotpotqa" / "dev.jsonl")
+    embed = ["bench", "embed", "--benchmark", dev, "--backends", "torch:f32", "--max-queries", "2", "--json"]
+    r = runner.invoke(app, [*embed, "--params", str(params)])
+    assert r.exit_code == 0 and json.loads(r.stdout)["batch_size"] == 3, r.output
+    r = runner.invoke(app, [*embed, "--params", str(params), "--batch-size", "5"])
+    assert r.exit_code == 0 and json.loads(r.stdout)["batch_size"] == 5, r.output
+    notes = ["lab", "notes", str(tmp_path / "notes")]
+    for bad, argv in (
+        ("benchmark:\n  benchmark_dir: [1, 2]\n", notes),
+        ("benchmark:\n  benchmark_dir: [1, 2]\n", ["bench", "general"]),  # its default file is under it
+        ('benchmark:\n  split: "test\\u0000"\n', notes),
+        ("embed:\n  batch_size: lots\n", ["bench", "embed"]),
+    ):
+        params.write_text(bad)
+        r = runner.invoke(app, [*argv, "--params", str(params)])
+        assert r.exit_code == 2 and len(r.output.strip().splitlines()) == 1 and "Traceback" not in r.output, r.output
+    assert not (tmp_path / "notes").exists()
