@@ -151,7 +151,7 @@ def eval_command(
                 sel,
                 lambda name, n: lambda t=bar.add_task(name, total=n): bar.advance(t),
                 champ,
-                search.min_chunks,  # a pick topped up to the context's floor, as served
+                floor=search.min_chunks,  # a pick topped up to the context's floor, as served
                 val_fraction=load_section(params, "build", BuildParams).val_fraction,  # no feedback split read here
                 used=load_section(params, "used", UsedParams),
                 rule=GeneralRule.of(search),  # the general baseline: the first stage's order as params.yaml sets it
