@@ -11,6 +11,7 @@ import typer
 
 from eval.bench import embed, ingest, scrub, seq_length
 from eval.items import checked_items
+from eval.scifact_bench import BenchmarkParams
 from retrieval.db import DatabaseError
 from retrieval.embed import get_embedder
 from retrieval.params import EmbedParams, IngestParams, SearchParams, load_section
@@ -69,9 +70,12 @@ def bench_ingest_command(
     "embed", rich_help_panel=BENCH_INGEST, short_help="The embedder's backends: speed, parity with the first, Recall@5."
 )
 def bench_embed_command(
-    benchmark: Annotated[Path, typer.Option("--benchmark", help="a contract-5 JSONL file")] = Path(
-        "data/benchmarks/scifact-test.jsonl"
-    ),
+    benchmark: Annotated[
+        Optional[Path],
+        typer.Option(
+            "--benchmark", help="a contract-5 JSONL file (default: the benchmark stage's, params.yaml benchmark)"
+        ),
+    ] = None,
     backends: Annotated[
         str, typer.Option(help="comma-separated backend[:precision] (f32 or auto); the first is the reference")
     ] = "torch:f32,openvino:f32,openvino:auto",
@@ -86,6 +90,7 @@ def bench_embed_command(
     """The embedder's backends side by side: passages/s, query p50, cosine parity and Recall@5 vs the first."""
     try:
         batch_size = load_section(params, "embed", EmbedParams).batch_size if batch_size is None else batch_size
+        benchmark = load_section(params, "benchmark", BenchmarkParams).file if benchmark is None else benchmark
         specs = embed.parse_backends(backends)
         items = checked_items(benchmark, max_queries)
         with progress_bar() as bar:
@@ -101,13 +106,17 @@ def bench_embed_command(
     "seq-length", rich_help_panel=BENCH_INGEST, short_help="Passages cut at fewer word pieces: speed and Recall@5."
 )
 def bench_seq_length_command(
-    benchmark: Annotated[Path, typer.Option("--benchmark", help="a contract-5 JSONL file")] = Path(
-        "data/benchmarks/scifact-test.jsonl"
-    ),
+    benchmark: Annotated[
+        Optional[Path],
+        typer.Option(
+            "--benchmark", help="a contract-5 JSONL file (default: the benchmark stage's, params.yaml benchmark)"
+        ),
+    ] = None,
     lengths: Annotated[
         str, typer.Option(help="comma-separated word-piece limits; the first is the reference")
     ] = "256,128",
     max_queries: Annotated[int, typer.Option(help="queries; 0 = all")] = 0,
+    params: ParamsOpt = Path("params.yaml"),
     as_json: JsonOpt = False,
     out: OutOpt = None,
 ) -> None:
@@ -116,6 +125,7 @@ def bench_seq_length_command(
         ls = [int(x) for x in lengths.split(",")]
         if not ls or any(not 8 <= x <= 512 for x in ls) or len(set(ls)) != len(ls):
             raise ValueError("--lengths: integers in 8..512, each once")
+        benchmark = load_section(params, "benchmark", BenchmarkParams).file if benchmark is None else benchmark
         items = checked_items(benchmark, max_queries)
         with progress_bar() as bar:
             task = bar.add_task(f"embed {len(items)} queries' passages at {len(ls)} lengths", total=len(ls))

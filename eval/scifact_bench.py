@@ -35,6 +35,11 @@ class BenchmarkParams:
     out: str = "data/benchmarks"
     """scifact-<split>.jsonl: contract-5 items, candidates from our own hybrid search; stats.json"""
 
+    @property
+    def file(self) -> Path:
+        """The contract-5 file the stage writes: `out`/scifact-`split`.jsonl."""
+        return Path(self.out) / f"scifact-{self.split}.jsonl"
+
     def problems(self) -> list[str]:
         return (
             []

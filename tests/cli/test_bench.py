@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 from eval.items import load_items
+from eval.systems import BASELINES
 
 
 def test_seq_length_bad_input_is_one_line(tmp_path, benchmark_dir):
@@ -52,9 +53,7 @@ def test_general_bad_input_is_one_line_and_a_good_run_lists_every_system(tmp_pat
     assert result["queries"] == 3
     rows = result["rows"]
     assert [r["system"] for r in rows] == [
-        "similarity",
-        "bm25",
-        "hybrid",
+        *BASELINES,  # the baseline table's, then the fusions asked for
         "cos + 0.5 bm25",
         "cos + 0.5 bm25 (sd floor 0.2)",
     ]
