@@ -26,8 +26,8 @@ import yaml
 from psycopg.conninfo import conninfo_to_dict
 from rich.table import Table
 
-from eval.deploy import DeployParams
 from eval.evaluate import EvaluateParams, print_table
+from eval.gate import DeployParams
 from eval.retrieval_eval import evaluate, load_scifact
 from eval.scifact_bench import BenchmarkParams
 from eval.systems import chain_file

@@ -19,8 +19,8 @@ import yaml
 
 from cli.replay import ReplayParams
 from eval.code_bench import CodeBenchParams
-from eval.deploy import DeployParams
 from eval.evaluate import EvaluateParams
+from eval.gate import DeployParams
 from eval.scifact_bench import BenchmarkParams
 from retrieval.contracts.interleaving import TrialParams
 from retrieval.conversation.capture import CaptureParams

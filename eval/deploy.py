@@ -1,28 +1,18 @@
-"""Stages `deploy` and `deploy_llm`: register one chain's evaluated challengers in MLflow, gate them, and
-promote the best one that earns it. The ranker's chain (`python -m eval.deploy`: the learned ranker;
-`metrics/eval.json` -> `metrics/deploy.json`) never waits for the GGUF; the LLM's (`python -m eval.deploy
+"""Stages `deploy` and `deploy_llm`: register one chain's evaluated challengers in MLflow, gate them
+(`eval.gate`), and promote the best one that earns it. The ranker's chain (`python -m eval.deploy`: the learned
+ranker; `metrics/eval.json` -> `metrics/deploy.json`) never waits for the GGUF; the LLM's (`python -m eval.deploy
 llm`: the exported selector; `eval-llm.json` -> `deploy-llm.json`) runs after it, so a promoted ranker is
 the champion the LLM must not trail.
 
-The gate (`gate`, a pure function of a chain's evaluate result): on every in-domain benchmark (a judged split
-whose domain feeds the feedback log) a challenger must beat the best baseline by `deploy.margin` Recall@5
-with the paired-bootstrap 95 % CI above 0, and not trail the champion; on the held-out feedback, scored
-by its unbiased inverse-propensity estimate (`in_domain_guard`), it may trail the best baseline and the
-champion by at most `deploy.guard_tolerance`: labels a consumer earned on what it was shown can catch a
-regression on the user's own queries, but with a few explored chunks per hundred queries they are too
-weak to prove a margin; on every out-of-domain one it may trail the best baseline by at most
-`deploy.ood_tolerance`; and neither answer quality (answer in context) nor the JSON-valid rate may drop
-by more than their tolerances. Passing:
-alias `champion`, announced to the running services (hot-swap; a failed canary moves it back). Where no judged
-split speaks for the store (`deploy.promotion`), passing the checks that need no user labels puts it on a trial
-instead (`retrieval.contracts.interleaving`), unless one is still running.
+Passing the gate: alias `champion`, announced to the running services (hot-swap; a failed canary moves it back).
+Where no judged split speaks for the store (`deploy.promotion`), passing the checks that need no user labels puts
+it on a trial instead (`retrieval.contracts.interleaving`), unless one is still running.
 Failing: alias `challenger`, and the stage says why. Either way `metrics/deploy.json` records it.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 
 from rich.console import Console
@@ -33,144 +23,9 @@ from retrieval.params import load_section
 from serving.selectors import OLLAMA_TEMPLATE, ollama_reachable
 
 from . import promotion
+from .gate import GATED, DeployParams, gate, judged
 from .promotion import RegistryError, folder_record, has_model
-from .systems import BASELINES, FIRST_STAGE, chain_arg, chain_file
-
-GATED = ("recall@5", "answer_in_context", "json_valid")
-
-
-@dataclass(frozen=True)
-class DeployParams:
-    """The deploy stages: the gate, and promotion by a margin on a judged split or by a trial on the user's own traffic."""
-
-    export: str = "models/export"
-    """the LLM challenger (export stage)"""
-    ranker: str = "models/ranker"
-    """the learned ranker challenger (train_ranker stage)"""
-    metrics: str = "metrics"
-    """the evaluate stages' folder: reads eval.json (eval-llm.json), writes deploy.json (deploy-llm.json) beside it"""
-    in_domain: str = "scifact-test"
-    """judged benchmarks whose domain feeds the feedback log (the lab's cycle replays SciFact train): the margin is read
-    there"""
-    in_domain_guard: str = "feedback/val-ips"
-    """the held-out feedback by its unbiased (inverse-propensity) estimate, beside the naive feedback/val (which grades
-    the served order): no regression beyond guard_tolerance. Too weak to prove a margin: about 5 explored chunks per
-    100 queries at explore_rate 0.05"""
-    out_of_domain: str = "hotpotqa/test,code-docstrings"
-    """other domains: general relevance must hold there (BM25 strong, BM25 weak)"""
-    margin: float = 0.03
-    """in domain: Recall@5 must beat the best baseline (eval/systems.py BASELINE_TABLE, the first stage's general order
-    among them) by at least this, the paired 95 % CI above 0"""
-    ood_tolerance: float = 0.02
-    """out of domain: recall@5 may trail the best baseline by at most this"""
-    guard_tolerance: float = 0.02
-    """in_domain_guard: recall@5 may trail the best baseline and the champion by at most this"""
-    answer_tolerance: float = 0.02
-    """answer-in-context may drop by at most this"""
-    json_valid_tolerance: float = 0.02
-    """the share of selector answers that parse may drop by at most this against the reference baseline"""
-    promotion: str = "auto"
-    """judged: the in-domain margin promotes; trial: a trial on the user's own traffic decides (section trial); auto:
-    judged where every in_domain benchmark has items in this store, else trial"""
-    # auto: judged where every in-domain benchmark has items for this store, else trial
-    promote: bool = True
-    """announce a passing challenger to running services (hot-swap), or start its trial"""
-    wait_s: float = 120.0
-    """wait this long for running services' canaries"""
-    register_cpu_llm: bool = False
-    """the CPU profile's tiny LLM proves the code path (evaluated, json_valid), not registered as a challenger"""
-
-    def problems(self) -> list[str]:
-        out = []
-        tolerances = (self.ood_tolerance, self.guard_tolerance, self.answer_tolerance, self.json_valid_tolerance)
-        if min(self.margin, *tolerances, self.wait_s) < 0:
-            out.append("deploy: margin, tolerances and wait_s must be >= 0")
-        if self.promotion not in ("auto", "judged", "trial"):
-            out.append(f"deploy.promotion: auto, judged or trial, not {self.promotion!r}")
-        if self.promotion == "judged" and not [b for b in self.in_domain.split(",") if b]:
-            out.append("deploy.in_domain: a judged promotion needs a benchmark the feedback log speaks for")
-        return out
-
-
-@dataclass(frozen=True)
-class Decision:
-    passed: bool
-    reasons: list[str]  # why it failed (empty when it passed)
-    details: dict  # per benchmark: domain, reference, recall@5 diff and CI, the gated figures
-
-
-def judged(result: dict, p: DeployParams, system: str) -> bool:
-    """Whether the in-domain margin decides (`deploy.promotion`): auto, where every in-domain benchmark has
-    a result for `system` (its split is in this store), else a trial on the user's traffic."""
-    if p.promotion != "auto":
-        return p.promotion == "judged"
-    benches = [b for b in p.in_domain.split(",") if b]
-    return bool(benches) and all(system in result.get(b, {}).get("systems", {}) for b in benches)
-
-
-def gate(result: dict, p: DeployParams, system: str = "selector", by_margin: bool = True) -> Decision:
-    """Whether challenger `system` earns `champion` (`by_margin`) or a trial (not `by_margin`), from one
-    evaluate result.
-
-    The reference is the best baseline on each benchmark (`eval.systems.BASELINE_TABLE`; on the held-out
-    feedback, none of the first stage's order, which logged it).
-    In domain (`in_domain`, when `by_margin`), it must beat the best baseline by `margin` with the paired 95 %
-    CI above 0, and not trail the champion, when there is one. A trial needs only the checks that take no
-    judged split of the user's own: the guards below. Out of domain (`out_of_domain`), it may trail the
-    best baseline by at most `ood_tolerance`: learning the user's corpus must not cost general relevance.
-    Answer quality and the JSON-valid rate may not drop past their tolerances anywhere."""
-    domains = (
-        {b: "in" for b in p.in_domain.split(",") if b and by_margin}
-        | {b: "guard" for b in p.in_domain_guard.split(",") if b}
-        | {b: "out" for b in p.out_of_domain.split(",") if b}
-    )
-    reasons, details = [], {}
-    for bench, domain in domains.items():
-        r = result.get(bench)
-        if r is None or system not in r["systems"]:
-            reasons.append(f"{bench}: no {system} result")
-            continue
-        systems = r["systems"]
-        refs = [b for b in BASELINES if b in systems and not (domain == "guard" and b in FIRST_STAGE)]
-        ref = max(refs, key=lambda b: systems[b]["recall@5"])
-        cmp = r["paired_bootstrap"][f"{system}_vs_{ref}"]
-        d = {
-            "domain": domain,
-            "reference": ref,
-            **cmp,
-            **{m: systems[system][m] for m in GATED},
-            **{f"{ref}_{m}": systems[ref][m] for m in GATED},
-        }
-        diff, lo, hi = cmp["recall@5_diff"], cmp["ci95_low"], cmp["ci95_high"]
-        if domain == "in" and not (diff >= p.margin and lo > 0):
-            reasons.append(
-                f"{bench}: recall@5 {diff:+.4f} vs {ref} (95% CI [{lo:+.4f}, {hi:+.4f}]) does not beat "
-                f"margin {p.margin} with the CI above 0"
-            )
-        if domain == "out" and diff < -p.ood_tolerance:
-            reasons.append(f"{bench} (out of domain): recall@5 {diff:+.4f} vs {ref} loses more than {p.ood_tolerance}")
-        if domain == "guard" and diff < -p.guard_tolerance:
-            reasons.append(
-                f"{bench} (held-out feedback): recall@5 {diff:+.4f} vs {ref} loses more than {p.guard_tolerance}"
-            )
-        if "champion" in systems and system != "champion" and domain in ("in", "guard"):
-            champ = r["paired_bootstrap"].get(f"{system}_vs_champion", {})
-            d["vs_champion"] = champ
-            worst = 0.0 if domain == "in" else -p.guard_tolerance
-            if champ and champ["recall@5_diff"] < worst:
-                reasons.append(
-                    f"{bench}: recall@5 {champ['recall@5_diff']:+.4f} vs the champion (a cycle must not be worse)"
-                )
-        details[bench] = d
-        a, b = systems[system]["answer_in_context"], systems[ref]["answer_in_context"]
-        if a is not None and b is not None and a < b - p.answer_tolerance:
-            reasons.append(f"{bench}: answer in context {a:.4f} < {ref}'s {b:.4f} - {p.answer_tolerance}")
-        if systems[system]["json_valid"] < systems[ref]["json_valid"] - p.json_valid_tolerance:
-            reasons.append(
-                f"{bench}: JSON-valid {systems[system]['json_valid']:.4f} < {ref}'s "
-                f"{systems[ref]['json_valid']:.4f} - {p.json_valid_tolerance}"
-            )
-    return Decision(not reasons, reasons, details)
+from .systems import chain_arg, chain_file
 
 
 def challengers(p: DeployParams, result: dict, skipped: dict | None = None) -> dict[str, dict]:

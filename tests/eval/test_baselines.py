@@ -5,7 +5,7 @@ is no reference on the feedback it logged. A row added to the table shows everyw
 import numpy as np
 import pytest
 
-from eval.deploy import DeployParams, gate
+from eval.gate import DeployParams, gate
 from eval.scoring import score
 from eval.systems import BASELINE_TABLE, BASELINES, FIRST_STAGE, baseline_orders, general_ranking, run_systems
 from retrieval.fusion import GeneralRule, general_order

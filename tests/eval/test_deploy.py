@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from eval.deploy import DeployParams, challengers, deploy, gate, judged
+from eval.deploy import challengers, deploy
+from eval.gate import DeployParams, gate, judged
 from eval.systems import BASELINES, chain_arg, chain_file
 
 REPO = Path(__file__).resolve().parents[2]

@@ -198,7 +198,8 @@ def test_deploy_on_a_store_without_its_judged_split_starts_one_trial_and_a_retra
     """The user's store: scifact-test has no result, so a ranker passing the guards goes on trial; the next retrain's
     ranker is registered but waits; the same model as the champion is not tried again."""
     from eval import promotion
-    from eval.deploy import DeployParams, deploy
+    from eval.deploy import deploy
+    from eval.gate import DeployParams
     from eval.systems import BASELINES
     from retrieval.contracts.interleaving import TrialParams
 
