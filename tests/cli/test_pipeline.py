@@ -33,5 +33,9 @@ def test_pai_eval_prints_all_baselines_as_json(tmp_path, monkeypatch):
     out = next(iter(json.loads(r.stdout).values()))
     assert set(out["systems"]) == set(BASELINES)  # every baseline of the table, none other
     assert out["systems"]["similarity"]["recall@5"] == 1.0 and out["systems"]["similarity"]["queries"] == 4
+    for b in BASELINES:  # each baseline by name, alone
+        one = runner.invoke(app, ["eval", "--benchmark", str(bench), "--selector", b, "--model", "none", "--json"])
+        assert one.exit_code == 0, one.output
+        assert list(next(iter(json.loads(one.stdout).values()))["systems"]) == [b]
     r = runner.invoke(app, ["eval", "--benchmark", str(tmp_path / "missing.jsonl")])
     assert r.exit_code == 2 and "no such benchmark file" in r.output

@@ -25,7 +25,7 @@ def row(recall, answer=0.8, valid=1.0):
 
 
 def result(selector, ci, champion=None, champion_diff=None, **baselines):
-    plain = {"similarity": row(0.6), "bm25": row(0.7), "general": row(0.71), "hybrid": row(0.72)}
+    plain = {b: row(0.6) for b in BASELINES} | {"bm25": row(0.7), "general": row(0.71), "hybrid": row(0.72)}
     systems = {**plain, **baselines, "selector": selector}
     ref = max(BASELINES, key=lambda b: systems[b]["recall@5"])
     diff = round(selector["recall@5"] - systems[ref]["recall@5"], 4)
