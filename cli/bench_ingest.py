@@ -11,7 +11,6 @@ import typer
 
 from eval.bench import embed, ingest, scrub, seq_length
 from eval.items import checked_items
-from eval.scifact_bench import BenchmarkParams
 from retrieval.db import DatabaseError
 from retrieval.embed import get_embedder
 from retrieval.params import EmbedParams, IngestParams, SearchParams, load_section
@@ -23,6 +22,7 @@ from .terminal import (
     OutOpt,
     ParamsOpt,
     _fail,
+    benchmark_file,
     console,
     emit,
     judged_dir,
@@ -90,7 +90,7 @@ def bench_embed_command(
     """The embedder's backends side by side: passages/s, query p50, cosine parity and Recall@5 vs the first."""
     try:
         batch_size = load_section(params, "embed", EmbedParams).batch_size if batch_size is None else batch_size
-        benchmark = load_section(params, "benchmark", BenchmarkParams).file if benchmark is None else benchmark
+        benchmark = benchmark_file(params, benchmark)
         specs = embed.parse_backends(backends)
         items = checked_items(benchmark, max_queries)
         with progress_bar() as bar:
@@ -125,7 +125,7 @@ def bench_seq_length_command(
         ls = [int(x) for x in lengths.split(",")]
         if not ls or any(not 8 <= x <= 512 for x in ls) or len(set(ls)) != len(ls):
             raise ValueError("--lengths: integers in 8..512, each once")
-        benchmark = load_section(params, "benchmark", BenchmarkParams).file if benchmark is None else benchmark
+        benchmark = benchmark_file(params, benchmark)
         items = checked_items(benchmark, max_queries)
         with progress_bar() as bar:
             task = bar.add_task(f"embed {len(items)} queries' passages at {len(ls)} lengths", total=len(ls))

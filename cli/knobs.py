@@ -180,10 +180,7 @@ def stages_reading(section: str, dvc: dict) -> list[str]:
     return [
         name
         for name, stage in dvc.get("stages", {}).items()
-        if any(
-            (p if isinstance(p, str) else "").split("#")[0].strip().split(".")[0] == section
-            for p in stage.get("params", [])
-        )
+        if any(isinstance(p, str) and p.split(".")[0] == section for p in stage.get("params", []))
     ]
 
 

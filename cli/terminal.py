@@ -78,6 +78,17 @@ def judged_dir(params: Path | None, given: Path | None) -> Path:
         _fail(str(e))
 
 
+def benchmark_file(params: Path | None, given: Path | None) -> Path:
+    """--benchmark as given, else the benchmark stage's file (params.yaml benchmark: out and split); a bad params
+    file: one line, exit 2."""
+    if given is not None:
+        return given
+    try:
+        return load_section(params, "benchmark", BenchmarkParams).file
+    except ParamsError as e:
+        _fail(str(e))
+
+
 def progress_bar(every_s: float = 30.0) -> Progress:
     """A live bar on a terminal; piped, a line per running task every `every_s` seconds (`retrieval.progress`)."""
     return make_progress(

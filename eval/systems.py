@@ -5,6 +5,7 @@ topped up to the context's floor."""
 
 from __future__ import annotations
 
+import functools
 import sys
 import time
 from collections.abc import Callable
@@ -22,43 +23,64 @@ from retrieval.query.search import rrf
 from serving.selectors import ChatSelector
 
 
+class Candidates:
+    """One item's candidates as the baselines read them: their passage texts, and their cosines to the query,
+    embedded once on first use however many baselines read them."""
+
+    def __init__(self, embedder: Embedder, item: dict):
+        self.embedder, self.item = embedder, item
+        self.ids = [c["id"] for c in item["candidates"]]
+
+    @functools.cached_property
+    def texts(self) -> list[str]:
+        return [passage_text(c.get("title"), c["text"], c.get("parent_heading")) for c in self.item["candidates"]]
+
+    @functools.cached_property
+    def cosines(self) -> np.ndarray:
+        return self.embedder.encode_passages(self.texts) @ self.embedder.encode([self.item["query"]])[0]
+
+    def ranked(self, positions) -> list[str]:
+        return [self.ids[i] for i in positions]
+
+
 @dataclass(frozen=True)
 class Baseline:
     """A system every challenger is compared with, one that learns nothing: its `name` (in eval.json, the MLflow
-    metrics, `pai eval`, the benches), what it is, and its order of an item's candidates: `order(embedder, item,
-    before, rule)`, where `before` holds the orders of the baselines listed above it for the same item. Every
-    baseline is a reference of the deploy gate: a challenger must beat the best of them (eval/deploy.py), except
-    that a `first_stage` one is no reference on the held-out feedback, which was logged through it."""
+    metrics, `pai eval`, the benches), what it is, and its order of an item's candidates: `order(cands, before,
+    rule)`, where `before` holds the orders of the baselines listed above it for the same item. Every baseline is
+    a reference of the deploy gate: a challenger must beat the best of them (eval/gate.py), except that a
+    `first_stage` one is no reference on the held-out feedback, which was logged through it."""
 
     name: str
     what: str
-    order: Callable[[Embedder, dict, dict[str, list[str]], GeneralRule], list[str]]
+    order: Callable[[Candidates, dict[str, list[str]], GeneralRule], list[str]]
     first_stage: bool = False
     """the order the service serves without a ranker: the feedback log's labels come from its top 5 (and the few
     explored chunks), so graded on them it wins by construction"""
 
 
-def general_ranking(embedder: Embedder, item: dict, rule: GeneralRule = GeneralRule()) -> list[str]:
-    """The candidates in the first stage's general order (`retrieval.fusion`: standardised cosine, and BM25 as far
-    as its evidence goes), the texts as the ranker and `similarity` read them."""
-    cands = item["candidates"]
-    texts = [passage_text(c.get("title"), c["text"], c.get("parent_heading")) for c in cands]
-    cosines = embedder.encode_passages(texts) @ embedder.encode([item["query"]])[0]
-    return [cands[i]["id"] for i in general_order(item["query"], cosines, texts, rule)]
+def _cosine_order(c: Candidates) -> list[str]:
+    return c.ranked(np.argsort(-c.cosines, kind="stable"))
+
+
+def _general_order(c: Candidates, rule: GeneralRule) -> list[str]:
+    """The first stage's general order (`retrieval.fusion`: standardised cosine, and BM25 as far as its evidence
+    goes), the texts as the ranker and `similarity` read them."""
+    return c.ranked(general_order(c.item["query"], c.cosines, c.texts, rule))
 
 
 BASELINE_TABLE = (
-    Baseline("similarity", "MiniLM cosine order", lambda e, it, before, rule: similarity_ranking(e, it)),
-    Baseline("bm25", "BM25 over the query's candidates (bm25s)", lambda e, it, before, rule: bm25_ranking(it)),
+    Baseline("similarity", "MiniLM cosine order", lambda c, before, rule: _cosine_order(c)),
+    Baseline("bm25", "BM25 over the query's candidates (bm25s)", lambda c, before, rule: bm25_ranking(c.item)),
     Baseline(
         "hybrid",
         "similarity and bm25 by reciprocal rank (k 60)",
-        lambda e, it, before, rule: rrf([before["similarity"], before["bm25"]], 60),
+        lambda c, before, rule: rrf([before["similarity"], before["bm25"]], 60),
     ),
     Baseline(
         "general",
         "the first stage's order (search.fusion general): what serves without a ranker",
-        lambda e, it, before, rule: general_ranking(e, it, rule),
+        lambda c, before, rule: _general_order(c, rule),
         first_stage=True,
     ),
 )
@@ -66,12 +88,23 @@ BASELINES = tuple(b.name for b in BASELINE_TABLE)
 FIRST_STAGE = tuple(b.name for b in BASELINE_TABLE if b.first_stage)
 
 
-def baseline_orders(embedder: Embedder, item: dict, rule: GeneralRule = GeneralRule()) -> dict[str, list[str]]:
-    """Every baseline's full order of `item`'s candidates, in the table's order."""
-    out: dict[str, list[str]] = {}
+def baseline_orders(
+    embedder: Embedder, item: dict, rule: GeneralRule = GeneralRule(), seconds: dict[str, float] | None = None
+) -> dict[str, list[str]]:
+    """Every baseline's full order of `item`'s candidates, in the table's order; each one's time into `seconds`
+    (the first to read the cosines pays for embedding them)."""
+    cands, out = Candidates(embedder, item), {}
     for b in BASELINE_TABLE:
-        out[b.name] = b.order(embedder, item, out, rule)
+        t0 = time.perf_counter()
+        out[b.name] = b.order(cands, out, rule)
+        if seconds is not None:
+            seconds[b.name] = time.perf_counter() - t0
     return out
+
+
+def general_ranking(embedder: Embedder, item: dict, rule: GeneralRule = GeneralRule()) -> list[str]:
+    """The candidates in the first stage's general order under `rule`."""
+    return _general_order(Candidates(embedder, item), rule)
 
 
 # Two chains gate apart (dvc.yaml): the ranker's (evaluate -> deploy) never waits for the GGUF; the LLM's
@@ -99,11 +132,8 @@ def chain_file(path: str | Path, chain: str) -> Path:
 
 
 def similarity_ranking(embedder: Embedder, item: dict) -> list[str]:
-    cands = item["candidates"]
-    q = embedder.encode([item["query"]])[0]
-    vecs = embedder.encode_passages([passage_text(c.get("title"), c["text"], c.get("parent_heading")) for c in cands])
-    order = np.argsort(-(vecs @ q), kind="stable")
-    return [cands[i]["id"] for i in order]
+    """The candidates by MiniLM cosine to the query."""
+    return _cosine_order(Candidates(embedder, item))
 
 
 def passage_texts(items: list[dict]) -> list[str]:
@@ -180,11 +210,10 @@ def run_systems(
     picks: dict[str, dict[str, Pick]] = {s: {} for s in (*BASELINES, *models)}
     for n, item in enumerate(items):
         q = item["qid"]
-        orders: dict[str, list[str]] = {}
-        for b in BASELINE_TABLE:
-            t0 = time.perf_counter()
-            orders[b.name] = b.order(embedder, item, orders, rule)
-            picks[b.name][q] = Pick(tuple(orders[b.name][:k]), seconds=time.perf_counter() - t0)
+        seconds: dict[str, float] = {}
+        orders = baseline_orders(embedder, item, rule, seconds)
+        for b in BASELINES:
+            picks[b][q] = Pick(tuple(orders[b][:k]), seconds=seconds[b])
         sim = orders["similarity"]
         for name, sel in models.items():
             if not isinstance(sel, ChatSelector) or not llm_max_queries or n < llm_max_queries:
