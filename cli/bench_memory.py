@@ -15,12 +15,13 @@ from typing import Annotated, Optional
 import numpy as np
 import typer
 
-from eval.bench import memory
+from eval.bench import memory, memory_orders
 from retrieval.chunking import approx_tokens
 from retrieval.corpus.ingest import ingest_paths
 from retrieval.db import DatabaseError, connect, scratch_database
+from retrieval.embed import get_embedder
 from retrieval.logs.feedback import record_feedback
-from retrieval.params import IngestParams, SearchParams, UsedParams, load_section
+from retrieval.params import EmbedParams, IngestParams, SearchParams, UsedParams, load_section
 from serving.selectors import SimilaritySelector, resolve
 from serving.server import build_service
 from serving.service import in_process, run_query
@@ -40,19 +41,10 @@ def serve_conversation(
     """One conversation in a fresh store: write it as a user keeps it, ingest, ask every question. With `log_to`,
     a consumer cites the served chunks that hold an evidence turn of the question (`/feedback`), and the log is
     pulled into `log_to` as the pull stage writes it."""
-    ip, sp = load_section(params, "ingest", IngestParams), load_section(params, "search", SearchParams)
     with scratch_database("pai_bench_memory") as url, tempfile.TemporaryDirectory() as tmp:
-        folder = Path(tmp) / conv.name
-        folder.mkdir()
-        files = memory.chat_logs(conv) if fmt == "markdown" else {f"{conv.name}.jsonl": memory.transcript_jsonl(conv)}
-        for name, text in files.items():
-            (folder / name).write_text(text, encoding="utf-8")
         chosen = SimilaritySelector() if selector == "similarity" else resolve(selector)
         service = build_service(params, chosen, inline=True, staging_dir=Path(tmp) / "staging", db_url=url)
-        with connect(url) as conn:
-            report = ingest_paths(conn, [folder], ip, sp, service.embedder)
-            (n_chunks,) = conn.execute("SELECT count(*) FROM chunks").fetchone()
-        say(f"{conv.name}: {len(files)} files -> {n_chunks} chunks ({len(report.errors)} errors); asking ...")
+        ingest_conversation(conv, params, fmt, url, Path(tmp), service.embedder, say)
         service.picker.explore_rate = 0.0  # the served order, not exploration's draws
         baselines = memory.baseline_contexts(conv, service.embedder)
         turns, records = conv.turns, []
@@ -85,6 +77,21 @@ def serve_conversation(
             if log_to is not None:
                 pull(PullParams(out=str(log_to), lag_seconds=0.0), url=url)
     return records
+
+
+def ingest_conversation(conv: memory.Conversation, params: Path, fmt: str, url: str, tmp: Path, embedder, say) -> None:
+    """`conv` written into `tmp` as a user keeps it (markdown chat logs or one JSONL transcript) and ingested into
+    the store at `url`, as `pai ingest` does."""
+    ip, sp = load_section(params, "ingest", IngestParams), load_section(params, "search", SearchParams)
+    folder = tmp / conv.name
+    folder.mkdir()
+    files = memory.chat_logs(conv) if fmt == "markdown" else {f"{conv.name}.jsonl": memory.transcript_jsonl(conv)}
+    for name, text in files.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    with connect(url) as conn:
+        report = ingest_paths(conn, [folder], ip, sp, embedder)
+        (n_chunks,) = conn.execute("SELECT count(*) FROM chunks").fetchone()
+    say(f"{conv.name}: {len(files)} files -> {n_chunks} chunks ({len(report.errors)} errors)")
 
 
 def _cite(service, body: dict, used: list[bool]) -> None:
@@ -172,13 +179,9 @@ def bench_memory_command(
     """A memory of conversations: evidence turns in the served context, per category, beside single-turn baselines."""
     data_dir = judged_dir(params, None) / "locomo" if data_dir is None else data_dir  # eval.judged_sets unpacks it
     try:
-        if dataset != "locomo" or fmt not in ("markdown", "jsonl"):
-            raise ValueError("--dataset: only locomo; --format: markdown or jsonl")
-        names = conversations or sorted(p.stem for p in data_dir.glob("conv-*.json"))
-        if not names:
-            raise ValueError(f"{data_dir}: no conv-*.json")
-        convs = [memory.load(data_dir / f"{n}.json") for n in names]
-        say = lambda m: console.print(m, style="dim")  # noqa: E731
+        if fmt not in ("markdown", "jsonl"):
+            raise ValueError("--format: markdown or jsonl")
+        names, convs = _load(dataset, conversations, data_dir)
         with tempfile.TemporaryDirectory() as tmp:
             if learn_from:
                 if learn_from in names:
@@ -188,6 +191,65 @@ def bench_memory_command(
     except (OSError, ValueError, KeyError, DatabaseError) as e:
         _fail(str(e) if not isinstance(e, KeyError) else f"not a LoCoMo conversation: no {e}")
     emit(result, as_json, out, memory.table(result) + f"\nserved chunks that name a date: {_share(result)}")
+
+
+def _load(dataset: str, conversations: list[str] | None, data_dir: Path) -> tuple[list[str], list[memory.Conversation]]:
+    if dataset != "locomo":
+        raise ValueError("--dataset: only locomo")
+    names = conversations or sorted(p.stem for p in data_dir.glob("conv-*.json"))
+    if not names:
+        raise ValueError(f"{data_dir}: no conv-*.json")
+    return names, [memory.load(data_dir / f"{n}.json") for n in names]
+
+
+def say(message: str) -> None:
+    console.print(message, style="dim")
+
+
+@app.command(
+    "memory-orders",
+    rich_help_panel=BENCH_SERVICE,
+    short_help="Orders of a conversation's chunks replayed: evidence turns in the context each would serve.",
+)
+def bench_memory_orders_command(
+    dataset: Annotated[str, typer.Option(help="the benchmark (only locomo)")] = "locomo",
+    conversations: Annotated[
+        Optional[list[str]], typer.Option("--conversations", help="conversation names (conv-26); repeat; default all")
+    ] = None,
+    data_dir: Annotated[
+        Optional[Path],
+        typer.Option(
+            help="the folder holding the conversations' JSON; default: as `pai bench memory`", show_default=False
+        ),
+    ] = None,
+    params: ParamsOpt = Path("params.yaml"),
+    as_json: JsonOpt = False,
+    out: OutOpt = None,
+) -> None:
+    """Each order of eval/bench/memory_orders.py (the served first stage; cosine, the store's BM25 and their fusions
+    over the whole store) cut into the context as the service cuts it, scored as `pai bench memory` scores it."""
+    data_dir = judged_dir(params, None) / "locomo" if data_dir is None else data_dir
+    try:
+        _, convs = _load(dataset, conversations, data_dir)
+        sp = load_section(params, "search", SearchParams)
+        embedder = get_embedder(load_section(params, "embed", EmbedParams))
+        stores = []
+        for conv in convs:
+            with scratch_database("pai_bench_memory") as url, tempfile.TemporaryDirectory() as tmp:
+                ingest_conversation(conv, params, "markdown", url, Path(tmp), embedder, say)
+                with connect(url) as conn:
+                    stores.append(memory_orders.read_store(conn, conv, embedder, sp))
+        systems = memory_orders.replay(stores, sp)
+    except (OSError, ValueError, KeyError, DatabaseError) as e:
+        _fail(str(e) if not isinstance(e, KeyError) else f"not a LoCoMo conversation: no {e}")
+    result = {
+        "machine": machine(),
+        "conversations": [c.name for c in convs],
+        "questions": next(iter(systems.values()))["questions"],
+        "dropped_evidence": sum(c.dropped_evidence for c in convs),
+        "systems": systems,
+    }
+    emit(result, as_json, out, memory.table(result))
 
 
 def _share(result: dict) -> str:

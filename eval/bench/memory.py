@@ -90,20 +90,20 @@ def transcript_jsonl(conv: Conversation) -> str:
     return "".join(json.dumps(r) + "\n" for r in rows)
 
 
-def _norm(text: str) -> str:
+def norm(text: str) -> str:
     return " ".join(text.split()).lower()
 
 
 def found(evidence: list[str], turns: dict[str, str], context: list[str]) -> list[bool]:
     """Per evidence turn: is its text contained in a chunk of the context?"""
-    texts = [_norm(c) for c in context]
-    return [any(_norm(turns[e]) in c for c in texts) for e in evidence]
+    texts = [norm(c) for c in context]
+    return [any(norm(turns[e]) in c for c in texts) for e in evidence]
 
 
 def found_in(evidence: list[str], turns: dict[str, str], context: list[str]) -> list[bool]:
     """Per chunk of the context: does it hold an evidence turn?"""
-    wanted = [_norm(turns[e]) for e in evidence]
-    return [any(w in _norm(c) for w in wanted) for c in context]
+    wanted = [norm(turns[e]) for e in evidence]
+    return [any(w in norm(c) for w in wanted) for c in context]
 
 
 def baseline_contexts(conv: Conversation, embedder: Embedder) -> dict[str, callable]:

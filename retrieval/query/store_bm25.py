@@ -1,0 +1,46 @@
+"""BM25 of a query against a few candidates, with the store's own word statistics: each query word's idf counts
+the chunks of the scopes read that hold it, so a word every chunk of a conversation holds (its speakers' names,
+"good", "yeah") weighs nothing and a word few hold (a hobby, a place) weighs much.
+
+The keyword side of the search (Postgres `ts_rank`) weighs every matched word alike, and BM25 over the 20
+candidates alone (the general order's, `retrieval.fusion.bm25_raw`) sees only their own counts. The replay of
+orders over a conversation's store (`eval/bench/memory_orders.py`) reads this one. Words are Postgres' english
+lexemes (stemmed, stop words out), as the keyword side reads them. Costs a count of the scopes' chunks, one GIN
+count per query word and the candidates' tsvectors (the length normalisation is against the candidates' mean)."""
+
+from __future__ import annotations
+
+import psycopg
+
+K1, B = 1.2, 0.75  # Lucene's defaults
+
+_SQL = """
+    WITH words AS (SELECT lexeme FROM unnest(to_tsvector('english', %(q)s))),
+    store AS (SELECT count(*)::float8 AS n FROM chunk_terms WHERE true {scoped}),
+    idf AS (
+        SELECT w.lexeme, ln(1 + (s.n - d.n + 0.5) / (d.n + 0.5)) AS idf
+        FROM words w CROSS JOIN store s,
+             LATERAL (SELECT count(*)::float8 AS n FROM chunk_terms
+                      WHERE tsv @@ quote_literal(w.lexeme)::tsquery {scoped}) d
+        WHERE d.n > 0
+    ),
+    pool AS (SELECT chunk_id, tsv, greatest(length(tsv), 1)::float8 AS len FROM chunk_terms WHERE chunk_id = ANY(%(ids)s)),
+    mean AS (SELECT greatest(avg(len), 1) AS len FROM pool)
+    SELECT p.chunk_id, sum(idf.idf * f.tf * (%(k1)s + 1) / (f.tf + %(k1)s * (1 - %(b)s + %(b)s * p.len / m.len)))
+    FROM pool p CROSS JOIN mean m CROSS JOIN LATERAL unnest(p.tsv) u
+         JOIN idf ON idf.lexeme = u.lexeme
+         CROSS JOIN LATERAL (SELECT coalesce(array_length(u.positions, 1), 1)::float8 AS tf) f
+    GROUP BY p.chunk_id
+"""
+
+
+def store_bm25(
+    conn: psycopg.Connection, query: str, ids: list[int], scopes: list[str] | None = None
+) -> dict[int, float]:
+    """chunk id -> BM25 of `query` for those of `ids` that hold a query word (the others score 0 and are left out),
+    idf over the chunks of `scopes` (None: the whole store). A scope's statistics never read another's chunks."""
+    if not ids or not query.strip():
+        return {}
+    scoped = "" if scopes is None else "AND scope = ANY(%(scopes)s)"
+    args = {"q": query, "ids": ids, "scopes": scopes, "k1": K1, "b": B}
+    return {int(i): float(s) for i, s in conn.execute(_SQL.format(scoped=scoped), args) if s > 0}
