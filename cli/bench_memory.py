@@ -33,6 +33,17 @@ from training.train_ranker import RankerParams
 from .terminal import BENCH_SERVICE, JsonOpt, OutOpt, ParamsOpt, _fail, console, emit, judged_dir, machine
 
 app = typer.Typer()
+DatasetOpt = Annotated[str, typer.Option(help="the benchmark (only locomo)")]
+ConversationsOpt = Annotated[
+    Optional[list[str]], typer.Option("--conversations", help="conversation names (conv-26); repeat; default all")
+]
+DataDirOpt = Annotated[
+    Optional[Path],
+    typer.Option(
+        help="the folder holding the conversations' JSON; default: locomo in params.yaml benchmark.benchmark_dir",
+        show_default=False,
+    ),
+]
 
 
 def serve_conversation(
@@ -150,17 +161,9 @@ def run(convs: list[memory.Conversation], params: Path, k: int | None, fmt: str,
     "memory", rich_help_panel=BENCH_SERVICE, short_help="A memory of conversations (LoCoMo): evidence turns in context."
 )
 def bench_memory_command(
-    dataset: Annotated[str, typer.Option(help="the benchmark (only locomo)")] = "locomo",
-    conversations: Annotated[
-        Optional[list[str]], typer.Option("--conversations", help="conversation names (conv-26); repeat; default all")
-    ] = None,
-    data_dir: Annotated[
-        Optional[Path],
-        typer.Option(
-            help="the folder holding the conversations' JSON; default: locomo in params.yaml benchmark.benchmark_dir",
-            show_default=False,
-        ),
-    ] = None,
+    dataset: DatasetOpt = "locomo",
+    conversations: ConversationsOpt = None,
+    data_dir: DataDirOpt = None,
     k: Annotated[int, typer.Option(help="give at most the first k chunks of the context (/query's k); 0 = no cap")] = 0,
     fmt: Annotated[str, typer.Option("--format", help="how the conversation is kept: markdown or jsonl")] = "markdown",
     selector: Annotated[
@@ -209,19 +212,12 @@ def say(message: str) -> None:
 @app.command(
     "memory-orders",
     rich_help_panel=BENCH_SERVICE,
-    short_help="Orders of a conversation's chunks replayed: evidence turns in the context each would serve.",
+    short_help="Orders of a conversation's chunks replayed: evidence in context.",
 )
 def bench_memory_orders_command(
-    dataset: Annotated[str, typer.Option(help="the benchmark (only locomo)")] = "locomo",
-    conversations: Annotated[
-        Optional[list[str]], typer.Option("--conversations", help="conversation names (conv-26); repeat; default all")
-    ] = None,
-    data_dir: Annotated[
-        Optional[Path],
-        typer.Option(
-            help="the folder holding the conversations' JSON; default: as `pai bench memory`", show_default=False
-        ),
-    ] = None,
+    dataset: DatasetOpt = "locomo",
+    conversations: ConversationsOpt = None,
+    data_dir: DataDirOpt = None,
     params: ParamsOpt = Path("params.yaml"),
     as_json: JsonOpt = False,
     out: OutOpt = None,
