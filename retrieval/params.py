@@ -105,7 +105,8 @@ class SearchParams:
     hybrid: bool = True
     """fuse a keyword side with the vector side by reciprocal rank"""
     keyword: str = "fts"
-    """keyword side: fts (Postgres full text), trgm (pg_trgm word similarity) or both"""
+    """keyword side: fts (Postgres full text, ts_rank), bm25 (full text's best 100 re-ranked by BM25 with the store's
+    word statistics, retrieval/query/store_bm25.py), trgm (pg_trgm word similarity) or both (fts and trgm)"""
     rrf_k: int = 60
     """reciprocal-rank-fusion constant: score = sum 1 / (rrf_k + rank)"""
     fusion: str = "general"
@@ -138,7 +139,7 @@ class SearchParams:
 
     conversation_tokens: int = 830
     """a context that leads with a conversation's chunk is topped up with the next conversation chunks to this many
-    tokens (a selector picks 5 chunks; a conversation's are small windows; serving/shaping.py). 0 = off"""
+    tokens (a selector picks 5 chunks; a conversation's are small windows; retrieval/query/shaping.py). 0 = off"""
     conversation_keyword: float = 1.0
     """candidates led by a conversation's chunk are ordered by reciprocal rank of the general order and the keyword
     side, the keyword side at this weight (retrieval/dialogue.py conversation_order); 0 = the general order"""
@@ -156,8 +157,8 @@ class SearchParams:
             out.append("search: need hnsw_m >= 2 and hnsw_ef_construction >= 2 * hnsw_m")
         if not 1 <= self.ef_search <= 1000:
             out.append("search.ef_search must be in 1..1000")
-        if self.keyword not in ("fts", "trgm", "both"):
-            out.append(f"search.keyword must be fts, trgm or both, not {self.keyword!r}")
+        if self.keyword not in ("fts", "bm25", "trgm", "both"):
+            out.append(f"search.keyword must be fts, bm25, trgm or both, not {self.keyword!r}")
         if self.rrf_k < 1:
             out.append("search.rrf_k must be >= 1")
         if self.fusion not in ("general", "rrf"):

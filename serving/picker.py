@@ -29,11 +29,11 @@ from retrieval.contracts.interleaving import sides, team_draft
 from retrieval.contracts.selection import Pick, PromptCandidate, choose, similarity_order, top_up
 from retrieval.logs.feedback import normalize_query
 from retrieval.query.search import Candidate, take_budget
+from retrieval.query.shaping import fill
 
 from .interface import Selector
 from .ranker import RankerSelector
 from .selectors import CascadeSelector
-from .shaping import fill
 
 
 @dataclass(frozen=True)

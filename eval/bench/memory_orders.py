@@ -25,8 +25,8 @@ from retrieval.embed import Embedder
 from retrieval.fusion import GeneralRule, general_order, standardise
 from retrieval.params import SearchParams
 from retrieval.query.search import Candidate, kept, keyword_rankings, rrf, take_budget
+from retrieval.query.shaping import fill
 from retrieval.query.store_bm25 import store_bm25
-from serving.shaping import fill
 
 
 @dataclass

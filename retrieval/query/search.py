@@ -16,6 +16,7 @@ from ..dialogue import conversation_order, session_key
 from ..embed import Embedder
 from ..fusion import GeneralRule, general_order
 from ..params import SearchParams
+from . import store_bm25
 
 
 @dataclass(frozen=True)
@@ -209,6 +210,10 @@ def keyword_rankings(
         return []
     sides = ["fts", "trgm"] if params.keyword == "both" else [params.keyword]
     scoped = "" if scopes is None else "AND scope = ANY(%(scopes)s)"
+    if sides == ["bm25"]:  # full text's best BM25_PREFETCH, re-ranked by BM25 with the store's word statistics
+        args = {"q": query, "k": store_bm25.BM25_PREFETCH, "scopes": scopes}
+        ids = [i for (i,) in conn.execute(_KEYWORD_SQL["fts"].format(scoped=scoped), args)]
+        return [store_bm25.best(conn, query, ids, params.top_k, scopes)]
     args = {"q": query, "k": params.top_k, "scopes": scopes}
     return [[i for (i,) in conn.execute(_KEYWORD_SQL[side].format(scoped=scoped), args)] for side in sides]
 

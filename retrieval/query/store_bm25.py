@@ -13,6 +13,7 @@ from __future__ import annotations
 import psycopg
 
 K1, B = 1.2, 0.75  # Lucene's defaults
+BM25_PREFETCH = 100  # search.keyword bm25: full text's best this many are re-ranked
 
 _SQL = """
     WITH words AS (SELECT lexeme FROM unnest(to_tsvector('english', %(q)s))),
@@ -44,3 +45,9 @@ def store_bm25(
     scoped = "" if scopes is None else "AND scope = ANY(%(scopes)s)"
     args = {"q": query, "ids": ids, "scopes": scopes, "k1": K1, "b": B}
     return {int(i): float(s) for i, s in conn.execute(_SQL.format(scoped=scoped), args) if s > 0}
+
+
+def best(conn: psycopg.Connection, query: str, ids: list[int], k: int, scopes: list[str] | None = None) -> list[int]:
+    """The `k` of `ids` with the highest `store_bm25`, best first (ties by id); those without a query word left out."""
+    scores = store_bm25(conn, query, ids, scopes)
+    return sorted(scores, key=lambda i: (-scores[i], i))[:k]

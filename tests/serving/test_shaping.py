@@ -1,9 +1,9 @@
-"""Shaping a conversation's context (serving/shaping.py): literal candidates in, literal order out."""
+"""Shaping a conversation's context (retrieval/query/shaping.py): literal candidates in, literal order out."""
 
 from retrieval.query.search import Candidate
+from retrieval.query.shaping import fill
 from serving.picker import Picker
 from serving.selectors import SimilaritySelector
-from serving.shaping import fill
 
 
 def cand(rank: int, session: int | None, tokens: int = 100, source: str = "chat.md") -> Candidate:

@@ -9,8 +9,8 @@ the selector's. (A session cap and a neighbour expansion were measured and lost:
 
 from __future__ import annotations
 
-from retrieval.dialogue import session_key
-from retrieval.query.search import Candidate
+from ..dialogue import session_key
+from .search import Candidate
 
 
 def fill(chosen: list[Candidate], shown: list[Candidate], tokens: int) -> list[Candidate]:
