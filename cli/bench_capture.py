@@ -24,9 +24,10 @@ import numpy as np
 import typer
 from rich.table import Table
 
-from retrieval.conversation import capture, noise
-from retrieval.conversation.capture import CaptureParams, Exchange
+from retrieval.conversation import capture, intake, noise
+from retrieval.conversation.capture import CaptureParams
 from retrieval.conversation.capture_rules import is_procedural, strip_code
+from retrieval.conversation.intake import Exchange
 from retrieval.db import DatabaseError, connect, scratch_database
 from retrieval.embed import get_embedder
 from retrieval.params import EmbedParams, IngestParams, ParamsError, SearchParams, load_section
@@ -92,7 +93,7 @@ def run(labelled: Path, params: Path, log: Callable[[str], None] = print) -> dic
         log(f"stream: {len(stream)} noise exchanges")
         for r in [None, *stream]:
             if r is not None:
-                capture.process(conn, capture.submit(conn, _exchange(r)), cp, ip, sp, embedder, extractor)
+                capture.process(conn, intake.submit(conn, _exchange(r)), cp, ip, sp, embedder, extractor)
             protos = noise.load(conn)
             while todo and protos.rejections >= todo[0]:
                 curve.append(_gate_scores(protos, vectors, is_noise, cp.noise_threshold, todo.pop(0)))
@@ -107,7 +108,7 @@ def run(labelled: Path, params: Path, log: Callable[[str], None] = print) -> dic
             if i % 100 == 0:
                 log(f"  {i}/{len(evals)}")
             t0 = time.perf_counter()
-            res = capture.process(conn, capture.submit(conn, _exchange(r)), cp, ip, sp, embedder, extractor)
+            res = capture.process(conn, intake.submit(conn, _exchange(r)), cp, ip, sp, embedder, extractor)
             seconds.append(time.perf_counter() - t0)
             results.append(res)
         out.update(_scores(evals, results, seconds))

@@ -11,8 +11,9 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from retrieval.conversation import capture, noise
-from retrieval.conversation.capture import CaptureInputError, CaptureParams, parse_exchange
+from retrieval.conversation import capture, intake, noise
+from retrieval.conversation.capture import CaptureParams
+from retrieval.conversation.intake import CaptureInputError, parse_exchange
 from retrieval.db import DatabaseError, connect
 from retrieval.embed import get_embedder
 from retrieval.params import EmbedParams, IngestParams, ParamsError, SearchParams, load_section
@@ -24,7 +25,7 @@ from .terminal import USE, FoundParamsOpt, JsonOpt, _fail, console
 app = typer.Typer()
 
 
-def read_records(raw: bytes, max_chars: int) -> list[tuple[int, capture.Exchange | str]]:
+def read_records(raw: bytes, max_chars: int) -> list[tuple[int, intake.Exchange | str]]:
     """(line number, exchange or one-line error) per record: the input as one JSON object when it is
     one (pretty-printed, say), else one JSON object per line."""
     try:
@@ -33,7 +34,7 @@ def read_records(raw: bytes, max_chars: int) -> list[tuple[int, capture.Exchange
         whole = None
     if isinstance(whole, dict):
         return [(1, _exchange(whole, max_chars))]
-    out: list[tuple[int, capture.Exchange | str]] = []
+    out: list[tuple[int, intake.Exchange | str]] = []
     for n, line in enumerate(raw.split(b"\n"), start=1):
         if not line.strip():
             continue
@@ -46,7 +47,7 @@ def read_records(raw: bytes, max_chars: int) -> list[tuple[int, capture.Exchange
     return out
 
 
-def _exchange(obj, max_chars: int) -> capture.Exchange | str:
+def _exchange(obj, max_chars: int) -> intake.Exchange | str:
     try:
         return parse_exchange(obj, max_chars)
     except CaptureInputError as e:
@@ -84,7 +85,7 @@ def capture_command(
                     errors += 1
                     console.print(f"[red]error:[/red] line {n}: {ex}", soft_wrap=True)
                     continue
-                cid = capture.submit(conn, ex)
+                cid = intake.submit(conn, ex)
                 try:
                     r = capture.process(conn, cid, cp, ip, sp, embedder, extractor)
                 except Exception as e:  # noqa: BLE001 - this exchange fails, the others go on

@@ -14,7 +14,7 @@ import typer
 from rich.table import Table
 
 from retrieval.db import DatabaseError
-from retrieval.logs.feedback import FEEDBACK_FILE
+from retrieval.logs.feedback_records import FEEDBACK_FILE
 from retrieval.logs.grounding import grounding_report
 from retrieval.logs.used import label_changes, used_labels
 from retrieval.params import ParamsError, UsedParams, load_section

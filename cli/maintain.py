@@ -11,7 +11,7 @@ import psycopg
 import typer
 from rich.table import Table
 
-from retrieval.corpus import bulk, store
+from retrieval.corpus import bulk, vector_index
 from retrieval.db import (
     DatabaseError,
     connect,
@@ -76,7 +76,7 @@ def migrate_command(
         sp = load_section(params, "search", SearchParams)
         with connect(migrate_schema=False) as conn:
             applied = migrate(conn)
-            rebuilt = store.ensure_hnsw(conn, sp.hnsw_m, sp.hnsw_ef_construction)
+            rebuilt = vector_index.ensure_hnsw(conn, sp.hnsw_m, sp.hnsw_ef_construction)
             lexical = bulk.ensure_lexical(conn)  # a first load killed before its end left them away
             if grant:
                 try:

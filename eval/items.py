@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from retrieval.logs.feedback import above_threshold, ipw, split_of
+from retrieval.logs.feedback_records import above_threshold, ipw, split_of
 from retrieval.logs.used import used_labels
 from retrieval.params import UsedParams
 
@@ -48,7 +48,7 @@ def feedback_items(
 ) -> list[dict]:
     """Held-out feedback queries as contract-5 items: the candidates above the threshold (what the selector was
     given), relevant = used as build and train_ranker read it (`retrieval.logs.used.used_labels`, params.yaml
-    `used`), each used one with its inverse-propensity weight in `relevant_weights` (`retrieval.logs.feedback.ipw`)."""
+    `used`), each used one with its inverse-propensity weight in `relevant_weights` (`retrieval.logs.feedback_records.ipw`)."""
     items = []
     path = feedback_dir / "feedback.jsonl"
     if not path.exists():

@@ -21,8 +21,8 @@ from psycopg_pool import ConnectionPool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from retrieval.contracts.selection import PROMPT_VERSION
-from retrieval.conversation import capture
-from retrieval.conversation.capture import CaptureInputError, parse_exchange
+from retrieval.conversation import capture, intake
+from retrieval.conversation.intake import CaptureInputError, parse_exchange
 from retrieval.corpus.ingest import ingest_documents, scrub_names
 from retrieval.corpus.sources import Document
 from retrieval.db import DatabaseError, connect
@@ -282,9 +282,9 @@ def create_app(service: Service) -> FastAPI:
         except CaptureInputError as e:
             return JSONResponse({"error": str(e)}, e.status)
         with service.pool.connection() as conn:
-            if capture.pending_count(conn) >= service.capture.max_pending:
+            if intake.pending_count(conn) >= service.capture.max_pending:
                 return JSONResponse({"error": f"{service.capture.max_pending} captures pending: try later"}, 429)
-            cid = capture.submit(conn, ex, scope)
+            cid = intake.submit(conn, ex, scope)
         service.capture_worker.submit(cid)
         return JSONResponse({"id": cid, "status": "pending", "url": f"/capture/{cid}"}, 202)
 

@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from psycopg_pool import ConnectionPool
 
-from retrieval.conversation import capture
+from retrieval.conversation import capture, intake
 from retrieval.conversation.capture import CaptureParams, Extractor
 from retrieval.embed import Embedder
 from retrieval.params import IngestParams, SearchParams
@@ -34,7 +34,7 @@ class CaptureWorker:
     def resume(self) -> int:
         """Queue every exchange still pending in the database; how many."""
         with self.pool.connection() as conn:
-            ids = capture.pending_ids(conn)
+            ids = intake.pending_ids(conn)
         for i in ids:
             self.submit(i)
         return len(ids)

@@ -27,7 +27,7 @@ import numpy as np
 
 from retrieval.contracts.interleaving import sides, team_draft
 from retrieval.contracts.selection import Pick, PromptCandidate, choose, similarity_order, top_up
-from retrieval.logs.feedback import normalize_query
+from retrieval.logs.feedback_records import normalize_query
 from retrieval.query.search import Candidate, take_budget
 from retrieval.query.shaping import fill
 

@@ -1,4 +1,4 @@
-"""The one factory for the feedback log's exported records (`retrieval.logs.feedback.FeedbackRecord`), as the pull
+"""The one factory for the feedback log's exported records (`retrieval.logs.feedback_records.FeedbackRecord`), as the pull
 stage writes them: the tests of build, train_ranker, evaluate, the grounding report and the one definition of used
 build their records here, so a field added to the export is added once."""
 

@@ -23,7 +23,7 @@ from rich.console import Console
 from retrieval.chunking import approx_tokens
 from retrieval.contracts.selection import PROMPT_VERSION, PromptCandidate, render_answer, render_messages
 from retrieval.files import write_atomic
-from retrieval.logs.feedback import FEEDBACK_FILE, above_threshold, split_of
+from retrieval.logs.feedback_records import FEEDBACK_FILE, above_threshold, split_of
 from retrieval.logs.used import used_labels
 from retrieval.params import UsedParams, load_section
 

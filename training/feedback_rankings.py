@@ -15,7 +15,7 @@ import numpy as np
 from retrieval.contracts.metrics import recall_at_k
 from retrieval.contracts.passage import passage_text
 from retrieval.embed import get_embedder
-from retrieval.logs.feedback import above_threshold, ipw, query_position, split_of
+from retrieval.logs.feedback_records import above_threshold, ipw, query_position, split_of
 from retrieval.logs.used import label_changes, used_labels
 from retrieval.params import UsedParams
 

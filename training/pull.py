@@ -21,7 +21,7 @@ from rich.console import Console
 
 from retrieval.db import connect
 from retrieval.files import write_atomic
-from retrieval.logs.feedback import CANDIDATE_KEYS, FEEDBACK_FILE, WATERMARK_FILE, FeedbackRecord
+from retrieval.logs.feedback_records import CANDIDATE_KEYS, FEEDBACK_FILE, WATERMARK_FILE, FeedbackRecord
 from retrieval.params import load_section
 from retrieval.scopes import ScopeError, check
 from retrieval.scrub import scrub_all

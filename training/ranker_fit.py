@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from retrieval.contracts.ranking_features import FEATURES, domain_affinity
-from retrieval.logs.feedback import query_position
+from retrieval.logs.feedback_records import query_position
 
 
 def _padded(groups: list[dict]):

@@ -52,7 +52,7 @@ from retrieval.contracts.ranking_features import (
     ranker_scores,
 )
 from retrieval.files import write_atomic
-from retrieval.logs.feedback import FEEDBACK_FILE
+from retrieval.logs.feedback_records import FEEDBACK_FILE
 from retrieval.params import UsedParams, load_section
 from retrieval.progress import make_progress
 from retrieval.tracking import git_commit, use_mlflow

@@ -7,7 +7,7 @@ champion is the first stage's order (`first-stage`: as `search.fusion` orders th
 1. serve: the next slice of traffic gets the champion's top k (exploration as the service does it: with
    `explore_rate` the last slot goes to a random candidate below the cut, its propensity logged); a consumer
    cites context items (`trial_power.Consumer`); each query becomes a feedback record in the pull stage's
-   format (`retrieval.logs.feedback.FeedbackRecord`).
+   format (`retrieval.logs.feedback_records.FeedbackRecord`).
 2. retrain: `train(records)` (the caller's: the real `train_ranker.train`) on everything logged so far -> the
    challenger `retrained`. Two challengers that are truly worse go on trial beside it: `flipped`, trained on the
    same log with used and ignored turned over among the shown candidates, and `other-domain`, the next domain's

@@ -23,7 +23,7 @@ from eval.retrieval_eval import doc_ids, load_scifact
 from retrieval.contracts.metrics import ndcg_at_k, paired_bootstrap, recall_at_k
 from retrieval.corpus.sources import resolved
 from retrieval.embed import Embedder
-from retrieval.logs.feedback import normalize_query
+from retrieval.logs.feedback_records import normalize_query
 from retrieval.ops import usage
 from retrieval.params import MaintainParams, SearchParams
 from retrieval.query.search import search_vector

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..corpus import store
+from ..corpus import vector_index
 from ..corpus.ingest import ingest_documents
 from ..corpus.sources import Document
 from ..embed import Embedder
@@ -66,6 +66,8 @@ def store_facts(
     if empty:  # which stored chunk each duplicate was skipped for (ingest decided; this only looks it up)
         text = {d.source: d.text for d in docs}
         vectors = embedder.encode_passages([scrub(text[s]).text for s in empty.values()])  # cached by ingest
-        duplicate_of = [n.chunk_id for n in store.nearest(conn, np.array(vectors), None, search.ef_search, scope) if n]
+        duplicate_of = [
+            n.chunk_id for n in vector_index.nearest(conn, np.array(vectors), None, search.ef_search, scope) if n
+        ]
         conn.execute("DELETE FROM documents WHERE id = ANY(%s)", (list(empty),))
     return fact_ids, duplicate_of, linked

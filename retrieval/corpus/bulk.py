@@ -8,7 +8,7 @@ chunks committed meanwhile are not compared with (at worst a near-duplicate is s
 and a chunk the index found that is gone by the time the batch writes (a document this run replaced) is not
 used. The index comes back when the run ends, fails, or holds `ingest.bulk_max_chunks` (the exact comparison
 grows with the square of the chunks); a process killed in between leaves the store without it, searched
-exactly (correct, slower) until the next `pai ingest` or `pai migrate` builds it (`store.ensure_hnsw`). The lexical
+exactly (correct, slower) until the next `pai ingest` or `pai migrate` builds it (`vector_index.ensure_hnsw`). The lexical
 (GIN) indexes are deferred with it (`LEXICAL_INDEXES`) and come back with it (`ensure_lexical`).
 """
 
@@ -18,7 +18,7 @@ import numpy as np
 import psycopg
 
 from ..params import IngestParams, SearchParams
-from . import store
+from . import store, vector_index
 
 # the full-text and trigram (GIN) indexes, as the migrations define them: a first load builds them after its rows are
 # in too, which costs less than keeping them up row by row (SciFact, vectors cached: 6.3-6.9 s vs 8.3-9.1 s in all)
@@ -74,8 +74,8 @@ class RunIndex:
         )
         self._n = n
 
-    def nearest(self, vectors: np.ndarray, other_than: list[int | None]) -> list[store.Near | None]:
-        """Each vector's nearest committed chunk of another document (cosine, exact): `store.nearest`'s answer."""
+    def nearest(self, vectors: np.ndarray, other_than: list[int | None]) -> list[vector_index.Near | None]:
+        """Each vector's nearest committed chunk of another document (cosine, exact): `vector_index.nearest`'s answer."""
         if len(vectors) == 0 or self._n == 0:
             return [None] * len(vectors)
         q = np.asarray(vectors, dtype=np.float16).astype(np.float32)
@@ -87,7 +87,7 @@ class RunIndex:
                 sims[i, docs == other] = -np.inf
         best = sims.argmax(axis=1)
         return [
-            store.Near(int(self._ids[j]), int(docs[j]), float(sims[i, j])) if np.isfinite(sims[i, j]) else None
+            vector_index.Near(int(self._ids[j]), int(docs[j]), float(sims[i, j])) if np.isfinite(sims[i, j]) else None
             for i, j in enumerate(best)
         ]
 
@@ -142,7 +142,7 @@ def ensure_indexes(conn: psycopg.Connection, search: SearchParams) -> None:
     (another writer may have built one meanwhile: then it is kept)."""
     ensure_lexical(conn)
     try:
-        store.ensure_hnsw(conn, search.hnsw_m, search.hnsw_ef_construction)
+        vector_index.ensure_hnsw(conn, search.hnsw_m, search.hnsw_ef_construction)
     except (psycopg.errors.DuplicateTable, psycopg.errors.UniqueViolation):
         pass  # a concurrent run built it first
 
@@ -172,11 +172,11 @@ def nearest(
     ef_search: int,
     scope: str,
 ) -> list:
-    """`store.nearest`'s answer: from HNSW, or, while a first load defers the index (`run`), from the run's chunks,
+    """`vector_index.nearest`'s answer: from HNSW, or, while a first load defers the index (`run`), from the run's chunks,
     exactly, each one found locked until the batch commits (KEY SHARE: it cannot be deleted under a link to it);
     one that is gone (a document this run replaced) is forgotten and the next nearest taken."""
     if run is None:
-        return store.nearest(conn, vectors, other_than, ef_search, scope)
+        return vector_index.nearest(conn, vectors, other_than, ef_search, scope)
     while True:
         near = run.nearest(vectors, other_than)
         ids = sorted({n.chunk_id for n in near if n})

@@ -16,7 +16,7 @@ from .grounding import regrounded
 
 
 def used_labels(rec: dict, p: UsedParams) -> dict:
-    """The feedback record (`feedback.FeedbackRecord`) relabelled by the one definition: re-grounded from its
+    """The feedback record (`feedback_records.FeedbackRecord`) relabelled by the one definition: re-grounded from its
     answer (`p.min_uncited`), then, rated -1 and `p.void_thumbs_down`, every `used` of a shown candidate False.
     A record without an answer is not re-grounded; one without labels comes back as is."""
     rec = regrounded(rec, p.min_uncited)

@@ -30,7 +30,7 @@ from psycopg.types.json import Jsonb
 
 from ..corpus import store
 from ..db import first_line
-from ..logs.feedback import pulled_through
+from ..logs.feedback_records import pulled_through
 from ..params import MaintainParams, SearchParams
 from ..query import staging
 from . import health, usage

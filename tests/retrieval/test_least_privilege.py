@@ -127,10 +127,10 @@ def test_migrate_as_owner_then_everything_as_a_dml_only_role(shared, embedder, t
     assert "permission denied" in line and "pai migrate --grant" in line
     # a params change the runtime cannot apply (the HNSW index's build options) is one line too
     with connect(shared["runtime"]) as conn:
-        from retrieval.corpus import store
+        from retrieval.corpus import vector_index
 
         with pytest.raises(DatabaseError, match=r"may not rebuild it.*pai migrate"):
-            store.ensure_hnsw(conn, 24, 64)
+            vector_index.ensure_hnsw(conn, 24, 64)
 
 
 def test_an_owner_who_may_not_create_extensions_is_told_who_must(server_url, monkeypatch):

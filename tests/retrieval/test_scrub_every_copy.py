@@ -10,8 +10,8 @@ from dataclasses import replace
 from datetime import UTC, datetime
 
 from retrieval.chunking import chunk_document
-from retrieval.conversation import capture
-from retrieval.conversation.capture import Exchange
+from retrieval.conversation import intake
+from retrieval.conversation.intake import Exchange
 from retrieval.corpus.ingest import ingest_documents, ingest_paths
 from retrieval.corpus.sources import Document
 from retrieval.logs import feedback
@@ -52,7 +52,7 @@ def test_remember_a_note_with_two_copies(conn, embedder, all_text):
 
 
 def test_capture_the_copy_in_the_other_turn(conn, all_text):
-    capture.submit(conn, Exchange(f"my {NAMED}", f"Stored. {BARE}.", source=f"cli {K}", session="s1"))
+    intake.submit(conn, Exchange(f"my {NAMED}", f"Stored. {BARE}.", source=f"cli {K}", session="s1"))
     assert not leaks(all_text(conn)) and "[REDACTED:" in all_text(conn)
 
 

@@ -6,8 +6,9 @@ after a restart, and noise prototypes learned by one service rejecting chatter i
 import httpx
 import pytest
 
-from retrieval.conversation import capture
-from retrieval.conversation.capture import CaptureParams, Exchange
+from retrieval.conversation import intake
+from retrieval.conversation.capture import CaptureParams
+from retrieval.conversation.intake import Exchange
 from retrieval.db import connect
 from retrieval.params import IngestParams, SearchParams, StagingParams
 from serving.picker import Picker
@@ -115,7 +116,7 @@ def test_capture_needs_the_write_token_beyond_loopback(serve, monkeypatch):
 
 def test_pending_exchanges_are_taken_up_at_start(serve, db_url):
     with connect(db_url) as conn:  # left pending by a service that stopped before its worker got to them
-        ids = [capture.submit(conn, Exchange("q", REDIS)), capture.submit(conn, Exchange("q", "thanks!"))]
+        ids = [intake.submit(conn, Exchange("q", REDIS)), intake.submit(conn, Exchange("q", "thanks!"))]
     with serve() as srv, httpx.Client(base_url=srv.url, timeout=60) as client:
         assert [outcome(client, i)["status"] for i in ids] == ["stored", "rejected"]
 
@@ -123,7 +124,7 @@ def test_pending_exchanges_are_taken_up_at_start(serve, db_url):
 def test_a_full_queue_is_429(serve, db_url):
     with serve(params=CaptureParams(max_pending=1)) as srv, httpx.Client(base_url=srv.url, timeout=60) as client:
         with connect(db_url) as conn:  # one waiting (never handed to this worker, so it stays so)
-            capture.submit(conn, Exchange("q", "thanks!"))
+            intake.submit(conn, Exchange("q", "thanks!"))
         r = client.post("/capture", json={"user": "q", "assistant": "ok"})
         assert r.status_code == 429 and "pending" in r.json()["error"]
 

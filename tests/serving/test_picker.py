@@ -5,7 +5,7 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from retrieval.logs.feedback import normalize_query
+from retrieval.logs.feedback_records import normalize_query
 from retrieval.query.search import Candidate
 from serving.picker import Picker
 

@@ -3,7 +3,7 @@
 import json
 
 from retrieval.contracts.selection import parse_selection
-from retrieval.logs.feedback import split_of
+from retrieval.logs.feedback_records import split_of
 from retrieval.params import UsedParams
 from tests.feedback_records import candidate, record
 from training.build import BuildParams, build_examples, stats

@@ -2,7 +2,7 @@
 calibration band held out of train, and the Recall@k they report."""
 
 from retrieval.contracts.metrics import recall_at_k
-from retrieval.logs.feedback import split_of
+from retrieval.logs.feedback_records import split_of
 from tests.feedback_records import candidate, record
 from training.feedback_rankings import mean_recall, rankings, split_of3
 

@@ -3,7 +3,7 @@
 import pytest
 
 from retrieval.contracts.metrics import recall_at_k, weighted_recall_at_k
-from retrieval.logs.feedback import ipw
+from retrieval.logs.feedback_records import ipw
 from tests.feedback_records import candidate, record
 from training.feedback_rankings import ips_recall, mean_recall, rankings
 from training.ranker_fit import _padded

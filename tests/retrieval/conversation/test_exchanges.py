@@ -5,9 +5,10 @@ kept out of the header's grammar, and `capture.conversation: false` storing none
 
 import re
 
-from retrieval.conversation import capture
-from retrieval.conversation.capture import CaptureParams, Exchange
+from retrieval.conversation import capture, intake
+from retrieval.conversation.capture import CaptureParams
 from retrieval.conversation.exchanges import exchange_log, header_name
+from retrieval.conversation.intake import Exchange
 from retrieval.dialogue import parse_chat_log, session_key
 from retrieval.params import IngestParams, SearchParams
 from retrieval.query.search import search
@@ -21,7 +22,7 @@ TRIP = (
 
 
 def run(conn, embedder, user, assistant, session=None, source=None, params=CaptureParams()):
-    cid = capture.submit(conn, Exchange(user, assistant, source, session))
+    cid = intake.submit(conn, Exchange(user, assistant, source, session))
     return capture.process(conn, cid, params, IngestParams(), SEARCH, embedder, None)
 
 
