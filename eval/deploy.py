@@ -20,7 +20,7 @@ from rich.console import Console
 from retrieval.contracts.interleaving import TrialParams
 from retrieval.files import write_atomic
 from retrieval.params import load_section
-from serving.selectors import OLLAMA_TEMPLATE, ollama_reachable
+from serving.llm_selectors import OLLAMA_TEMPLATE, ollama_reachable
 
 from . import promotion
 from .gate import GATED, DeployParams, gate, judged
