@@ -60,7 +60,7 @@ CE_RETIRED = (
 
 def resolve(spec: dict | str | Path, backend: str = "auto") -> Selector:
     """The one way to a selector, for the service, eval, deploy and the CLI: a version record (the registry's
-    `eval.promotion.record_of`, an export's `selector.json`), or a name or path that stands for one
+    `eval.registry.record_of`, an export's `selector.json`), or a name or path that stands for one
     (`path_record`). `backend` for a GGUF: `auto` is Ollama when reachable and it has the tag, else llama.cpp
     in-process on the same file."""
     return _from_record(spec if isinstance(spec, dict) else path_record(spec), backend)
