@@ -23,10 +23,11 @@ import numpy as np
 import typer
 from rich.table import Table
 
-from eval import promotion
+from eval import promotion, registry
 from eval.retrieval_eval import load_scifact
 from retrieval.db import DatabaseError
 from retrieval.logs.scratch import scratch_log
+from serving.selectors import SIMILARITY
 from serving.server import free_port
 
 from .bench_serve import start_service
@@ -63,7 +64,7 @@ def run(
     url = f"http://127.0.0.1:{port}"
     reqs: list[Req] = []
     lock = threading.Lock()
-    before, history_before = promotion.champion() or dict(promotion.SIMILARITY), promotion.history()
+    before, history_before = registry.champion() or dict(SIMILARITY), registry.history()
     # its queries in a scratch log: the feedback log that trains the selector holds no bench traffic
     with scratch_log() as lab, tempfile.TemporaryDirectory() as staging:
         proc = start_service(params, port, Path(staging), extra=["--inline"], db_url=lab)
@@ -173,13 +174,11 @@ def bench_swap_command(
     benchmark_dir = judged_dir(params, benchmark_dir)
     try:
         if not versions:
-            known = sorted(
-                int(m.version) for m in promotion.client().search_model_versions(f"name='{promotion.MODEL}'")
-            )
+            known = sorted(int(m.version) for m in registry.client().search_model_versions(f"name='{registry.MODEL}'"))
             versions = [str(v) for v in known[-2:]] if len(known) >= 2 else [*map(str, known), "similarity"]
         queries = [q for _, q, _ in load_scifact(benchmark_dir, "test")]
         r = run(params, queries, versions, clients, duration, swaps, log=lambda s: console.print(s))
-    except (promotion.RegistryError, DatabaseError, ValueError, RuntimeError) as e:
+    except (registry.RegistryError, DatabaseError, ValueError, RuntimeError) as e:
         _fail(str(e))
     t = Table(title=f"hot-swap under load: {clients} clients, {duration:g} s, {r['swaps']} swaps")
     columns = {  # header: the result's key

@@ -1,5 +1,6 @@
 """`pai promote`, `pai rollback`, `pai status`: moves of the `champion` alias (eval/promotion.py)
-announced to running services (the deployment log, retrieval/logs/deployments.py). Each says what changed, or one line why not."""
+between the registry's versions (eval/registry.py), announced to running services (the deployment log,
+retrieval/logs/deployments.py). Each says what changed, or one line why not."""
 
 from __future__ import annotations
 
@@ -11,9 +12,10 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from eval.promotion import RegistryError, champion, client, history, record_of, record_trials
 from eval.promotion import promote as do_promote
+from eval.promotion import record_trials
 from eval.promotion import rollback as do_rollback
+from eval.registry import RegistryError, champion, client, history, record_of
 from retrieval.conversation import capture
 from retrieval.db import DatabaseError, connect
 from retrieval.logs import deployments, trials

@@ -19,10 +19,11 @@ from typing import Annotated, Optional
 import typer
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-from eval import promotion
+from eval import registry
 from eval.evaluate import EvaluateParams, evaluate, load_champion
 from eval.evaluate import print_table as print_eval_table
-from eval.promotion import RegistryError, record_trials
+from eval.promotion import record_trials
+from eval.registry import RegistryError
 from eval.systems import BASELINES
 from retrieval.db import DatabaseError, connect
 from retrieval.embed import get_embedder
@@ -130,7 +131,7 @@ def eval_command(
         model = Path(p.model) if model is None else model
         systems = ("all", *BASELINES, "selector", "champion")
         if selector not in systems:  # a path (a model folder, an export, a .gguf) or a registry version, as served
-            sel = resolve(selector if Path(selector).exists() else promotion.record_of(selector))
+            sel = resolve(selector if Path(selector).exists() else registry.record_of(selector))
             selector = "selector"
         elif selector in ("all", "selector") and (
             (model / "selector.json").exists() or (model / "train_config.json").exists()
@@ -156,7 +157,7 @@ def eval_command(
                 used=load_section(params, "used", UsedParams),
                 rule=GeneralRule.of(search),  # the general baseline: the first stage's order as params.yaml sets it
             )
-    except (ParamsError, json.JSONDecodeError, KeyError, ValueError, promotion.RegistryError, SelectorLoadError) as e:
+    except (ParamsError, json.JSONDecodeError, KeyError, ValueError, RegistryError, SelectorLoadError) as e:
         _fail(f"{benchmark}: {e}")
     if selector != "all":
         for r in result.values():

@@ -20,11 +20,11 @@ from rich.console import Console
 from retrieval.contracts.interleaving import TrialParams
 from retrieval.files import write_atomic
 from retrieval.params import load_section
-from serving.selectors import OLLAMA_TEMPLATE, ollama_reachable
+from serving.llm_selectors import OLLAMA_TEMPLATE, ollama_reachable
 
-from . import promotion
+from . import promotion, registry
 from .gate import GATED, DeployParams, gate, judged
-from .promotion import RegistryError, folder_record, has_model
+from .registry import RegistryError, folder_record, has_model
 from .systems import chain_arg, chain_file
 
 
@@ -58,7 +58,7 @@ def deploy(p: DeployParams, log=print, chain: str = "ranker", trial: TrialParams
     if not records and skipped:  # evaluated, kept out of the registry on purpose (the CPU profile's tiny LLM)
         return out | {"version": None, "system": None, "passed_gate": False, "alias": None, "reasons": []}
     if not records:
-        raise promotion.RegistryError(f"no challenger in {evaluated} (run train_ranker or export, then evaluate)")
+        raise RegistryError(f"no challenger in {evaluated} (run train_ranker or export, then evaluate)")
     for line in promotion.record_trials():  # trials that closed since the last run, into the registry first
         log(f"deploy: {line}")
     ranked = []
@@ -67,7 +67,7 @@ def deploy(p: DeployParams, log=print, chain: str = "ranker", trial: TrialParams
         metrics = {
             f"{b}/{m}": result[b]["systems"][system][m] for b in result if system in result[b]["systems"] for m in GATED
         }
-        record = promotion.register(record, {k.replace("@", "_at_"): v for k, v in metrics.items() if v is not None})
+        record = registry.register(record, {k.replace("@", "_at_"): v for k, v in metrics.items() if v is not None})
         if record["kind"] == "llm":
             out["ollama"] = create_in_ollama(record, Path(p.export), log)
         recall = [d["recall@5"] for d in decision.details.values()]
@@ -87,7 +87,7 @@ def deploy(p: DeployParams, log=print, chain: str = "ranker", trial: TrialParams
     out.update(version=record["version"], system=best, passed_gate=passed, reasons=out["challengers"][best]["reasons"])
     by_trial = out["challengers"][best]["decided_by"] == "trial"
     running = promotion.running_trial() if by_trial else None
-    if passed and p.promote and by_trial and promotion.same_model(promotion.champion() or {}, record):
+    if passed and p.promote and by_trial and registry.same_model(registry.champion() or {}, record):
         out.update(alias="champion", trial=None)  # the champion again: nothing to try
     elif passed and p.promote and by_trial and running is not None:
         # a trial gathering evidence is not restarted by each retrain (it would never end): this one waits

@@ -31,9 +31,9 @@ from retrieval.tracking import use_mlflow
 from serving.interface import SelectorLoadError
 from serving.selectors import resolve
 
-from . import promotion
+from . import registry
 from .items import bench_name, feedback_items, load_items
-from .promotion import RegistryError, folder_record, has_model
+from .registry import RegistryError, folder_record, has_model
 from .scoring import recall_curve, score
 from .systems import chain_arg, chain_file, passage_texts, prefill_vectors, run_systems
 
@@ -175,7 +175,7 @@ def load_champion(challengers: dict[str, dict], console):
         return r.get("gguf_sha256") or r.get("model_sha256")
 
     try:
-        record = promotion.champion()
+        record = registry.champion()
         if record is None:
             return None
         same = [name for name, c in challengers.items() if identity(c) and identity(c) == identity(record)]

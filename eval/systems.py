@@ -20,7 +20,7 @@ from retrieval.contracts.selection import Pick, PromptCandidate, choose, top_up
 from retrieval.embed import Embedder
 from retrieval.fusion import GeneralRule, general_order
 from retrieval.query.search import rrf
-from serving.selectors import ChatSelector
+from serving.llm_selectors import ChatSelector
 
 
 class Candidates:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from retrieval.conversation.capture import CaptureParams, Extractor
 
-from .selectors import LlamaCppSelector, OllamaSelector, ollama_reachable
+from .llm_selectors import LlamaCppSelector, OllamaSelector, ollama_reachable
 
 
 class OllamaExtractor:

@@ -9,7 +9,7 @@ from pathlib import Path
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
-BACKENDS = {"serving", "serving.selectors", "serving.interface"}  # what training/eval may use
+BACKENDS = {"serving", "serving.selectors", "serving.llm_selectors", "serving.interface"}  # what training/eval may use
 ALLOWED = {
     "retrieval": set(),
     "serving": {"retrieval"},

@@ -32,7 +32,7 @@ from retrieval.contracts.selection import parse_selection
 from retrieval.db import pai_home
 from retrieval.files import files_sha256, write_atomic
 from retrieval.params import load_section
-from serving.selectors import OLLAMA_TEMPLATE, LlamaCppSelector
+from serving.llm_selectors import OLLAMA_TEMPLATE, LlamaCppSelector
 
 from .base_model import EOS, PAD, llama_cpp_tree
 from .build import BuildParams

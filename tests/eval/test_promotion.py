@@ -1,7 +1,7 @@
-"""Selector versions in the registry and the moves of `champion` (eval/promotion.py), the loop's last step for
-real: tiny GGUFs exported by the export stage, registered in a real MLflow registry (sqlite), promoted and rolled
-back while a real service (llama.cpp in-process, a real Postgres) answers queries, without a restart; a version
-that does not load, or whose file changed, never stays promoted."""
+"""Selector versions in the registry (eval/registry.py) and the moves of `champion` (eval/promotion.py), the
+loop's last step for real: tiny GGUFs exported by the export stage, registered in a real MLflow registry (sqlite),
+promoted and rolled back while a real service (llama.cpp in-process, a real Postgres) answers queries, without a
+restart; a version that does not load, or whose file changed, never stays promoted."""
 
 import json
 import shutil
@@ -114,10 +114,10 @@ def served_by(client) -> str:
 
 def test_promote_swaps_the_running_service_and_rollback_goes_back(exports, service, env):
     from cli.main import app
-    from eval import promotion
+    from eval import promotion, registry
 
-    v1 = promotion.register(exports["q8_0"], {"hotpotqa/test/recall_at_5": 0.5})
-    v2 = promotion.register(exports["q4_k_m"], {})
+    v1 = registry.register(exports["q8_0"], {"hotpotqa/test/recall_at_5": 0.5})
+    v2 = registry.register(exports["q4_k_m"], {})
     assert (v1["version"], v2["version"]) == ("pai-selector:1", "pai-selector:2")
     assert served_by(service) == "similarity"
 
@@ -127,12 +127,12 @@ def test_promote_swaps_the_running_service_and_rollback_goes_back(exports, servi
     assert served_by(service) == "pai-selector:1"
     moved = promotion.promote("2", wait_s=60)
     assert moved.services == 1 and len(moved.swap_ms) == 1 and moved.swap_ms[0] > 0
-    assert served_by(service) == "pai-selector:2" and promotion.champion()["version"] == "pai-selector:2"
+    assert served_by(service) == "pai-selector:2" and registry.champion()["version"] == "pai-selector:2"
 
     promotion.rollback(wait_s=60)
-    assert served_by(service) == "pai-selector:1" and promotion.history() == ["1"]
+    assert served_by(service) == "pai-selector:1" and registry.history() == ["1"]
     promotion.rollback(wait_s=60)
-    assert served_by(service) == "similarity" and promotion.champion() is None
+    assert served_by(service) == "similarity" and registry.champion() is None
 
     status = json.loads(cli.invoke(app, ["status", "--json"]).stdout)
     assert [d["action"] for d in status["deployments"]] == ["rollback", "rollback", "promote", "promote"]
@@ -140,39 +140,39 @@ def test_promote_swaps_the_running_service_and_rollback_goes_back(exports, servi
 
 
 def test_a_version_whose_gguf_does_not_load_is_rejected_and_nothing_stays_promoted(exports, service, env):
-    from eval import promotion
+    from eval import promotion, registry
     from retrieval.files import files_sha256
 
-    good = promotion.register(exports["q8_0"], {})
+    good = registry.register(exports["q8_0"], {})
     promotion.promote(good["registry_version"], wait_s=60)
     broken_file = env / "broken.gguf"
     broken_file.write_bytes(b"GGUF" + b"\0" * 1000)
-    broken = promotion.register(
+    broken = registry.register(
         {**exports["q4_k_m"], "gguf": str(broken_file), "gguf_sha256": files_sha256(broken_file)}, {}
     )
     with pytest.raises(
-        promotion.RegistryError, match="rejected by service .*does not load.*champion stays pai-selector:1"
+        registry.RegistryError, match="rejected by service .*does not load.*champion stays pai-selector:1"
     ):
         promotion.promote(broken["registry_version"], wait_s=60)
-    assert promotion.champion()["version"] == "pai-selector:1"
+    assert registry.champion()["version"] == "pai-selector:1"
     assert served_by(service) == "pai-selector:1"
-    with pytest.raises(promotion.RegistryError, match="no selector version '7'"):
+    with pytest.raises(registry.RegistryError, match="no selector version '7'"):
         promotion.promote("7")
     shutil.copyfile(exports["q8_0"]["gguf"], broken_file)  # the file changed after registration
-    with pytest.raises(promotion.RegistryError, match="does not match its registered sha256"):
+    with pytest.raises(registry.RegistryError, match="does not match its registered sha256"):
         promotion.promote(broken["registry_version"])
 
 
 def test_a_trial_is_recorded_on_the_challengers_version_and_a_win_moves_the_champion(exports, env, db_url):
-    from eval import promotion
+    from eval import promotion, registry
     from retrieval.contracts.interleaving import TrialParams
     from retrieval.db import connect
     from retrieval.logs import trials
 
-    v1 = promotion.register(exports["q8_0"], {})
+    v1 = registry.register(exports["q8_0"], {})
     trial = promotion.start_trial(v1, TrialParams())
-    assert promotion.record_of("challenger")["version"] == v1["version"] and promotion.champion() is None
-    tags = promotion.client().get_model_version(promotion.MODEL, "1").tags
+    assert registry.record_of("challenger")["version"] == v1["version"] and registry.champion() is None
+    tags = registry.client().get_model_version(registry.MODEL, "1").tags
     assert tags["trial_status"] == "running" and tags["trial_champion"] == "similarity"
     assert promotion.record_trials() == []  # a running trial is not recorded yet
     with connect(db_url) as conn:  # the rule decided (as a service's settle does): closed, won
@@ -182,12 +182,12 @@ def test_a_trial_is_recorded_on_the_challengers_version_and_a_win_moves_the_cham
         )
     (line,) = promotion.record_trials()
     assert line.startswith(f"trial {trial.id}: pai-selector:1 vs similarity: promoted")
-    tags = promotion.client().get_model_version(promotion.MODEL, "1").tags
+    tags = registry.client().get_model_version(registry.MODEL, "1").tags
     assert (tags["trial_status"], tags["trial_wins"], tags["trial_losses"]) == ("promoted", "31", "9")
-    assert promotion.champion()["version"] == "pai-selector:1" and promotion.history() == ["1"]
+    assert registry.champion()["version"] == "pai-selector:1" and registry.history() == ["1"]
     assert promotion.record_trials() == []  # once
     # a new trial, then a manual promotion: the trial's evidence is moot, it stops
-    v2 = promotion.register(exports["q4_k_m"], {})
+    v2 = registry.register(exports["q4_k_m"], {})
     promotion.start_trial(v2, TrialParams())
     promotion.promote("1", wait_s=0)
     with connect(db_url) as conn:
@@ -197,7 +197,7 @@ def test_a_trial_is_recorded_on_the_challengers_version_and_a_win_moves_the_cham
 def test_deploy_on_a_store_without_its_judged_split_starts_one_trial_and_a_retrain_waits_for_it(env, tmp_path):
     """The user's store: scifact-test has no result, so a ranker passing the guards goes on trial; the next retrain's
     ranker is registered but waits; the same model as the champion is not tried again."""
-    from eval import promotion
+    from eval import promotion, registry
     from eval.deploy import deploy
     from eval.gate import DeployParams
     from eval.systems import BASELINES
@@ -222,7 +222,7 @@ def test_deploy_on_a_store_without_its_judged_split_starts_one_trial_and_a_retra
     )
     out = deploy(p, trial=TrialParams())
     assert out["challengers"]["ranker"]["decided_by"] == "trial" and out["trial"]["challenger"] == "pai-selector:1"
-    assert promotion.running_trial().id == out["trial"]["id"] and promotion.champion() is None
+    assert promotion.running_trial().id == out["trial"]["id"] and registry.champion() is None
     again = deploy(replace(p, ranker=str(ranker("r2", "b"))), trial=TrialParams())
     assert again["version"] == "pai-selector:2" and again["waiting_for"]["id"] == out["trial"]["id"]
     assert promotion.running_trial().challenger == "pai-selector:1"  # its evidence is kept

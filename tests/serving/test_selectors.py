@@ -8,7 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from cli.main import app as cli
-from eval.promotion import RegistryError, verify
+from eval.registry import RegistryError, verify
 from serving.interface import SelectorLoadError
 from serving.ranker import RankerSelector
 from serving.selectors import SimilaritySelector, path_record, resolve

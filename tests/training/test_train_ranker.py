@@ -8,7 +8,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from eval.promotion import folder_record
+from eval.registry import folder_record
 from retrieval.contracts.ranking_features import features, gated_scores, general_floor, ranker_scores
 from retrieval.contracts.selection import PromptCandidate, parse_selection
 from retrieval.embed import get_embedder
