@@ -5,8 +5,9 @@ the chunks of the scopes read that hold it, so a word every chunk of a conversat
 The keyword side of the search (Postgres `ts_rank`) weighs every matched word alike, and BM25 over the 20
 candidates alone (the general order's, `retrieval.fusion.bm25_raw`) sees only their own counts. The replay of
 orders over a conversation's store (`eval/bench/memory_orders.py`) reads this one. Words are Postgres' english
-lexemes (stemmed, stop words out), as the keyword side reads them. Costs a count of the scopes' chunks, one GIN
-count per query word and the candidates' tsvectors (the length normalisation is against the candidates' mean)."""
+lexemes (stemmed, stop words out), as the keyword side reads them. Costs one GIN count per query word, the candidates'
+tsvectors (the length normalisation is against their mean) and, for a scoped search, a count of the scopes' chunks
+on their index (the whole store's count is the planner's)."""
 
 from __future__ import annotations
 
@@ -15,11 +16,16 @@ import psycopg
 K1, B = 1.2, 0.75  # Lucene's defaults
 BM25_PREFETCH = 100  # search.keyword bm25: full text's best this many are re-ranked
 
+# The whole store's chunk count, as the planner last counted it (no scan of a large store on every query; until the
+# table is first analysed, counted). A count that lags the store moves every word's idf alike, and ranks little.
+_STORE_CHUNKS = """(SELECT CASE WHEN c.reltuples > 0 THEN c.reltuples::float8 ELSE (SELECT count(*) FROM chunk_terms)::float8
+    END FROM pg_class c WHERE c.oid = 'chunk_terms'::regclass)"""
+
 _SQL = """
     WITH words AS (SELECT lexeme FROM unnest(to_tsvector('english', %(q)s))),
-    store AS (SELECT count(*)::float8 AS n FROM chunk_terms WHERE true {scoped}),
+    store AS (SELECT {chunks} AS n),
     idf AS (
-        SELECT w.lexeme, ln(1 + (s.n - d.n + 0.5) / (d.n + 0.5)) AS idf
+        SELECT w.lexeme, ln(1 + (greatest(s.n, d.n) - d.n + 0.5) / (d.n + 0.5)) AS idf
         FROM words w CROSS JOIN store s,
              LATERAL (SELECT count(*)::float8 AS n FROM chunk_terms
                       WHERE tsv @@ quote_literal(w.lexeme)::tsquery {scoped}) d
@@ -43,8 +49,11 @@ def store_bm25(
     if not ids or not query.strip():
         return {}
     scoped = "" if scopes is None else "AND scope = ANY(%(scopes)s)"
+    chunks = (
+        _STORE_CHUNKS if scopes is None else "(SELECT count(*)::float8 FROM chunk_terms WHERE scope = ANY(%(scopes)s))"
+    )
     args = {"q": query, "ids": ids, "scopes": scopes, "k1": K1, "b": B}
-    return {int(i): float(s) for i, s in conn.execute(_SQL.format(scoped=scoped), args) if s > 0}
+    return {int(i): float(s) for i, s in conn.execute(_SQL.format(scoped=scoped, chunks=chunks), args) if s > 0}
 
 
 def best(conn: psycopg.Connection, query: str, ids: list[int], k: int, scopes: list[str] | None = None) -> list[int]:

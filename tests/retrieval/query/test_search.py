@@ -8,7 +8,8 @@ from retrieval.corpus.ingest import ingest_paths
 from retrieval.dialogue import conversation_order
 from retrieval.fusion import general_order
 from retrieval.params import IngestParams, SearchParams
-from retrieval.query.search import Candidate, kept, newer_than, rrf, search, take_budget
+from retrieval.query.search import Candidate, kept, keyword_rankings, newer_than, rrf, search, take_budget
+from retrieval.query.store_bm25 import store_bm25
 
 DOCS = {
     "rivers.txt": "Rivers carry fresh water from mountains down to the sea, shaping valleys over millennia.",
@@ -154,3 +155,16 @@ def test_a_conversation_s_candidates_are_ordered_with_the_keyword_side_notes_nev
     assert [c.chunk_id for c in search(conn, embedder, notes, SearchParams(conversation_keyword=3.0)).candidates] == [
         c.chunk_id for c in search(conn, embedder, notes, SearchParams(conversation_keyword=0.0)).candidates
     ]
+
+
+def test_the_bm25_keyword_side_re_ranks_full_text_s_hits_by_the_store_s_word_statistics(conn, embedder, tmp_path):
+    corpus(conn, embedder, tmp_path)
+    q = "which part wears out: the gasket of the XJ-9000?"
+    (fts,) = keyword_rankings(conn, q, SearchParams(keyword="fts", top_k=100))
+    (bm25,) = keyword_rankings(conn, q, SearchParams(keyword="bm25", top_k=2))
+    scores = store_bm25(conn, q, fts)
+    assert bm25 == sorted(scores, key=lambda i: (-scores[i], i))[:2] and set(bm25) <= set(fts)
+    r = search(conn, embedder, q, SearchParams(keyword="bm25", top_k=3))
+    assert Path(r.candidates[0].source).name == "part.txt" and r.candidates[0].keyword_rank == 1
+    assert keyword_rankings(conn, "the of and", SearchParams(keyword="bm25")) == [[]]  # stop words: no hit
+    assert keyword_rankings(conn, q, SearchParams(keyword="bm25"), scopes=["nobody"]) == [[]]

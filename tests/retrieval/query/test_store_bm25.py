@@ -64,12 +64,26 @@ def store(conn, embedder, tmp_path):
 
 def test_scores_are_bm25_with_the_store_s_idf_over_the_candidates(conn, store):
     q = "Did Ann visit the lighthouse or sell honey?"
-    got = store_bm25(conn, q, store[:3])
+    got = store_bm25(conn, q, store[:3], scopes=["default"])  # a scope's chunks are counted exactly
     want = _by_hand(conn, q, store[:3], store)
     assert got.keys() == want.keys() and len(got) == 3
     assert all(math.isclose(got[i], want[i], rel_tol=1e-9) for i in got)
     # "ann" is in every chunk: it weighs least; the rare words decide
     assert sorted(got, key=got.get, reverse=True) == [store[2], store[0], store[1]]
+    assert store_bm25(conn, q, store[:3]) == pytest.approx(got)  # the whole store, before the planner counted it
+
+
+def test_a_stale_planner_count_of_the_whole_store_still_ranks(conn, embedder, tmp_path):
+    (tmp_path / "a.md").write_text("Ann keeps bees and sells honey.\n")
+    ingest_paths(conn, [tmp_path], IngestParams(), SearchParams(), embedder)
+    conn.execute("ANALYZE chunk_terms")  # the planner counts 1 chunk
+    for n, text in enumerate(["Honey again, honey always.", "Bees make honey.", "The lighthouse keeper."]):
+        (tmp_path / f"b{n}.md").write_text(text + "\n")
+    ingest_paths(conn, [tmp_path], IngestParams(), SearchParams(), embedder)
+    ids = [i for (i,) in conn.execute("SELECT id FROM chunks ORDER BY id")]
+    stale, exact = store_bm25(conn, "honey bees", ids), store_bm25(conn, "honey bees", ids, scopes=["default"])
+    assert set(stale) == set(exact) and all(math.isfinite(v) and v > 0 for v in stale.values())  # df > n: no error
+    assert sorted(stale, key=stale.get) == sorted(exact, key=exact.get)
 
 
 def test_a_scope_s_statistics_read_only_its_own_chunks(conn, store):
