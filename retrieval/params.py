@@ -104,7 +104,7 @@ class SearchParams:
     """HNSW query-time beam width: recall against latency (`pai bench retrieval`)"""
     hybrid: bool = True
     """fuse a keyword side with the vector side by reciprocal rank"""
-    keyword: str = "fts"
+    keyword: str = "bm25"
     """keyword side: fts (Postgres full text, ts_rank), bm25 (full text's best 100 re-ranked by BM25 with the store's
     word statistics, retrieval/query/store_bm25.py), trgm (pg_trgm word similarity) or both (fts and trgm)"""
     rrf_k: int = 60
