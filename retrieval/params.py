@@ -105,7 +105,7 @@ class SearchParams:
     hybrid: bool = True
     """fuse a keyword side with the vector side by reciprocal rank"""
     keyword: str = "bm25"
-    """keyword side: fts (Postgres full text, ts_rank), bm25 (full text's best 100 re-ranked by BM25 with the store's
+    """keyword side: fts (Postgres full text, ts_rank), bm25 (full text's best 2 x top_k re-ranked by BM25 with the store's
     word statistics, retrieval/query/store_bm25.py), trgm (pg_trgm word similarity) or both (fts and trgm)"""
     rrf_k: int = 60
     """reciprocal-rank-fusion constant: score = sum 1 / (rrf_k + rank)"""

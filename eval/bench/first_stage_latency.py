@@ -2,6 +2,8 @@
 
     python -m eval.bench.first_stage_latency --old /work/main/retrieval/query/search.py --domain data/domains/man.jsonl
     (--old-fusion /work/main/retrieval/fusion.py: the old search.py orders by that checkout's general order)
+    python -m eval.bench.first_stage_latency --old-keyword fts --domain data/domains/man.jsonl
+    (the old one is ours with another search.keyword)
 
 Ingests a domain file's distinct candidates into a scratch database, embeds its queries once, then runs each
 query's `search_vector` through the old module (a search.py from another checkout, loaded beside ours) and ours
@@ -17,6 +19,7 @@ import json
 import statistics
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from retrieval.corpus.ingest import ingest_documents
@@ -51,13 +54,16 @@ def timings(conn, fns: dict, queries: list[tuple[str, object]], params: SearchPa
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--old", type=Path, required=True, help="the search.py to compare with (e.g. /work/main's)")
+    ap.add_argument("--old", type=Path, help="the search.py to compare with (e.g. /work/main's)")
+    ap.add_argument("--old-keyword", help="or: the old one is ours with this search.keyword (e.g. fts)")
     ap.add_argument("--old-fusion", type=Path, help="the fusion.py the old search.py orders by (default: ours)")
     ap.add_argument("--domain", type=Path, required=True, help="a contract-5 file (`pai bench build-domains`)")
     ap.add_argument("--queries", type=int, default=300)
     args = ap.parse_args()
-    old = load_old(args.old)
-    if args.old_fusion:
+    if (args.old is None) == (args.old_keyword is None):
+        ap.error("give --old or --old-keyword")
+    old = load_old(args.old) if args.old else None
+    if args.old_fusion and old:
         fusion = load_old(args.old_fusion, "retrieval._fusion_old")
         old.GeneralRule, old.general_order = fusion.GeneralRule, fusion.general_order
     items = [json.loads(line) for line in open(args.domain, encoding="utf-8")][: args.queries]
@@ -73,7 +79,11 @@ def main() -> None:
             embedder,
         )
         queries = [(it["query"], embedder.encode([it["query"]])[0]) for it in items]
-        fns = {"old": old.search_vector, "new": ours.search_vector}
+        old_side = replace(params, keyword=args.old_keyword or params.keyword)
+        fns = {
+            "old": (lambda c, q, v, _: ours.search_vector(c, q, v, old_side)) if old is None else old.search_vector,
+            "new": ours.search_vector,
+        }
         t = timings(conn, fns, queries, params)
     p50 = {k: statistics.median(v) for k, v in t.items()}
     p90 = {k: statistics.quantiles(v, n=10)[-1] for k, v in t.items()}

@@ -210,8 +210,8 @@ def keyword_rankings(
         return []
     sides = ["fts", "trgm"] if params.keyword == "both" else [params.keyword]
     scoped = "" if scopes is None else "AND scope = ANY(%(scopes)s)"
-    if sides == ["bm25"]:  # full text's best BM25_PREFETCH, re-ranked by BM25 with the store's word statistics
-        args = {"q": query, "k": store_bm25.BM25_PREFETCH, "scopes": scopes}
+    if sides == ["bm25"]:  # full text's best 2 x top_k, re-ranked by BM25 with the store's word statistics
+        args = {"q": query, "k": store_bm25.PREFETCH * params.top_k, "scopes": scopes}
         ids = [i for (i,) in conn.execute(_KEYWORD_SQL["fts"].format(scoped=scoped), args)]
         return [store_bm25.best(conn, query, ids, params.top_k, scopes)]
     args = {"q": query, "k": params.top_k, "scopes": scopes}

@@ -14,7 +14,7 @@ from __future__ import annotations
 import psycopg
 
 K1, B = 1.2, 0.75  # Lucene's defaults
-BM25_PREFETCH = 100  # search.keyword bm25: full text's best this many are re-ranked
+PREFETCH = 2  # search.keyword bm25: full text's best PREFETCH x top_k are re-ranked
 
 # The whole store's chunk count, as the planner last counted it (no scan of a large store on every query; until the
 # table is first analysed, counted). A count that lags the store moves every word's idf alike, and ranks little.

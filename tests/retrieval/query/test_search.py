@@ -160,7 +160,7 @@ def test_a_conversation_s_candidates_are_ordered_with_the_keyword_side_notes_nev
 def test_the_bm25_keyword_side_re_ranks_full_text_s_hits_by_the_store_s_word_statistics(conn, embedder, tmp_path):
     corpus(conn, embedder, tmp_path)
     q = "which part wears out: the gasket of the XJ-9000?"
-    (fts,) = keyword_rankings(conn, q, SearchParams(keyword="fts", top_k=100))
+    (fts,) = keyword_rankings(conn, q, SearchParams(keyword="fts", top_k=4))  # 2 x top_k
     (bm25,) = keyword_rankings(conn, q, SearchParams(keyword="bm25", top_k=2))
     scores = store_bm25(conn, q, fts)
     assert bm25 == sorted(scores, key=lambda i: (-scores[i], i))[:2] and set(bm25) <= set(fts)
