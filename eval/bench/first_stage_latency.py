@@ -1,4 +1,4 @@
-"""The first stage's latency, old code beside new, in one run on one store (issue 44: within 1.1x of today's p50).
+"""The first stage's latency and Recall@5/@20, old code beside new, in one run on one store.
 
     python -m eval.bench.first_stage_latency --old /work/main/retrieval/query/search.py --domain data/domains/man.jsonl
     (--old-fusion /work/main/retrieval/fusion.py: the old search.py orders by that checkout's general order)
@@ -8,7 +8,9 @@
 Ingests a domain file's distinct candidates into a scratch database, embeds its queries once, then runs each
 query's `search_vector` through the old module (a search.py from another checkout, loaded beside ours) and ours
 (`search.fusion: general`), alternating which goes first, after a warm-up; prints each one's p50 and p90 and the
-ratio of the p50s. The keyword side runs inside the call, as in `pai query`.
+ratio of the p50s, and each one's Recall@5 and @20 over the queries with judged documents (the distinct documents of
+the first k candidates; new minus old at 5 with its paired 95 % bootstrap CI). The keyword side runs inside the
+call, as in `pai query`.
 """
 
 from __future__ import annotations
@@ -22,6 +24,9 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
+
+from retrieval.contracts.metrics import paired_bootstrap
 from retrieval.corpus.ingest import ingest_documents
 from retrieval.corpus.sources import Document
 from retrieval.db import connect, scratch_database
@@ -40,16 +45,25 @@ def load_old(path: Path, name: str = "retrieval.query._search_old"):
     return mod
 
 
-def timings(conn, fns: dict, queries: list[tuple[str, object]], params: SearchParams, warm: int = 20) -> dict:
+def run(conn, fns: dict, queries: list[tuple[str, object]], params: SearchParams, warm: int = 20):
+    """Each query through each function, alternating which goes first: (name -> ms after the warm-up, name -> each
+    query's candidates' sources)."""
     out = {name: [] for name in fns}
+    sources = {name: [] for name in fns}
     for n, (text, qvec) in enumerate(queries):
         names = list(fns) if n % 2 else list(fns)[::-1]
         for name in names:
             t0 = time.perf_counter()
-            fns[name](conn, text, qvec, params)
+            result = fns[name](conn, text, qvec, params)
             if n >= warm:
                 out[name].append((time.perf_counter() - t0) * 1000)
-    return out
+            sources[name].append([c.source for c in result.candidates])
+    return out, sources
+
+
+def recall(sources: list[list[str]], relevant: list[set[str]], k: int) -> np.ndarray:
+    """Per query, the share of its relevant documents among the documents of its first k candidates."""
+    return np.array([len(rel & set(list(dict.fromkeys(s))[:k])) / len(rel) for s, rel in zip(sources, relevant)])
 
 
 def main() -> None:
@@ -78,13 +92,15 @@ def main() -> None:
             params,
             embedder,
         )
-        queries = [(it["query"], embedder.encode([it["query"]])[0]) for it in items]
+        queries = [(it["query"], embedder.encode([it["query"]])[0]) for it in items if it.get("relevant_ids")]
+        source_of = {cid: f"doc#{k}" for k, cid in enumerate(docs)}
+        relevant = [{source_of[r] for r in it["relevant_ids"]} for it in items if it.get("relevant_ids")]
         old_side = replace(params, keyword=args.old_keyword or params.keyword)
         fns = {
             "old": (lambda c, q, v, _: ours.search_vector(c, q, v, old_side)) if old is None else old.search_vector,
             "new": ours.search_vector,
         }
-        t = timings(conn, fns, queries, params)
+        t, got = run(conn, fns, queries, params)
     p50 = {k: statistics.median(v) for k, v in t.items()}
     p90 = {k: statistics.quantiles(v, n=10)[-1] for k, v in t.items()}
     print(
@@ -95,6 +111,13 @@ def main() -> None:
                 "p50_ms": p50,
                 "p90_ms": p90,
                 "ratio_p50": p50["new"] / p50["old"],
+                "recall": {
+                    f"@{k}": {name: round(float(recall(got[name], relevant, k).mean()), 4) for name in fns}
+                    for k in (5, 20)
+                },
+                "new_minus_old_recall@5": paired_bootstrap(
+                    recall(got["new"], relevant, 5), recall(got["old"], relevant, 5)
+                ),
             },
             indent=1,
         )
