@@ -5,7 +5,8 @@ them together, in the order the help lists them:
 - `ingest`, `embed`, `seq-length`, `scrub`: cli/bench_ingest.py (cores in eval/bench/)
 - `capture`: cli/bench_capture.py
 - `retrieval`, `general`, `usage`: cli/bench_retrieval.py (cores in eval/bench/)
-- `serve`, `policy`, `swap`, `memory`: cli/bench_serve.py, bench_policy.py, bench_swap.py, bench_memory.py
+- `serve`, `policy`, `swap`, `memory`, `memory-orders`, `served-recall`: cli/bench_serve.py, bench_policy.py,
+  bench_swap.py, bench_memory.py, bench_served.py
   (they start a service, so their cores are in cli/ too)
 - `build-code`, `build-man`, `build-domains`: cli/bench_sets.py
 
@@ -23,6 +24,7 @@ from . import (
     bench_policy,
     bench_retrieval,
     bench_serve,
+    bench_served,
     bench_sets,
     bench_swap,
 )
@@ -41,6 +43,7 @@ for module in (
     bench_policy,
     bench_swap,
     bench_memory,
+    bench_served,
     bench_sets,
 ):
     app.add_typer(module.app)  # no name: the module's commands join this group

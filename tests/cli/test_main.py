@@ -97,7 +97,7 @@ def test_help_is_a_map_daily_commands_on_top_the_lab_tools_under_lab():
         "The feedback loop": ["cycle", "simulate", "grounding", "notes", "trial", "loop"],
         "The GPU path": ["gpu-smoke"],
     }
-    assert len(groups["bench"].list_commands(ctx)) == 16
+    assert len(groups["bench"].list_commands(ctx)) == 17
     listed = [top.get_command(ctx, n) for n in top.list_commands(ctx)]
     listed += [g.get_command(ctx, n) for g in groups.values() for n in g.list_commands(ctx)]
     lines = [(c.name, c.short_help or c.help) for c in listed]  # what the listings print: one line each
