@@ -70,36 +70,13 @@ def test_bad_input_is_one_line(tmp_path, db_url):
 def test_claims_are_served_end_to_end_and_compared_with_an_earlier_run(tmp_path, db_url):
     (tmp_path / "corpus.jsonl").write_text("".join(json.dumps(r) + "\n" for r in CORPUS))
     assert cli(tmp_path, db_url, "ingest", str(tmp_path / "corpus.jsonl")).returncode == 0
-    bench = str(bench_dir(tmp_path))
-    first = cli(
-        tmp_path,
-        db_url,
-        "bench",
-        "served-recall",
-        "--benchmark-dir",
-        bench,
-        "--k",
-        "1",
-        "--out",
-        str(tmp_path / "a.json"),
-    )
+    served = ["bench", "served-recall", "--benchmark-dir", str(bench_dir(tmp_path)), "--k", "1"]
+    first = cli(tmp_path, db_url, *served, "--out", str(tmp_path / "a.json"))
     assert first.returncode == 0, first.stderr
     a = json.loads((tmp_path / "a.json").read_text())
     assert a["claims"] == {"10": 1.0, "11": 0.5}  # claim 11's second abstract is not in the corpus: half found
     assert a["recall"] == 0.75
-    again = cli(
-        tmp_path,
-        db_url,
-        "bench",
-        "served-recall",
-        "--benchmark-dir",
-        bench,
-        "--k",
-        "1",
-        "--against",
-        str(tmp_path / "a.json"),
-        "--json",
-    )
+    again = cli(tmp_path, db_url, *served, "--against", str(tmp_path / "a.json"), "--json")
     assert json.loads(again.stdout)["against"] == {
         "claims": 2,
         "old": 0.75,
