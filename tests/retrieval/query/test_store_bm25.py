@@ -94,7 +94,22 @@ def test_a_scope_s_statistics_read_only_its_own_chunks(conn, store):
     assert mine != pytest.approx(store_bm25(conn, q, store[:2]))  # the whole store's idf differs
 
 
-@pytest.mark.parametrize("query", ["", "   ", "the and of", "it's 'quoted' \\ & | ! :* <-> (", "honey " * 20_000])
+HOSTILE = [
+    "",
+    "   ",
+    "the and of",
+    "it's 'quoted' \\ & | ! :* <-> (",
+    "honey " * 20_000,
+    r"C:\Users\ann\honey.txt",
+    r"http://x.com/a\b?honey=1&bees=2",
+    r"a\b@honey.com",
+    "o'neil's honey",
+    "naïve café — 東京 honey 💥",
+    "-1e10 0x1F honey:* & !bees",
+]
+
+
+@pytest.mark.parametrize("query", HOSTILE)
 def test_hostile_or_empty_queries_score_without_error(conn, store, query):
     got = store_bm25(conn, query, store)
     assert all(s > 0 for s in got.values()) and set(got) <= set(store)
