@@ -102,7 +102,7 @@ HOSTILE = [
     "honey " * 20_000,
     r"C:\Users\ann\honey.txt",
     r"http://x.com/a\b?honey=1&bees=2",
-    r"a\b@honey.com",
+    r"a\b@x.com and honey",
     "o'neil's honey",
     "naïve café — 東京 honey 💥",
     "-1e10 0x1F honey:* & !bees",
