@@ -143,7 +143,6 @@ class SearchParams:
     conversation_keyword: float = 1.0
     """candidates led by a conversation's chunk are ordered by reciprocal rank of the general order and the keyword
     side, the keyword side at this weight (retrieval/dialogue.py conversation_order); 0 = the general order"""
-    # order, fused by reciprocal rank (`retrieval.dialogue.conversation_order`); 0 = the general order
     conversation_rrf_k: int = 30
     """that fusion's constant: score = 1 / (k + general position) + weight / (k + keyword rank)"""
 
