@@ -3,8 +3,9 @@ the chunks of the scopes read that hold it, so a word every chunk of a conversat
 "good", "yeah") weighs nothing and a word few hold (a hobby, a place) weighs much.
 
 The keyword side of the search (Postgres `ts_rank`) weighs every matched word alike, and BM25 over the 20
-candidates alone (the general order's, `retrieval.fusion.bm25_raw`) sees only their own counts. The replay of
-orders over a conversation's store (`eval/bench/memory_orders.py`) reads this one. Words are Postgres' english
+candidates alone (the general order's, `retrieval.fusion.bm25_raw`) sees only their own counts. With
+`search.keyword: bm25` the keyword side re-ranks full text's best hits by this (`best`); the replay of orders over a
+conversation's store (`eval/bench/memory_orders.py`) reads it too. Words are Postgres' english
 lexemes (stemmed, stop words out), as the keyword side reads them. Costs one GIN count per query word, the candidates'
 tsvectors (the length normalisation is against their mean) and, for a scoped search, a count of the scopes' chunks
 on their index (the whole store's count is the planner's)."""
