@@ -35,7 +35,9 @@ _SQL = """
     pool AS (SELECT chunk_id, tsv, greatest(length(tsv), 1)::float8 AS len FROM chunk_terms WHERE chunk_id = ANY(%(ids)s)),
     mean AS (SELECT greatest(avg(len), 1) AS len FROM pool)
     SELECT p.chunk_id, sum(idf.idf * f.tf * (%(k1)s + 1) / (f.tf + %(k1)s * (1 - %(b)s + %(b)s * p.len / m.len)))
-    FROM pool p CROSS JOIN mean m CROSS JOIN LATERAL unnest(p.tsv) u
+    FROM pool p CROSS JOIN mean m CROSS JOIN (SELECT array_agg(lexeme) AS a FROM idf) q
+         -- the candidate's entries for the query's words, marked (weight A) and kept: a few rows, not its whole vector
+         CROSS JOIN LATERAL unnest(ts_filter(setweight(p.tsv, 'A', q.a), '{{a}}')) u
          JOIN idf ON idf.lexeme = u.lexeme
          CROSS JOIN LATERAL (SELECT coalesce(array_length(u.positions, 1), 1)::float8 AS tf) f
     GROUP BY p.chunk_id
