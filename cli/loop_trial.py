@@ -30,7 +30,7 @@ from retrieval.embed import get_embedder
 from retrieval.files import write_atomic
 from retrieval.fusion import GeneralRule, general_order
 from retrieval.params import ParamsError, SearchParams, UsedParams, load_section
-from retrieval.query.search import rrf
+from retrieval.query.order import rrf
 from serving.ranker import RankerSelector
 from training import train_ranker
 from training.build import BuildParams
@@ -89,7 +89,7 @@ def embed(items: list[dict], embedder) -> dict[str, tuple[np.ndarray, np.ndarray
 
 
 def first_stage(items: list[dict], vectors: dict, search: SearchParams) -> loop_trial.Orders:
-    """The first stage's order over each query's candidates, as `retrieval.query.search.fused_order` gives it: with
+    """The first stage's order over each query's candidates, as `retrieval.query.order.fused_order` gives it: with
     `search.fusion: general` the general order (`retrieval.fusion`: cosine, and BM25 as far as its evidence goes);
     with `rrf`, cosine and BM25 by reciprocal rank."""
     out = {}

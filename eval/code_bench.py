@@ -27,7 +27,7 @@ from retrieval.contracts.lexical import lexical_scores
 from retrieval.embed import Embedder, get_embedder
 from retrieval.files import write_atomic
 from retrieval.params import load_section
-from retrieval.query.search import rrf
+from retrieval.query.order import rrf
 
 
 @dataclass(frozen=True)

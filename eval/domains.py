@@ -22,7 +22,7 @@ import numpy as np
 
 from retrieval.contracts.passage import passage_text
 from retrieval.embed import Embedder
-from retrieval.query.search import rrf
+from retrieval.query.order import rrf
 
 from . import code_bench, man_bench
 

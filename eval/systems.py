@@ -19,7 +19,7 @@ from retrieval.contracts.passage import passage_text
 from retrieval.contracts.selection import Pick, PromptCandidate, choose, top_up
 from retrieval.embed import Embedder
 from retrieval.fusion import GeneralRule, general_order
-from retrieval.query.search import rrf
+from retrieval.query.order import rrf
 from serving.llm_selectors import ChatSelector
 
 

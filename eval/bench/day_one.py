@@ -3,7 +3,7 @@
 
 Per domain (a contract-5 file, `pai bench build-domains`), Recall@5 over each query's candidates of: cosine,
 BM25, hybrid (reciprocal-rank fusion of the two, the first stage's order before `search.fusion: general`), the
-first stage replayed (RRF's top_k of the candidates, then ordered as `retrieval.query.search.fused_order` orders
+first stage replayed (RRF's top_k of the candidates, then ordered as `retrieval.query.order.fused_order` orders
 them) and the general order (`retrieval.fusion.general_scores`, the ranker's general weights), each with the
 paired 95 % bootstrap CI against the best of cosine, BM25 and hybrid.
 
@@ -25,7 +25,7 @@ from retrieval.contracts.metrics import paired_bootstrap, recall_at_k
 from retrieval.contracts.passage import passage_text
 from retrieval.embed import Embedder
 from retrieval.fusion import GeneralRule, bm25_raw, combined
-from retrieval.query.search import rrf
+from retrieval.query.order import rrf
 
 BASELINES = ("cosine", "bm25", "hybrid")
 BEFORE = GeneralRule(plain_floor=1.0, rare_ramp=0.0)  # the general order before the rare-word share (a43fc54)

@@ -34,7 +34,7 @@ import numpy as np
 
 from retrieval.contracts.interleaving import TrialParams
 from retrieval.contracts.metrics import paired_bootstrap, recall_at_k
-from retrieval.query.search import rrf_scores
+from retrieval.query.order import rrf_scores
 
 from .trial_power import MERGES, Consumer, trial
 

@@ -20,11 +20,11 @@ import psycopg
 
 from eval.bench import memory
 from retrieval.contracts.selection import DEFAULT_K
-from retrieval.dialogue import conversation_order, session_key
 from retrieval.embed import Embedder
-from retrieval.fusion import GeneralRule, general_order, standardise
+from retrieval.fusion import standardise
 from retrieval.params import SearchParams
-from retrieval.query.search import Candidate, kept, keyword_rankings, rrf, take_budget
+from retrieval.query.order import first_stage_order, fused_top, keyword_ranks
+from retrieval.query.search import Candidate, kept, keyword_rankings, take_budget
 from retrieval.query.shaping import fill
 from retrieval.query.store_bm25 import store_bm25
 
@@ -75,21 +75,13 @@ def read_store(conn: psycopg.Connection, conv: memory.Conversation, embedder: Em
 
 def served(s: Store, j: int, sp: SearchParams) -> list[int]:
     """The first stage as `retrieval.query.search` orders it (no usage prior): the vector side's and keyword side's
-    top_k fused by reciprocal rank, ordered by the general order, then by the conversation order."""
+    top_k fused by reciprocal rank, in `first_stage_order`."""
     cos = s.cos[j]
     vector = [int(i) for i in np.argsort(-cos, kind="stable")[: sp.top_k]]
     keyword = s.keyword[j][: sp.top_k] if sp.hybrid else []  # read at the store's top_k; the search reads this many
-    pool = rrf([vector, keyword], sp.rrf_k)[: sp.top_k]
-    if sp.fusion == "general" and sp.hybrid:
-        texts = [s.passages[i] for i in pool]
-        pool = [
-            pool[p] for p in general_order(s.questions[j].text, cos[pool].astype(np.float64), texts, GeneralRule.of(sp))
-        ]
-    lead = s.candidates[pool[0]]
-    if sp.conversation_keyword > 0 and session_key(lead.source, lead.text):
-        krank = {i: r for r, i in enumerate(keyword, start=1)}
-        pool = conversation_order(pool, krank, sp.conversation_keyword, sp.conversation_rrf_k)
-    return pool
+    fused, scores = fused_top([vector, keyword], sp)
+    rows = {i: replace(s.candidates[i], score=float(cos[i])) for i in fused}
+    return first_stage_order(s.questions[j].text, fused, scores, rows, keyword_ranks([keyword]), sp)
 
 
 def _whole_store(score: Callable[[Store, int], np.ndarray]) -> Order:

@@ -30,7 +30,7 @@ from retrieval.contracts.metrics import paired_bootstrap, recall_at_k
 from retrieval.contracts.passage import passage_text
 from retrieval.contracts.ranking_features import standardise
 from retrieval.embed import Embedder
-from retrieval.query.search import rrf
+from retrieval.query.order import rrf
 
 CHAMPION_RANKER = "hybrid"
 # How a trial's context is made from the two rankings: team-draft is what the service serves; the others are the

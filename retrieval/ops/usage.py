@@ -1,7 +1,7 @@
 """Usage weights: a bounded prior per chunk from the feedback log. Chunks consumers use gain weight;
 chunks shown often and never used lose it. The weights are a pure function of the log, recomputed
 whole by each maintenance run (idempotent), and search only re-orders the top-k by them
-(`search.with_usage_prior`): never a filter.
+(`retrieval.query.order.with_usage_prior`): never a filter.
 
 A chunk's use rate is shrunk toward the log's (empirical Bayes, `strength` pseudo-observations),
 and its weight is `bound * tanh(log(rate / base rate))`: 0 for a chunk the log knows nothing about

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import NamedTuple
@@ -12,11 +11,10 @@ import psycopg
 from pgvector import HalfVector
 from psycopg.rows import args_row
 
-from ..dialogue import conversation_order, session_key
 from ..embed import Embedder
-from ..fusion import GeneralRule, general_order
 from ..params import SearchParams
 from . import store_bm25
+from .order import first_stage_order, fused_top, keyword_ranks
 
 
 @dataclass(frozen=True)
@@ -74,44 +72,6 @@ class SearchResult:
     @property
     def below_threshold(self) -> int:
         return len(self.candidates) - len(self.above)
-
-
-def rrf_scores(rankings: list[list[int]], k: int) -> dict[int, float]:
-    """Reciprocal rank fusion scores: sum of 1/(k + rank) per id, in first-seen order."""
-    scores: dict[int, float] = {}
-    for ranking in rankings:
-        for r, item in enumerate(ranking, start=1):
-            scores[item] = scores.get(item, 0.0) + 1.0 / (k + r)
-    return scores
-
-
-def rrf(rankings: list[list[int]], k: int) -> list[int]:
-    """Reciprocal rank fusion: ids ordered by sum of 1/(k + rank); ties keep first-seen order."""
-    scores = rrf_scores(rankings, k)
-    return sorted(scores, key=lambda i: -scores[i])
-
-
-def with_usage_prior(ids: list[int], scores: dict[int, float], weights: dict[int, float]) -> list[int]:
-    """`ids` (the fused top-k) re-ordered by score * exp(usage weight): the prior moves a chunk within
-    the candidates, never out of them; a chunk without a weight keeps its score."""
-    return sorted(ids, key=lambda i: -scores[i] * math.exp(weights.get(i, 0.0)))
-
-
-def fused_order(
-    query: str, fused: list[int], rrf: dict[int, float], rows: dict[int, ChunkRow], params: SearchParams
-) -> tuple[list[int], dict[int, float]]:
-    """The fused top-k in the order the context is drawn from, and each one's score for the usage prior. With
-    `search.fusion: general` (a keyword side on) the candidates RRF found are ordered by the general order
-    (`retrieval.fusion`: cosine, and BM25 as far as its evidence goes), each scored 1 / (rrf_k + its position),
-    so the usage prior moves it as it moves a fused one; `rrf` (or vector only) keeps the reciprocal-rank order."""
-    ids = [i for i in fused if i in rows]
-    if params.fusion != "general" or not params.hybrid:
-        return ids, rrf
-    # headings and text, as BM25 reads them
-    texts = [f"{rows[i].parent_heading or ''} {rows[i].heading or ''} {rows[i].text}" for i in ids]
-    cosines = np.array([rows[i].score for i in ids], dtype=np.float64)
-    ordered = [ids[p] for p in general_order(query, cosines, texts, GeneralRule.of(params))]
-    return ordered, {i: 1.0 / (params.rrf_k + n) for n, i in enumerate(ordered, start=1)}
 
 
 def newer_than(candidates: list[Candidate]) -> dict[int, list[int]]:
@@ -237,8 +197,7 @@ def search_vector(
         args = {"v": qvec, "k": params.top_k, "scopes": scopes}
         vector_ids = [i for (i,) in conn.execute(_VECTOR_SQL[scopes is not None], args)]
         rankings = [vector_ids] + (keyword_rankings(conn, query, params, scopes) if keyword is None else keyword)
-        scores = rrf_scores(rankings, params.rrf_k)
-        fused = sorted(scores, key=lambda i: -scores[i])[: params.top_k]
+        fused, scores = fused_top(rankings, params)
         named = conn.cursor(row_factory=args_row(ChunkRow))
         rows = named.execute(
             f"""
@@ -250,16 +209,11 @@ def search_vector(
             (qvec, fused),
         ).fetchall()
     by_id = {r.id: r for r in rows}
-    fused, scores = fused_order(query, fused, scores, by_id, params)
-    if usage:
-        fused = with_usage_prior(fused, scores, {r.id: r.weight for r in rows})
+    krank = keyword_ranks(rankings[1:])
+    fused = first_stage_order(
+        query, fused, scores, by_id, krank, params, {r.id: r.weight for r in rows} if usage else None
+    )
     vrank = {i: r for r, i in enumerate(vector_ids, start=1)}
-    krank: dict[int, int] = {}
-    for ranking in rankings[1:]:
-        for r, i in enumerate(ranking, start=1):
-            krank[i] = min(r, krank.get(i, r))
-    if params.conversation_keyword > 0 and fused and session_key(by_id[fused[0]].source, by_id[fused[0]].text):
-        fused = conversation_order(fused, krank, params.conversation_keyword, params.conversation_rrf_k)
     candidates = [
         Candidate(
             rank=n,

@@ -8,7 +8,8 @@ from retrieval.corpus.ingest import ingest_paths
 from retrieval.logs.feedback import log_query, record_feedback
 from retrieval.ops import usage
 from retrieval.params import IngestParams, SearchParams
-from retrieval.query.search import search, with_usage_prior
+from retrieval.query.order import with_usage_prior
+from retrieval.query.search import search
 
 
 def test_weight_is_bounded_signed_and_zero_without_evidence():

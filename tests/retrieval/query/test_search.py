@@ -8,7 +8,8 @@ from retrieval.corpus.ingest import ingest_paths
 from retrieval.dialogue import conversation_order
 from retrieval.fusion import general_order
 from retrieval.params import IngestParams, SearchParams
-from retrieval.query.search import Candidate, kept, keyword_rankings, newer_than, rrf, search, take_budget
+from retrieval.query.order import rrf
+from retrieval.query.search import Candidate, kept, keyword_rankings, newer_than, search, take_budget
 from retrieval.query.store_bm25 import store_bm25
 
 DOCS = {
