@@ -36,6 +36,7 @@ from training import train_ranker
 from training.build import BuildParams
 from training.train_ranker import RankerParams
 
+from .replay import ReplayParams
 from .terminal import BenchDirOpt, JsonOpt, ParamsOpt, _fail, console, emit, judged_dir
 
 app = typer.Typer()  # `pai lab loop trial`
@@ -175,6 +176,13 @@ def command(
     try:
         rule = load_section(params, "trial", TrialParams)
         search = load_section(params, "search", SearchParams)
+        cp = load_section(params, "replay", ReplayParams)
+        # the lab's consumer of the trial's rule (p 0.8 / 0.05), reading the previews as replay's consumer does
+        consumer = Consumer(
+            previews=min(search.previews, cp.previews_read),
+            expand_relevant=cp.expand_relevant,
+            expand_other=cp.expand_irrelevant,
+        )
         out = Path(load_section(params, "evaluate", EvaluateParams).out) / "loop_trial.json" if out is None else out
         merges = list(dict.fromkeys(m for m in merge.split(",") if m))
         if not merges or any(m not in MERGES for m in merges):
@@ -188,7 +196,7 @@ def command(
         items[d] = items[d][:max_queries] if max_queries else items[d]
         vectors.update(embed(items[d], embedder))
         first[d] = first_stage(items[d], vectors, search)
-    meta = {"rule": asdict(rule), "consumer": asdict(Consumer()), "explore_rate": search.explore_rate}
+    meta = {"rule": asdict(rule), "consumer": asdict(consumer), "explore_rate": search.explore_rate}
     meta |= {"first_stage": search.fusion, "seeds": list(range(seeds)), "cycles": cycles}
     meta |= {"test_fraction": test_fraction, "merges": merges}
 
@@ -206,7 +214,7 @@ def command(
             first,
             trainer(params, vectors, Path(tmp)),
             rule,
-            Consumer(),
+            consumer,
             cycles,
             list(range(seeds)),
             test_fraction=test_fraction,

@@ -37,6 +37,7 @@ from retrieval.contracts.metrics import mean_ci, paired_bootstrap, per_query
 from retrieval.db import connect
 from retrieval.embed import get_embedder
 from retrieval.files import write_atomic
+from retrieval.fusion import GeneralRule
 from retrieval.logs.scratch import scratch_log
 from retrieval.params import SearchParams, UsedParams, load_section
 from serving.ranker import RankerSelector
@@ -97,13 +98,14 @@ def run_on_policy(
         def recalls(picks: dict) -> np.ndarray:
             return per_query(relevant, {q: picks[q].ids for q in relevant})["recall@5"]
 
-        base = run_systems(items, embedder, 5)
-        hybrid = recalls(base["hybrid"])
         search = load_section(lp, "search", SearchParams)
+        rule = GeneralRule.of(search)  # the general baseline as evaluate orders it: the first stage's own order
+        base = run_systems(items, embedder, 5, rule=rule)
+        hybrid, general = recalls(base["hybrid"]), recalls(base["general"])
         log(
             f"loop: {consumer} consumer, {cycles} on-policy cycles over {len(claims)} SciFact train claims, explore_rate "
             f"{search.explore_rate}, ipw_clip {rp.ipw_clip}; held out: {bench_name(tests[0])} ({len(items)}), "
-            f"hybrid {hybrid.mean():.4f}"
+            f"hybrid {hybrid.mean():.4f}, general {general.mean():.4f}"
         )
         champion, rows, previous = SimilaritySelector(), [], None
         # the loop's traffic in a scratch log of its own: the user's log, learned answers and pulls never see it
@@ -121,7 +123,7 @@ def run_on_policy(
                 w, vecs, record, m = train_ranker.train_on_log(replace(rp, feedback=str(folder)), val_fraction, used)
                 train_ranker.write(folder / "ranker", w, vecs, record, m)
                 new = RankerSelector(folder / "ranker", f"ranker:cycle{cycle}")
-                v = recalls(run_systems(items, embedder, 5, others={"ranker": new})["ranker"])
+                v = recalls(run_systems(items, embedder, 5, others={"ranker": new}, rule=rule)["ranker"])
                 mean, lo, hi = mean_ci(v, seed=cycle)
                 d, dlo, dhi = paired_bootstrap(v, hybrid, seed=cycle)
                 row = {
@@ -131,6 +133,8 @@ def run_on_policy(
                     "served_recall": served["served_recall"],
                     "served_recall_without_exploration": served["served_recall_without_exploration"],
                     "explored_queries": served["explored"],
+                    "previews": {k: served[k] for k in ("previews", "expanded", "expanded_relevant")},
+                    "preview_token_share": served["preview_token_share"],
                     "labels": {"used": served["used"], "ignored": served["ignored"]},
                     # labels the one definition of used changed (params.yaml `used`)
                     "relabelled": {x: m[x] for x in ("uncited_quotes_used", "thumbs_down_voided")},
@@ -139,6 +143,12 @@ def run_on_policy(
                     "scifact_test_recall@5": round(mean, 4),
                     "ci95": [round(lo, 4), round(hi, 4)],
                     "vs_hybrid": {"diff": round(d, 4), "ci95_low": round(dlo, 4), "ci95_high": round(dhi, 4)},
+                    "vs_general": dict(
+                        zip(
+                            ("diff", "ci95_low", "ci95_high"),
+                            (round(x, 4) for x in paired_bootstrap(v, general, seed=cycle)),
+                        )
+                    ),
                     "val_recall@5_naive": m["val_recall@5"],
                     "val_recall@5_ips": m["val_recall@5_ips"],
                     "val_retrieval_order_naive": m["val_recall@5_retrieval_order"],
@@ -153,9 +163,13 @@ def run_on_policy(
                 rows.append(row)
                 log(
                     f"loop: cycle {cycle}: served by {champion.version}, served recall {served['served_recall']:.4f} "
-                    f"(without exploration {served['served_recall_without_exploration']:.4f}); {new.version} on "
+                    f"(without exploration {served['served_recall_without_exploration']:.4f}); previews read whole "
+                    f"{served['expanded']} ({served['expanded_relevant']} relevant), +{served['preview_token_share']:.1%} "
+                    f"tokens; {new.version} on "
                     f"SciFact test {mean:.4f} vs hybrid {row['vs_hybrid']['diff']:+.4f} "
-                    f"[{row['vs_hybrid']['ci95_low']:+.4f}, {row['vs_hybrid']['ci95_high']:+.4f}]; val naive "
+                    f"[{row['vs_hybrid']['ci95_low']:+.4f}, {row['vs_hybrid']['ci95_high']:+.4f}], vs general "
+                    f"{row['vs_general']['diff']:+.4f} [{row['vs_general']['ci95_low']:+.4f}, "
+                    f"{row['vs_general']['ci95_high']:+.4f}]; val naive "
                     f"{m['val_recall@5']:.4f} / ips {m['val_recall@5_ips']:.4f} (retrieval order "
                     f"{m['val_recall@5_retrieval_order']:.4f} / {m['val_recall@5_retrieval_order_ips']:.4f})"
                 )
@@ -172,16 +186,22 @@ def run_on_policy(
         "min_uncited": used.min_uncited,
         "void_thumbs_down": used.void_thumbs_down,
         "miss_quoted": cp.miss_quoted if consumer == "realistic" else None,
+        "previews": search.previews,
+        "previews_read": cp.previews_read if consumer == "realistic" else None,
+        "expand_relevant": cp.expand_relevant if consumer == "realistic" else None,
+        "expand_irrelevant": cp.expand_irrelevant if consumer == "realistic" else None,
         "held_out": {
             "benchmark": bench_name(tests[0]),
             "queries": len(items),
             "hybrid": round(float(hybrid.mean()), 4),
+            "general": round(float(general.mean()), 4),
         },
         "rows": rows,
         "no_cycle_worse_than_the_previous": not worse,
         "exploration_cost": round(
             float(np.mean([r["served_recall_without_exploration"] - r["served_recall"] for r in rows])), 4
         ),
+        "preview_token_share": round(float(np.mean([r["preview_token_share"] for r in rows])), 4),
     }
 
 
@@ -204,6 +224,9 @@ def print_on_policy(result: dict, console) -> None:
         "champion",
         "SciFact test",
         "vs hybrid [95% CI]",
+        "vs general [95% CI]",
+        "expanded",
+        "+tokens",
     ):
         t.add_column(col, justify="right")
     t.add_column("val naive / ips (retrieval order)", justify="right")
@@ -217,11 +240,16 @@ def print_on_policy(result: dict, console) -> None:
             r["champion"],
             f"{r['scifact_test_recall@5']:.4f}",
             f"{vh['diff']:+.4f} [{vh['ci95_low']:+.3f}, {vh['ci95_high']:+.3f}]",
+            f"{r['vs_general']['diff']:+.4f} [{r['vs_general']['ci95_low']:+.3f}, {r['vs_general']['ci95_high']:+.3f}]",
+            f"{r['previews']['expanded']} ({r['previews']['expanded_relevant']})",
+            f"{r['preview_token_share']:+.1%}",
             f"{r['val_recall@5_naive']:.3f} / {r['val_recall@5_ips']:.3f} "
             f"({r['val_retrieval_order_naive']:.3f} / {r['val_retrieval_order_ips']:.3f})",
         )
     console.print(t)
     console.print(
         f"no cycle worse than the one before: {'yes' if result['no_cycle_worse_than_the_previous'] else 'NO'}; "
-        f"exploration cost to the served context: {result['exploration_cost']:+.4f} Recall"
+        f"exploration cost to the served context: {result['exploration_cost']:+.4f} Recall; previews "
+        f"{result['previews']} (read {result['previews_read']}, expanded: relevant {result['expand_relevant']}, "
+        f"irrelevant {result['expand_irrelevant']}): +{result['preview_token_share']:.1%} tokens over the context"
     )

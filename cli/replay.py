@@ -11,7 +11,10 @@ Two consumers (`replay.consumer`):
   quotes what it cites); for a false cite, that too with `false_cite_grounded` (it used a chunk that did not
   answer), else the claim itself (a misattribution: `[n]` on a claim chunk n does not hold). A miss quotes
   the chunk without its `[n]` with `miss_quoted`, else says nothing of it.
-Rating = +1 when the served context held a relevant chunk, else -1.
+After the context, the service lists the next candidates as previews (`search.previews`): the realistic consumer
+reads the first `previews_read` lines and expands (`POST /expand`) a relevant one with `expand_relevant`, any other
+with `expand_irrelevant`; what it expanded it then cites (or not) exactly as a context chunk. The oracle expands
+nothing (it judges every candidate already). Rating = +1 when what it read held a relevant chunk, else -1.
 """
 
 from __future__ import annotations
@@ -26,11 +29,13 @@ from pathlib import Path
 import httpx
 
 from eval.retrieval_eval import doc_ids, load_scifact
+from retrieval.chunking import approx_tokens
 from retrieval.corpus.ingest import ingest_documents
 from retrieval.corpus.sources import Document, read_documents
 from retrieval.db import connect
 from retrieval.logs.grounding import best_sentence
 from retrieval.params import load_section
+from serving.client import PREVIEWS_HEADER
 from serving.server import BackgroundServer, build_service
 
 
@@ -51,6 +56,13 @@ class ReplayParams:
     [n] on a claim chunk n does not hold (a misattribution)"""
     miss_quoted: float = 0.5
     """realistic: share of misses whose chunk the answer still quotes, without its [n]"""
+    previews_read: int = 10
+    """realistic: how many of the previews listed after the context (search.previews) the consumer reads"""
+    expand_relevant: float = 0.5
+    """realistic: the chance it reads a relevant preview whole (`expand`); 0 = a consumer that never expands, 0.8 = one
+    that expands as often as it cites (1 - miss_rate)"""
+    expand_irrelevant: float = 0.05
+    """realistic: the chance it reads an irrelevant preview whole"""
     seed: int = 0
     """the realistic consumer's draws"""
 
@@ -59,9 +71,22 @@ class ReplayParams:
         if self.consumer not in ("oracle", "realistic"):
             out.append(f"replay.consumer must be oracle or realistic, not {self.consumer!r}")
         if not all(
-            0 <= x <= 1 for x in (self.miss_rate, self.false_cite_rate, self.false_cite_grounded, self.miss_quoted)
+            0 <= x <= 1
+            for x in (
+                self.miss_rate,
+                self.false_cite_rate,
+                self.false_cite_grounded,
+                self.miss_quoted,
+                self.expand_relevant,
+                self.expand_irrelevant,
+            )
         ):
-            out.append("replay: need miss_rate, false_cite_rate, false_cite_grounded and miss_quoted in [0, 1]")
+            out.append(
+                "replay: need miss_rate, false_cite_rate, false_cite_grounded, miss_quoted, expand_relevant and"
+                " expand_irrelevant in [0, 1]"
+            )
+        if self.previews_read < 0:
+            out.append("replay.previews_read must be >= 0")
         return out
 
 
@@ -84,6 +109,12 @@ class ReplaySummary:
     served_relevant: float = 0.0  # sum over queries of the served context's recall of the relevant candidates
     planned_relevant: float = 0.0  # the same for the context exploration would not have touched
     explored: int = 0  # queries whose last context slot exploration gave to a candidate below the cut
+    previews: int = 0  # previews listed after the context
+    expanded: int = 0  # previews the consumer read whole
+    expanded_relevant: int = 0  # of which relevant
+    context_tokens: int = 0  # the context's chunks, as the prompt budgets them (retrieval.chunking.approx_tokens)
+    preview_tokens: int = 0  # the previews' lines and their header
+    expanded_tokens: int = 0  # the previews read whole
     errors: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
@@ -95,6 +126,10 @@ class ReplaySummary:
             if self.with_used
             else 0.0,
             "errors": len(self.errors),
+            # what previews cost the consumer's prompt, over what the context alone costs
+            "preview_token_share": round((self.preview_tokens + self.expanded_tokens) / self.context_tokens, 4)
+            if self.context_tokens
+            else 0.0,
             "queries_per_s": round(self.queries / self.seconds, 1) if self.seconds else 0.0,
         }
 
@@ -178,6 +213,21 @@ def feedback_for(
     return {"query_id": response["query_id"], "answer": answer, "rating": 1 if relevant else -1}
 
 
+def read_previews(client: httpx.Client, body: dict, q: ReplayQuery, p: ReplayParams, rng: random.Random) -> list[dict]:
+    """The previews the realistic consumer reads whole (`POST /expand`), by its chances for a relevant and an
+    irrelevant one; the oracle reads none."""
+    if p.consumer != "realistic":
+        return []
+    out = []
+    for v in (body.get("previews") or [])[: p.previews_read]:
+        chance = p.expand_relevant if doc_ids([v["source"]])[0] in q.relevant else p.expand_irrelevant
+        if rng.random() < chance:
+            e = client.post("/expand", json={"query_id": body["query_id"], "n": v["rank"]})
+            e.raise_for_status()
+            out.append(e.json())
+    return out
+
+
 def replay(
     base_url: str,
     queries: list[ReplayQuery],
@@ -186,13 +236,16 @@ def replay(
 ) -> ReplaySummary:
     s = ReplaySummary()
     rng = random.Random(consumer.seed)
+    reads = random.Random(f"previews:{consumer.seed}")  # its own draws: the citations' stay as they were
     t0 = time.perf_counter()
     with httpx.Client(base_url=base_url, timeout=60) as client:
         for q in queries:
             try:
                 r = client.post("/query", json={"query": q.query})
                 r.raise_for_status()
-                fb = feedback_for(r.json(), q, consumer, rng)
+                expanded = read_previews(client, r.json(), q, consumer, reads)
+                # what it read whole: the context, then the previews it expanded, cited alike
+                fb = feedback_for({**r.json(), "context": r.json()["context"] + expanded}, q, consumer, rng)
                 used = client.post("/feedback", json=fb)
                 used.raise_for_status()
             except httpx.HTTPError as e:
@@ -205,7 +258,15 @@ def replay(
             s.queries += 1
             s.with_used += bool(relevant)
             s.used += len(used.json()["used_ranks"])
-            s.ignored += labelled - len(used.json()["used_ranks"])
+            s.ignored += labelled + len(expanded) - len(used.json()["used_ranks"])
+            s.previews += len(body.get("previews") or [])
+            s.expanded += len(expanded)
+            s.expanded_relevant += len(relevant_chunks(expanded, q))
+            s.context_tokens += sum(approx_tokens(c["text"]) for c in body["context"])
+            if body.get("previews"):
+                lines = [f"[{v['rank']}] {v['preview']}" for v in body["previews"]]
+                s.preview_tokens += approx_tokens("\n".join([PREVIEWS_HEADER, *lines]))
+            s.expanded_tokens += sum(approx_tokens(c["text"]) for c in expanded)
             context = {c["chunk_id"] for c in body["context"]}
             if body.get("exploration"):  # the context as the policy planned it, before exploration swapped a slot
                 by_rank = {c["rank"]: c["chunk_id"] for c in body["candidates"]}

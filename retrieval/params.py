@@ -136,6 +136,12 @@ class SearchParams:
     explore_rate: float = 0.05
     """share of queries whose last context slot goes to a random candidate below the cut, its propensity logged: what
     lets citations speak for the chunks the order hides (its cost to the context: `pai lab loop report`); 0 = off"""
+    previews: int = 10
+    """after the context, this many of the next candidates are listed as one-line previews (source, heading, first
+    words) that the consumer may read whole (`expand`) and cite: labels below the context's cut (docs/service.md,
+    "Previews"); 0 = off"""
+    preview_chars: int = 100
+    """a preview's length in characters after its [n] (about a quarter as many tokens)"""
 
     conversation_tokens: int = 830
     """a context that leads with a conversation's chunk is topped up with the next conversation chunks to this many
@@ -150,6 +156,8 @@ class SearchParams:
         out = []
         if not 0 <= self.explore_rate < 1:
             out.append("search.explore_rate must be in [0, 1)")
+        if not 0 <= self.previews <= 100 or not 20 <= self.preview_chars <= 1000:
+            out.append("search: need previews in 0..100 and preview_chars in 20..1000")
         if not 1 <= self.top_k <= 1000:
             out.append("search.top_k must be in 1..1000")
         if self.hnsw_m < 2 or self.hnsw_ef_construction < 2 * self.hnsw_m:

@@ -1,6 +1,6 @@
 """The HTTP API (FastAPI): the app factory, its lifespan (migrations, the connection pool, warm-up, the
 capture worker, hot-swap and maintenance started and stopped), the body-size limit, how errors become
-`{"error": ...}` responses, and the nine routes. Each route decodes its body (`serving.schemas`), is
+`{"error": ...}` responses, and the ten routes. Each route decodes its body (`serving.schemas`), is
 checked for its caller (`serving.auth`) and calls into the `Service` (`serving.service`), where the query
 path and its policy live: decode request -> retrieve -> pick -> log -> encode response.
 """
@@ -32,8 +32,8 @@ from .auth import TokenGate, admin_only, caller, is_loopback, writers_only
 from .capture import CaptureWorker
 from .grants import Grant
 from .maintenance import MaintenanceLoop
-from .schemas import MAX_BODY_BYTES, MAX_ID, CaptureIn, FeedbackIn, IngestIn, QueryIn
-from .service import Service, readable_scopes, run_query, scope_of, settle_trial, trial_status
+from .schemas import MAX_BODY_BYTES, MAX_ID, CaptureIn, ExpandIn, FeedbackIn, IngestIn, QueryIn
+from .service import Service, expand_preview, readable_scopes, run_query, scope_of, settle_trial, trial_status
 
 READY_WAIT_S = 5.0  # how long a /query waits for the champion to load before a 503 "loading"
 
@@ -220,6 +220,16 @@ def create_app(service: Service) -> FastAPI:
         inline = service.inline if body.inline is None else body.inline
         scope = reading(grant, body.scope)
         return JSONResponse(run_query(service, body.query, inline, body.k, scope, grant.reading(scope)))
+
+    @app.post("/expand")
+    def expand(body: ExpandIn, grant: Grant = who) -> JSONResponse:
+        """One of a query's previews, whole (the consumer read it: not citing it now says it did not help). A query of
+        a scope the caller may not read is an unknown id."""
+        with service.pool.connection() as conn:
+            scope = scope_of(conn, "queries", body.query_id)
+        if scope is None or not grant.may_read(scope) or body.scope not in (None, scope):
+            raise feedback.FeedbackError(f"unknown query id {body.query_id}")
+        return JSONResponse(expand_preview(service, body.query_id, body.n, [scope]))
 
     @app.post("/feedback", dependencies=[Depends(require_writer)])
     def post_feedback(body: FeedbackIn, grant: Grant = who) -> dict:

@@ -5,6 +5,7 @@ calls instead of hand-written HTTP.
     with Client("http://127.0.0.1:8484", token=None) as pai:
         ctx = pai.context("how do I rotate the API token?")
         print(ctx.prompt())                          # the chunks, numbered [n], to put in the prompt
+        more = pai.expand(ctx.query_id, ctx.previews[0].n)  # a preview read whole, when its line looks useful
         pai.feedback(ctx.query_id, answer="Use `pai token rotate` [2].")
 
 Every call is one HTTP request to the same routes as any client (one query path, the same input checks and
@@ -53,6 +54,38 @@ class Chunk:
 
 
 @dataclass(frozen=True)
+class Preview:
+    n: int  # `expand` it by this number; cite it as [n] once read
+    chunk_id: int
+    source: str
+    line: str  # where it is from, its heading, its first words: one line
+
+    def cite(self) -> str:
+        return f"[{self.n}] {self.line}"
+
+
+def chunk_of(c: dict) -> Chunk:
+    """A context item (or an expanded preview) of the service's answer as a `Chunk`."""
+    return Chunk(
+        c["rank"],
+        c["chunk_id"],
+        c["source"],
+        c["heading"],
+        c["start_line"],
+        c["end_line"],
+        c["text"],
+        c.get("date"),  # a service from before dates: none
+        tuple(c.get("newer_than") or ()),
+    )
+
+
+PREVIEWS_HEADER = (
+    "More candidates, not read yet (one line each). If one looks like it answers what the chunks above do not, read it "
+    "whole with `expand` (query_id, n) before you cite it:"
+)
+
+
+@dataclass(frozen=True)
 class Context:
     query_id: int
     query: str
@@ -61,13 +94,16 @@ class Context:
     staging_file: str
     learned: list[dict] = field(default_factory=list)
     scope: str | None = None  # the scope the query ran in (None: a service from before scopes)
+    previews: list[Preview] = field(default_factory=list)  # the next candidates, one line each (`expand` reads one)
 
     def prompt(self) -> str:
         """The context as an assistant reads it: each chunk under its [n], source, lines, heading, the day it was
-        written and the [n] of the near ones it is newer than."""
+        written and the [n] of the near ones it is newer than; then the previews, one line each."""
         parts = [f"{c.cite()}\n{c.text.strip()}" for c in self.chunks]
         for qa in self.learned:
             parts.append(f"(learned answer to a similar question: {qa['question']})\n{qa['answer']}")
+        if self.previews:
+            parts.append("\n".join([PREVIEWS_HEADER, *(p.cite() for p in self.previews)]))
         return "\n\n".join(parts) if parts else "(nothing stored answers this)"
 
 
@@ -131,20 +167,8 @@ class Client:
         body = self._call(
             "POST", "/query", json=self._scoped({"query": query} if k is None else {"query": query, "k": k}, scope)
         )
-        chunks = [
-            Chunk(
-                c["rank"],
-                c["chunk_id"],
-                c["source"],
-                c["heading"],
-                c["start_line"],
-                c["end_line"],
-                c["text"],
-                c.get("date"),  # a service from before dates: none
-                tuple(c.get("newer_than") or ()),
-            )
-            for c in body["context"]
-        ]
+        chunks = [chunk_of(c) for c in body["context"]]
+        previews = [Preview(p["rank"], p["chunk_id"], p["source"], p["preview"]) for p in body.get("previews") or []]
         return Context(
             body["query_id"],
             query,
@@ -153,7 +177,15 @@ class Client:
             body["staging_file"],
             body.get("learned") or [],
             body.get("scope"),
+            previews,
         )
+
+    def expand(self, query_id: int, n: int, scope: str | None = None) -> Chunk:
+        """Preview [n] of `query_id`, whole. The service logs it as read: cite it as [n] if it helped; read and
+        not cited, it counts as not useful."""
+        if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 1000:
+            raise ClientError(422, f"n must be a preview's number (an integer from 1 to 1000), not {n!r}")
+        return chunk_of(self._call("POST", "/expand", json=self._scoped({"query_id": query_id, "n": n}, scope)))
 
     def feedback(
         self,

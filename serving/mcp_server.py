@@ -6,7 +6,8 @@ input checks (strict types, size limits, NUL and surrogates refused: the same py
 rules (beyond loopback, a bearer token). Each tool publishes its parameters with their limits, hints a client can act
 on (read-only, destructive, idempotent), and a structured result beside the text an assistant reads.
 
-Tools: `context` (the budgeted context, chunks numbered [n], and the query id), `feedback` (the answer's [n]
+Tools: `context` (the budgeted context, chunks numbered [n], previews of the next candidates, and the query id),
+`expand` (a preview read whole), `feedback` (the answer's [n]
 citations label the log), `capture` and `capture_result` (the capture gates and what they decided), `remember` (a
 note, stored like a webhook post), `staging_file` (the staging file of a query this server fetched, for a person).
 """
@@ -35,8 +36,10 @@ from .mcp_tools import (
     CaptureArgs,
     CaptureOut,
     CaptureResultArgs,
+    ChunkOut,
     ContextArgs,
     ContextOut,
+    ExpandArgs,
     FeedbackArgs,
     FeedbackOut,
     RememberArgs,
@@ -48,7 +51,8 @@ from .mcp_tools import (
 INSTRUCTIONS = (
     "pai-brain is the user's long-term memory: their notes, documents and what earlier conversations "
     "established. Call `context` before answering a question the memory may know about; use only the chunks "
-    "that answer it and cite each one you use as [n]. Then call `feedback` with the query id and your final "
+    "that answer it and cite each one you use as [n]. When they do not answer it fully, read a preview that looks "
+    "like it would (`expand`) and cite it if it helps. Then call `feedback` with the query id and your final "
     "answer (with its [n] citations): that is how the memory learns which chunks help."
 )
 CAPTURE_WAIT_S = 2.0  # `capture` waits this long for the gates' decision before answering "pending"
@@ -142,6 +146,10 @@ def build_mcp(client: Client, staging_root: Path) -> Server:
         )
         return text, out.model_dump()
 
+    def expand(a: ExpandArgs) -> tuple[str, dict]:
+        c = call(client.expand, a.query_id, a.n, a.scope)
+        return f"{c.cite()}\n{c.text.strip()}", ChunkOut(**vars(c)).model_dump()
+
     def staging_file(a: StagingArgs) -> tuple[str, None]:
         path, scope = staged.get(a.query_id, (None, None))
         asked = a.scope or client.scope
@@ -191,7 +199,9 @@ def build_mcp(client: Client, staging_root: Path) -> Server:
                 'source, line range, heading and the day it was written, and a query id. A chunk "newer than [m]" '
                 "resembles [m] and was written later (a correction, or an update of it). Use only chunks that answer "
                 "the question and cite each one you use as [n] in your answer; then call `feedback` with the query id "
-                "and that answer. Reads the memory; the query is logged so that feedback can refer to it.",
+                "and that answer. After the chunks come previews: the next candidates, one line each. When the chunks "
+                "do not answer the question fully and a preview's line looks like it would, read it with `expand` "
+                "and cite it if it helps. Reads the memory; the query is logged so that feedback can refer to it.",
                 read_only=True,
                 idempotent=False,  # each call is a new query id
             ),
@@ -238,6 +248,18 @@ def build_mcp(client: Client, staging_root: Path) -> Server:
                 "title. The same title replaces the earlier note of that title; the title is the note's heading.",
                 read_only=False,
                 destructive=True,  # the same title replaces the earlier note
+            ),
+            spec(
+                expand,
+                ExpandArgs,
+                ChunkOut,
+                "Read a preview",
+                "Read one of the previews `context` listed after its chunks, whole: query_id and its n. Cite it as [n] "
+                "in your answer if it helps; read and not cited, it counts as not useful. Only the n that `context` "
+                "listed for that query_id can be read. Marks the preview as read in the query's log.",
+                read_only=False,
+                destructive=False,
+                idempotent=True,
             ),
             spec(
                 staging_file,

@@ -81,6 +81,12 @@ class RememberArgs(Args):
     scope: Scope | None = Field(None, description="where the note is stored; " + SCOPE)
 
 
+class ExpandArgs(Args):
+    query_id: Id = Field(description="the query_id that `context` returned")
+    n: int = Field(ge=1, le=1000, description="the [n] of one of that query's previews")
+    scope: Scope | None = Field(None, description="the scope `context` ran in for this query_id; " + SCOPE)
+
+
 class StagingArgs(Args):
     query_id: Id = Field(description="a query_id that `context` returned in this session")
     scope: Scope | None = Field(None, description="the scope `context` ran in for this query_id; " + SCOPE)
@@ -98,6 +104,13 @@ class ChunkOut(BaseModel):
     newer_than: list[int] = Field(default_factory=list, description="the [n] of near chunks it was written after")
 
 
+class PreviewOut(BaseModel):
+    n: int = Field(description="`expand` it with this n; cite it as [n] once read")
+    chunk_id: int
+    source: str
+    line: str = Field(description="where it is from, its heading, its first words")
+
+
 class LearnedOut(BaseModel):
     question: str
     answer: str
@@ -107,6 +120,9 @@ class ContextOut(BaseModel):
     query_id: int = Field(description="give it to `feedback`")
     selector: str = Field(description="the selector version that chose the chunks")
     chunks: list[ChunkOut]
+    previews: list[PreviewOut] = Field(
+        default_factory=list, description="the next candidates, one line each: `expand` reads one whole"
+    )
     learned: list[LearnedOut] = Field(description="answers the user approved to similar questions")
 
     @classmethod
@@ -115,6 +131,7 @@ class ContextOut(BaseModel):
             query_id=ctx.query_id,
             selector=ctx.selector,
             chunks=[ChunkOut(**vars(c)) for c in ctx.chunks],
+            previews=[PreviewOut(**vars(p)) for p in ctx.previews],
             learned=[LearnedOut(question=q["question"], answer=q["answer"]) for q in ctx.learned],
         )
 

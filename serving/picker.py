@@ -11,6 +11,10 @@ Then the token budget cuts the served order into the context, and, for `explore_
 the context's last slot is given to a candidate drawn uniformly from those below the cut (counted
 `explored`): the consumer's citations then say something about chunks the policy would have hidden.
 Every candidate's propensity (its probability of being shown under this policy) goes to the log.
+
+After the context, the next `previews` candidates (the served order past the cut, then the first-stage order) are
+listed as one-line previews the consumer may read whole (`expand`); each one's probability of being listed goes to
+the log beside it (`retrieval.query.previews`).
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ import numpy as np
 from retrieval.contracts.interleaving import sides, team_draft
 from retrieval.contracts.selection import Pick, PromptCandidate, choose, similarity_order, top_up
 from retrieval.logs.feedback_records import normalize_query
+from retrieval.query.previews import following, listed_propensity
 from retrieval.query.search import Candidate, take_budget
 from retrieval.query.shaping import fill
 
@@ -52,6 +57,8 @@ class Served:
     replaced: int | None = None  # the rank exploration took that slot from
     trial: int | None = None  # the trial this query was served in (interleaved), if any
     teams: dict[int, str] = field(default_factory=dict)  # rank -> whose context alone held it: champion/challenger/both
+    previews: list[Candidate] = field(default_factory=list)  # listed after the context as one-line previews
+    preview_propensity: dict[int, float] = field(default_factory=dict)  # rank -> P(listed as a preview) (0 if absent)
 
 
 @dataclass(frozen=True)
@@ -83,6 +90,7 @@ class Picker:
         explore_rate: float = 0.0,
         seed: int | None = None,
         conversation_tokens: int = 0,
+        previews: int = 0,
     ):
         self.selector = selector  # swapped by reference (hot-swap); read once per selection
         self.k, self.timeout_s = k, timeout_s
@@ -90,6 +98,7 @@ class Picker:
         self.token_budget = token_budget  # the context's token budget (search.token_budget)
         self.explore_rate = explore_rate  # share of queries whose last context slot goes to a candidate below the cut
         self.conversation_tokens = conversation_tokens  # a conversation's context filled to this many tokens (0 = off)
+        self.previews = previews  # candidates listed after the context as one-line previews (search.previews)
         self._rng = random.Random(seed)
         self.trial: TrialArm | None = None  # set and cleared by the hot-swapper, read once per query
         self.max_pending = max_pending  # background selections waiting or running; more are skipped, counted
@@ -145,9 +154,12 @@ class Picker:
         chosen = fill([shown[i - 1] for i in full], shown, self.conversation_tokens)
         planned = take_budget(chosen, self.token_budget, self.min_chunks)
         context, propensity, explored = self.expose(planned, shown)
+        previews = following(context, chosen, shown, self.previews)
         return replace(
             served,
             chosen=chosen,
+            previews=previews,
+            preview_propensity=self.preview_propensity(planned, chosen, shown),
             later=later if shown else None,
             topped_up=len(full) - len(numbers),
             context=context,
@@ -182,9 +194,12 @@ class Picker:
         side = sides([i for i, _ in merged[: len(context)]], ours, theirs)
         team = {shown[i - 1].rank: t for i, t in side.items()}
         self._count("interleaved")
+        previews = following(context, chosen, shown, self.previews)
         return replace(
             served,
             chosen=chosen,
+            previews=previews,
+            preview_propensity={c.rank: 1.0 for c in previews},  # as the context's: the draft's coin varies both
             version=f"trial:{trial.id}",
             context=context,
             propensity={c.rank: 1.0 for c in context},
@@ -216,6 +231,14 @@ class Picker:
             return context, propensity, None
         self._count("explored")
         return [*context[:-1], pick], propensity, pick.rank
+
+    def preview_propensity(
+        self, planned: list[Candidate], chosen: list[Candidate], shown: list[Candidate]
+    ) -> dict[int, float]:
+        """rank -> P(listed as a preview) under `expose`'s draw (`retrieval.query.previews.listed_propensity`)."""
+        rank = {c.chunk_id: c.rank for c in shown}
+        p = listed_propensity(planned, chosen, shown, self.previews, self.explore_rate)
+        return {rank[k]: v for k, v in p.items()}
 
     def select(
         self,

@@ -1,4 +1,4 @@
-"""The HTTP API's request bodies: what `/query`, `/feedback`, `/ingest` and `/capture` accept, checked by
+"""The HTTP API's request bodies: what `/query`, `/expand`, `/feedback`, `/ingest` and `/capture` accept, checked by
 pydantic before a handler runs. Every body is strict (`true` is not 1, "4" is not 4) and closed (a misspelt
 field is an error, not silently dropped); text holds only what Postgres can store (no NUL, no lone
 surrogate), lines must not be blank, ids fit a bigint, and no text is longer than the body limit.
@@ -53,6 +53,13 @@ class QueryIn(BaseModel):
     inline: bool | None = Field(None, description="wait for the selector (default: the server's --inline)")
     k: int | None = Field(None, ge=1, le=100, description="give at most the first k chunks of the context")
     scope: Scope | None = Field(None, description=SCOPE_HELP + "; the scopes shared with the token are read too")
+
+
+class ExpandIn(BaseModel):
+    model_config = ConfigDict(strict=True, extra="forbid")
+    query_id: Id
+    n: int = Field(ge=1, le=1000, description="the [n] of one of the query's previews")
+    scope: Scope | None = Field(None, description="the query's scope, when the caller names it")
 
 
 class FeedbackIn(BaseModel):

@@ -63,6 +63,7 @@ def build_service(
         explore_rate=sp.explore_rate,
         seed=explore_seed,
         conversation_tokens=sp.conversation_tokens,
+        previews=sp.previews,
     )
     cp = load_section(params, "capture", CaptureParams)
     return Service(

@@ -28,6 +28,7 @@ from retrieval.logs import feedback, trials
 from retrieval.logs.used import used_labels
 from retrieval.params import IngestParams, MaintainParams, SearchParams, StagingParams, UsedParams
 from retrieval.query import staging
+from retrieval.query.previews import following, preview_line
 from retrieval.query.search import Candidate, keyword_rankings, newer_than, search_vector
 from retrieval.scopes import DEFAULT
 
@@ -113,8 +114,13 @@ def run_query(
         served = replace(served, propensity={r: p for r, p in served.propensity.items() if r in kept})
         if served.explored not in kept:
             served = replace(served, explored=None, replaced=None)
+        # the previews follow the context as given: what k cut is not listed either (never shown, never previewed)
+        cut = following(context, served.chosen, shown, len(served.previews))
+        served = replace(served, previews=cut, preview_propensity={c.rank: 1.0 for c in cut})
     newer = newer_than(context)  # of two near chunks both in the context, which was written later
-    sf = staging.from_result(result, scope=scope)
+    sf = staging.from_result(
+        result, scope=scope, context=[c.rank for c in context], previews=[c.rank for c in served.previews]
+    )
     path = staging.write(sf, service.staging.path(), display_root=os.getcwd())
     with service.pool.connection() as conn:
         qid = feedback.log_query(
@@ -132,6 +138,7 @@ def run_query(
             trial_id=served.trial,
             teams=served.teams,
             scope=scope,
+            previewed=served.preview_propensity if service.picker.previews else None,
         )
     if served.later is not None:  # the slow selector refines for next time
         service.picker.select_later(text, shown, lambda p: _log_pick(service, qid, p), served.later)
@@ -147,6 +154,8 @@ def run_query(
         "exploration": {"explored_rank": served.explored, "replaced_rank": served.replaced}
         if served.explored is not None
         else None,
+        # the next candidates, one line each: `POST /expand` {query_id, n} reads one whole; an [n] of them may be cited
+        "previews": [_preview_item(c, service.search.preview_chars) for c in served.previews],
         "learned": [{"question": q, "answer": a, "similarity": round(s, 3)} for q, a, s in learned],
         "candidates": [
             {"rank": c.rank, "chunk_id": c.chunk_id, "source": c.source, "score": round(c.score, 4)}
@@ -202,6 +211,17 @@ def _keyword_side(service: Service, text: str, reads: list[str]) -> list[list[in
 def _log_pick(service: Service, query_id: int, pick: Pick) -> None:
     with service.pool.connection() as conn:
         feedback.record_pick(conn, query_id, list(pick.ranks), pick.status, pick.version)
+
+
+def expand_preview(service: Service, query_id: int, n: int, scopes: list[str]) -> dict:
+    """The whole chunk of preview [n] of `query_id` (of a query in `scopes`), as a context item; logged as read."""
+    with service.pool.connection() as conn:
+        c = feedback.expand(conn, query_id, n, scopes)
+    return {"query_id": query_id, **_context_item(c, {})}
+
+
+def _preview_item(c: Candidate, chars: int) -> dict:
+    return {"rank": c.rank, "chunk_id": c.chunk_id, "source": c.source, "preview": preview_line(c, chars)}
 
 
 def _context_item(c: Candidate, newer: dict[int, list[int]]) -> dict:

@@ -66,7 +66,8 @@ SELECT q.id, q.text, q.created_at, q.updated_at, q.selector_version, q.picked_by
            'rank', c.rank, 'chunk_id', c.chunk_id, 'content_hash', c.content_hash, 'score', c.score,
            'source', ch.source, 'heading', ch.heading, 'parent_heading', ch.parent_heading, 'text', ch.text,
            'pick_rank', c.pick_rank, 'served_rank', c.served_rank, 'shown', c.shown,
-           'propensity', c.propensity, 'used', c.used) ORDER BY c.rank)
+           'propensity', c.propensity, 'previewed', c.previewed, 'preview_propensity', c.preview_propensity,
+           'expanded', c.expanded, 'used', c.used) ORDER BY c.rank)
 FROM queries q
 JOIN query_candidates c ON c.query_id = q.id
 LEFT JOIN chunks ch ON ch.id = c.chunk_id AND ch.content_hash = c.content_hash

@@ -35,6 +35,7 @@ import numpy as np
 from retrieval.contracts.interleaving import TrialParams
 from retrieval.contracts.metrics import paired_bootstrap, recall_at_k
 from retrieval.query.order import rrf_scores
+from retrieval.query.previews import following, listed_propensity
 
 from .trial_power import MERGES, Consumer, trial
 
@@ -72,9 +73,20 @@ def expose(order: list[str], k: int, rate: float, rng: random.Random) -> tuple[l
 
 
 def record(
-    query_id: int, item: dict, first_stage: list[str], served: list[str], context: list[str], p: dict, used: set
+    query_id: int,
+    item: dict,
+    first_stage: list[str],
+    served: list[str],
+    context: list[str],
+    p: dict,
+    used: set,
+    listed: dict[str, float] | None = None,
+    expanded: frozenset = frozenset(),
 ) -> dict:
-    """One served query as the pull stage exports it (`FeedbackRecord`): candidates in the first stage's order."""
+    """One served query as the pull stage exports it (`FeedbackRecord`): candidates in the first stage's order;
+    `listed`, id -> P(previewed) of the previews listed after the context, `expanded` those the consumer read whole
+    (labelled as the shown ones are)."""
+    listed = listed or {}
     by_id = {c["id"]: c for c in item["candidates"]}
     fused = rrf_scores([first_stage], 60)
     place = {x: i for i, x in enumerate(served, start=1)}
@@ -95,7 +107,10 @@ def record(
                 "served_rank": place.get(cid),
                 "shown": shown,
                 "propensity": p.get(cid, 0.0),
-                "used": (cid in used) if shown else None,
+                "previewed": cid in listed,
+                "preview_propensity": listed.get(cid, 0.0),
+                "expanded": cid in expanded,
+                "used": True if cid in used else False if shown or cid in expanded else None,
             }
         )
     return {
@@ -125,14 +140,24 @@ def serve(
     rng: random.Random,
     first_id: int,
 ) -> tuple[list[dict], float]:
-    """(feedback records, mean served Recall@k): `items` served by the champion, the consumer citing in context."""
+    """(feedback records, mean served Recall@k): `items` served by the champion, the consumer citing in context and
+    in the previews it read whole (`consumer.previews` listed after the context, as the service lists them)."""
     records, got = [], []
+    same = lambda x: x  # noqa: E731 - the lab's items are their own keys
     for i, it in enumerate(items):
         rel, order = set(it["relevant_ids"]), champion[it["qid"]]
+        planned = order[:k]
         context, p = expose(order, k, explore_rate, rng)
-        used = {x for x in context if rng.random() < (consumer.p_relevant if x in rel else consumer.p_other)}
         served = [*context, *(x for x in order if x not in context)]
-        records.append(record(first_id + i, it, first_stage[it["qid"]], served, context, p, used))
+        listed = listed_propensity(planned, order, order, consumer.previews, explore_rate, same)
+        previews = following(context, served, order, consumer.previews, same)
+        expanded = frozenset(
+            x for x in previews if rng.random() < (consumer.expand_relevant if x in rel else consumer.expand_other)
+        )
+        used = {
+            x for x in (*context, *expanded) if rng.random() < (consumer.p_relevant if x in rel else consumer.p_other)
+        }
+        records.append(record(first_id + i, it, first_stage[it["qid"]], served, context, p, used, listed, expanded))
         got.append(recall_at_k(rel, context, k))
     return records, float(np.mean(got)) if got else 0.0
 

@@ -5,6 +5,7 @@ feedback is refused with a one-line FeedbackError and writes nothing. Its export
 from __future__ import annotations
 
 from dataclasses import replace
+from datetime import UTC
 
 import psycopg
 
@@ -36,13 +37,15 @@ def log_query(
     trial_id: int | None = None,
     teams: dict[int, str] | None = None,
     scope: str = DEFAULT,
+    previewed: dict[int, float] | None = None,
 ) -> int:
     """Record a served query with its candidates: `picked`, the served order (candidate ranks, best
     first); `shown`, the ranks in the context given to the consumer (None: `picked`, all of them; neither
     given: exposure unknown, stored NULL, and feedback labels every candidate as before);
     `propensity`, rank -> P(shown) under the serving policy (absent: 1 if shown, else 0); `scope`, the
-    caller's scope (its feedback and the pull see it there). The text is scrubbed of secrets first, as
-    everything stored is."""
+    caller's scope (its feedback and the pull see it there); `previewed`, rank -> P(previewed) of the candidates
+    listed after the context as previews (None: no previews, stored NULL). The text is scrubbed of secrets first,
+    as everything stored is."""
     text = scrub_text(text)
     pick = {r: i for i, r in enumerate(picked or [], start=1)}
     # exposure unknown (no served order, no context given: a caller other than the service): NULL, the old rule
@@ -59,9 +62,10 @@ def log_query(
         ).fetchone()
         conn.execute(  # one statement for all N candidates (this is on the query path)
             "INSERT INTO query_candidates"
-            " (query_id, rank, chunk_id, content_hash, score, pick_rank, served_rank, shown, propensity, team)"
-            " SELECT %s, r, c, h, s, p, p, e, q, t FROM unnest(%s::int[], %s::bigint[], %s::text[], %s::real[],"
-            " %s::int[], %s::bool[], %s::real[], %s::text[]) AS u(r, c, h, s, p, e, q, t)",
+            " (query_id, rank, chunk_id, content_hash, score, pick_rank, served_rank, shown, propensity, team,"
+            " previewed, preview_propensity)"
+            " SELECT %s, r, c, h, s, p, p, e, q, t, v, vp FROM unnest(%s::int[], %s::bigint[], %s::text[], %s::real[],"
+            " %s::int[], %s::bool[], %s::real[], %s::text[], %s::bool[], %s::real[]) AS u(r, c, h, s, p, e, q, t, v, vp)",
             (
                 qid,
                 [c.rank for c in candidates],
@@ -72,6 +76,8 @@ def log_query(
                 [None if exposed is None else c.rank in exposed for c in candidates],
                 [p[c.rank] for c in candidates],
                 [(teams or {}).get(c.rank) for c in candidates],
+                [None if previewed is None else c.rank in previewed for c in candidates],
+                [None if previewed is None else previewed.get(c.rank, 0.0) for c in candidates],
             ),
         )
     return qid
@@ -142,8 +148,10 @@ def record_feedback(
             raise FeedbackError(f"unknown query id {query_id}")
         question, old_rating, old_answer, old_correction, scope = row
         cands = conn.execute(
-            "SELECT chunk_id, rank, shown, used FROM query_candidates WHERE query_id = %s", (query_id,)
-        ).fetchall()
+            "SELECT chunk_id, rank, CASE WHEN previewed OR expanded THEN true ELSE shown END, used"
+            " FROM query_candidates WHERE query_id = %s",
+            (query_id,),
+        ).fetchall()  # a preview is citable: its [n] was given, and a consumer that cites it read it
         by_chunk = {chunk: rank for chunk, rank, _, _ in cands}
         unknown = [c for c in (used_chunk_ids or []) + (ignored_chunk_ids or []) if c not in by_chunk]
         if unknown:
@@ -160,10 +168,10 @@ def record_feedback(
             answer = answer if out.answer_recorded else None  # another context's answer: the earlier one stands
         else:
             used = None
-        if used is not None:  # ignored = shown and not used; a candidate never shown gets no label (NULL)
+        if used is not None:  # ignored = shown (or read whole) and not used; the rest get no label (NULL)
             conn.execute(
                 "UPDATE query_candidates SET used = CASE WHEN rank = ANY(%s) THEN true"
-                " WHEN shown IS false THEN NULL ELSE false END WHERE query_id = %s",
+                " WHEN shown IS false AND NOT expanded THEN NULL ELSE false END WHERE query_id = %s",
                 (used, query_id),
             )
         ignored = [by_chunk[c] for c in ignored_chunk_ids or []]
@@ -213,6 +221,54 @@ def record_feedback(
                 (scope, question),
             )
     return out
+
+
+def expand(conn: psycopg.Connection, query_id: int, rank: int, scopes: list[str] | None = None) -> Candidate:
+    """The whole chunk of candidate `rank` of `query_id`, one of the previews it listed (or of its context), marked
+    expanded: read whole, so not citing it is a label too (ignored). A query outside `scopes` (None: any) reads as
+    unknown; a rank that query did not list, or a chunk changed or forgotten since, is one FeedbackError line that
+    names nothing of another query or scope."""
+    with conn.transaction():
+        row = conn.execute(
+            "SELECT 1 FROM queries WHERE id = %s AND (%s::text[] IS NULL OR scope = ANY(%s::text[])) FOR UPDATE",
+            (query_id, scopes, scopes),
+        ).fetchone()
+        if row is None:
+            raise FeedbackError(f"unknown query id {query_id}")
+        found = conn.execute(
+            "SELECT c.chunk_id, c.score, ch.source, ch.heading, ch.parent_heading, ch.text, ch.start_line, ch.end_line,"
+            " ch.content_hash, ch.tokens, d.written_at, c.shown, c.previewed"
+            " FROM query_candidates c LEFT JOIN chunks ch ON ch.id = c.chunk_id AND ch.content_hash = c.content_hash"
+            " LEFT JOIN documents d ON d.id = ch.document_id"
+            " WHERE c.query_id = %s AND c.rank = %s",
+            (query_id, rank),
+        ).fetchone()
+        if found is None or not (found[11] or found[12]):
+            raise FeedbackError(
+                f"query {query_id}: [{rank}] is not one of its previews (expand only the [n] it listed)"
+            )
+        chunk_id, score, source, heading, parent, text, start, end, digest, tokens, written, shown, _ = found
+        if text is None:
+            raise FeedbackError(f"query {query_id}: [{rank}] has changed or been forgotten since it was listed")
+        if not shown:
+            conn.execute(
+                "UPDATE query_candidates SET expanded = true WHERE query_id = %s AND rank = %s", (query_id, rank)
+            )
+            conn.execute("UPDATE queries SET updated_at = now() WHERE id = %s", (query_id,))
+    return Candidate(
+        chunk_id=chunk_id,
+        source=source,
+        heading=heading,
+        text=text,
+        start_line=start,
+        end_line=end,
+        score=score,
+        rank=rank,
+        content_hash=digest,
+        parent_heading=parent,
+        tokens=tokens,
+        date=written.astimezone(UTC).isoformat(timespec="seconds"),
+    )
 
 
 def learned_answers(

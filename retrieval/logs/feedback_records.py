@@ -30,7 +30,10 @@ class FeedbackCandidate(TypedDict):
     served_rank: int | None  # its place in the served order the context was cut from, None if not in it
     shown: bool | None  # in the context given to the consumer; None: logged before exposure was recorded
     propensity: float | None  # P(shown) under the serving policy, exploration included
-    used: bool | None  # used (cited) / ignored (shown, not cited); None = no label (not shown, or no feedback)
+    previewed: bool | None  # listed after the context as a one-line preview; None: logged before previews
+    preview_propensity: float | None  # P(previewed) under the serving policy
+    expanded: bool | None  # the consumer read the preview whole (`expand`)
+    used: bool | None  # used (cited) / ignored (shown or expanded, not cited); None = no label
 
 
 class FeedbackRecord(TypedDict):
@@ -90,6 +93,10 @@ def pulled_through(folder: Path) -> tuple[datetime, int, str | None] | None:
 def ipw(c: FeedbackCandidate, clip: float) -> float:
     """A label's inverse-propensity weight: 1 / max(P(shown), clip) for what the consumer was shown under the
     serving policy (a chunk exploration put in the context counts for the many like it the policy hid);
+    1 / max(P(previewed), clip) for a preview the consumer read or cited (its label exists because it was listed);
     1 for a judge's label or a row logged before exposure was recorded."""
     p = c.get("propensity")
-    return 1.0 / max(float(p), clip) if c.get("shown") and p is not None else 1.0
+    if c.get("shown") and p is not None:
+        return 1.0 / max(float(p), clip)
+    q = c.get("preview_propensity")
+    return 1.0 / max(float(q), clip) if c.get("previewed") and q is not None else 1.0

@@ -37,11 +37,20 @@ class StagingFile:
     candidates: tuple[Candidate, ...]  # those above threshold, in rank order
     below_threshold: int
     scope: str = DEFAULT  # the scope of the query (a file written before scopes: the default one)
+    context: tuple[int, ...] = ()  # the ranks given to the consumer whole, in the order given
+    previews: tuple[int, ...] = ()  # the ranks listed after them as one-line previews (`expand` reads one whole)
 
 
 def from_result(
-    result: SearchResult, query_id: str | None = None, now: datetime | None = None, scope: str = DEFAULT
+    result: SearchResult,
+    query_id: str | None = None,
+    now: datetime | None = None,
+    scope: str = DEFAULT,
+    context: list[int] | None = None,
+    previews: list[int] | None = None,
 ) -> StagingFile:
+    """The staging file of a search; `context` and `previews`, the ranks the consumer was given whole and as
+    previews (none when only the search ran: `pai query`)."""
     now = now or datetime.now(UTC)
     return StagingFile(
         query_id=query_id or secrets.token_hex(6),
@@ -51,6 +60,8 @@ def from_result(
         candidates=tuple(result.above),
         below_threshold=result.below_threshold,
         scope=scope,
+        context=tuple(context or ()),
+        previews=tuple(previews or ()),
     )
 
 
@@ -67,6 +78,12 @@ def render(sf: StagingFile, display_root: str | None = None) -> str:
         f"{len(sf.candidates)} candidates at or above threshold {sf.threshold:g}"
         + (f" ({topped} below it, kept so the context holds its floor)." if topped else ".")
     )
+    if sf.context:
+        out.append(
+            f"Given to the consumer: {', '.join(f'#{r}' for r in sf.context)}"
+            + (f"; listed after them as previews: {', '.join(f'#{r}' for r in sf.previews)}." if sf.previews else ".")
+        )
+    given = {r: "in context" for r in sf.context} | {r: "preview" for r in sf.previews}
     newer = newer_than(list(sf.candidates))
     for c in sf.candidates:
         shown = c.source
@@ -75,7 +92,7 @@ def render(sf: StagingFile, display_root: str | None = None) -> str:
         where = " › ".join(h for h in (c.parent_heading, c.heading) if h)
         out += [
             "",
-            f"## {c.rank}. **{shown}** ({c.score:.3f})",
+            f"## {c.rank}. **{shown}** ({c.score:.3f})" + (f" · {given[c.rank]}" if c.rank in given else ""),
             f"*lines {c.start_line}–{c.end_line}*"
             + (f" · {where}" if where else "")
             + (f" · written {c.date[:10]}" if c.date else "")
@@ -96,6 +113,7 @@ def parse(text: str) -> StagingFile:
     head = json.loads(header.group(1))
     if head.pop("version", None) != VERSION:
         raise StagingParseError(f"unsupported staging version (want {VERSION})")
+    head |= {k: tuple(head[k]) for k in ("context", "previews") if k in head}
     candidates = []
     i = 0
     while i < len(lines):

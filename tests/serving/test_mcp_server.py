@@ -118,7 +118,7 @@ def in_process(url: str, staging: Path, steps):
 def test_an_assistant_drives_the_memory_over_stdio(service, db_url):
     async def steps(session):
         tools = {t.name: t for t in (await session.list_tools()).tools}
-        assert set(tools) == {"context", "feedback", "capture", "capture_result", "remember", "staging_file"}
+        assert set(tools) == {"context", "expand", "feedback", "capture", "capture_result", "remember", "staging_file"}
         assert "[n]" in tools["context"].description
 
         r = await session.call_tool("context", {"query": "where do bees keep honey?"})
