@@ -132,14 +132,19 @@ def test_a_realistic_replay_never_labels_outside_the_context(db_url, benchmark_d
         + ["--benchmark-dir", str(benchmark_dir), "--params", str(params), "--json"],
     )
     assert r.exit_code == 0, r.output
-    rows = conn.execute(
-        "SELECT c.shown, c.used, c.propensity, c.served_rank FROM queries q JOIN query_candidates c ON c.query_id = q.id"
+    got = conn.execute(
+        "SELECT c.shown, c.used, c.propensity, c.served_rank, c.expanded, c.previewed"
+        " FROM queries q JOIN query_candidates c ON c.query_id = q.id"
     ).fetchall()
+    rows = [r[:4] for r in got if not r[4]]  # the previews it read whole are labelled as the shown ones
     assert {used for shown, used, _, _ in rows if not shown} == {None}  # an unshown candidate is never a negative
+    read = [r for r in got if r[4]]
+    assert read and all(r[5] and not r[0] and r[1] is not None for r in read)  # previewed, read, labelled
     assert {used is not None for shown, used, _, _ in rows if shown} == {True}  # shown: cited or ignored
     assert all(p == 1.0 for shown, _, p, _ in rows if shown) and all(p == 0.0 for shown, _, p, _ in rows if not shown)
     assert all(sr is not None for shown, _, _, sr in rows if shown)
-    assert sum(used is True for _, used, _, _ in rows) == json.loads(r.stdout)["used"] > 0
+    assert sum(used is True for _, used, *_ in got) == json.loads(r.stdout)["used"] > 0
+    assert len(read) == json.loads(r.stdout)["expanded"]
 
 
 def test_a_hot_swap_mid_replay_keeps_each_querys_version_in_the_log(db_url, embedder, tmp_path, conn):

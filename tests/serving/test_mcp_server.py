@@ -205,6 +205,7 @@ def test_the_tools_tell_a_model_what_it_may_do(service):
         }
         assert hints == {
             "context": (True, None, False),
+            "expand": (False, False, True),  # marks the preview read in the log; reading twice changes nothing
             "feedback": (False, True, True),
             "capture": (False, True, False),
             "capture_result": (True, None, True),
