@@ -29,7 +29,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from retrieval.contracts.interleaving import sides, team_draft
+from retrieval.contracts.interleaving import draft_propensity, sides, team_draft
 from retrieval.contracts.selection import Pick, PromptCandidate, choose, similarity_order, top_up
 from retrieval.logs.feedback_records import normalize_query
 from retrieval.query.previews import following, listed_propensity
@@ -180,7 +180,8 @@ class Picker:
         """A trial query: the champion's ranking (`champion`, candidate numbers) and the challenger's, each
         completed by the first-stage order, merged by team-draft; the budget cuts the merge into the context,
         and each chunk in it is logged with its side (`retrieval.contracts.interleaving.sides`).
-        No exploration: the coin of the draft already varies what is shown. The challenger runs inline (a slow
+        No exploration: the coin of the draft already varies what is shown, and each item's propensity is its
+        probability of being shown over the coins (`draft_propensity`). The challenger runs inline (a slow
         one within the timeout) and its pick is not cached, so it never serves a query outside the trial."""
         fast, slow = split(trial.selector)
         pick = self.select(query, shown, fast or slow, query_vec, remember=False)
@@ -195,14 +196,19 @@ class Picker:
         team = {shown[i - 1].rank: t for i, t in side.items()}
         self._count("interleaved")
         previews = following(context, chosen, shown, self.previews)
+        # each item's exposure over the draft's coins (the budget's cut taken as it fell): what only one side placed
+        # is shown about half the time, and the trainer weighs its label for the times it was not
+        top, deep = draft_propensity(ours, theirs, len(context) + len(previews), len(context))
         return replace(
             served,
             chosen=chosen,
             previews=previews,
-            preview_propensity={c.rank: 1.0 for c in previews},  # as the context's: the draft's coin varies both
+            preview_propensity={
+                c.rank: round(deep[at[c.chunk_id]] - top.get(at[c.chunk_id], 0.0), 6) for c in previews
+            },
             version=f"trial:{trial.id}",
             context=context,
-            propensity={c.rank: 1.0 for c in context},
+            propensity={c.rank: top[at[c.chunk_id]] for c in context},
             trial=trial.id,
             teams={c.rank: team[c.rank] for c in context},
         )

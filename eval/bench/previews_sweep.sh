@@ -2,13 +2,15 @@
 # The previews' sweep (docs/measurements.md, "Previews: labels below the cut"): `pai lab loop report --consumer
 # realistic` (on-policy cycles through the real service) for a consumer that never expands a preview and ones that
 # expand a relevant preview with p 0.3, 0.5 and 0.8 (an irrelevant one with 0.05), each over the seeds given.
-# Run in a checkout whose home holds the demo's SciFact store (`pai lab cycle` first). Writes OUT/<config>-s<seed>/.
+# Run in a checkout whose home holds the demo's SciFact store (`pai lab cycle` first; PAI_HOME, else the checkout's
+# .pai). Writes OUT/<config>-s<seed>/.
 # usage: eval/bench/previews_sweep.sh OUT [SEEDS...]   (default seeds: 0 1 2; CYCLES=3)
 set -euo pipefail
 out=${1:?usage: previews_sweep.sh OUT [SEEDS...]}
 shift
 seeds=${*:-0 1 2}
 py=${PYTHON:-.venv/bin/python}
+export PAI_HOME=${PAI_HOME:-$PWD/.pai} # the demo's home, where `pai lab cycle` put SciFact
 mkdir -p "$out"
 for config in none p0.3 p0.5 p0.8; do
   for seed in $seeds; do

@@ -57,6 +57,47 @@ def team_draft(champion: Sequence[Hashable], challenger: Sequence[Hashable], rng
         count[team] += 1
 
 
+def draft_propensity(
+    champion: Sequence[Hashable], challenger: Sequence[Hashable], depth: int, firsts: int | None = None
+) -> tuple[dict, dict]:
+    """(item -> P(among the merge's first `firsts`), item -> P(among its first `depth`)) over `team_draft`'s coins,
+    every outcome enumerated with its probability: the exposure a trial query gives each item (an item only the
+    challenger ranks high is shown about half the time, and its label weighs for the times it was not). Cheap: a
+    coin is tossed only when the teams are level, so `depth` d has at most 2^(d/2) outcomes (d 15: 128)."""
+    firsts = depth if firsts is None else firsts
+    rankings = {CHAMPION: list(champion), CHALLENGER: list(challenger)}
+    top: dict = {}
+    deep: dict = {}
+
+    def go(out: list, placed: set, at: dict, count: dict, p: float) -> None:
+        while len(out) < depth:
+            for t in TEAMS:  # each team's next item not yet placed
+                while at[t] < len(rankings[t]) and rankings[t][at[t]] in placed:
+                    at[t] += 1
+            has = {t: at[t] < len(rankings[t]) for t in TEAMS}
+            if not any(has.values()):
+                break
+            if not all(has.values()):
+                team = CHALLENGER if has[CHALLENGER] else CHAMPION
+            elif count[CHAMPION] != count[CHALLENGER]:
+                team = CHAMPION if count[CHAMPION] < count[CHALLENGER] else CHALLENGER
+            else:  # the coin: both ways, each with half the probability
+                other = {**count, CHAMPION: count[CHAMPION] + 1}
+                x = rankings[CHAMPION][at[CHAMPION]]
+                go([*out, x], placed | {x}, dict(at), other, p / 2)
+                team, p = CHALLENGER, p / 2
+            x = rankings[team][at[team]]
+            out, placed = [*out, x], placed | {x}
+            count = {**count, team: count[team] + 1}
+        for i, x in enumerate(out):
+            deep[x] = deep.get(x, 0.0) + p
+            if i < firsts:
+                top[x] = top.get(x, 0.0) + p
+
+    go([], set(), {CHAMPION: 0, CHALLENGER: 0}, {CHAMPION: 0, CHALLENGER: 0}, 1.0)
+    return {x: round(v, 6) for x, v in top.items()}, {x: round(v, 6) for x, v in deep.items()}
+
+
 def sides(
     context: Sequence[Hashable], champion: Sequence[Hashable], challenger: Sequence[Hashable], k: int | None = None
 ) -> dict:

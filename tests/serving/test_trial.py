@@ -116,6 +116,16 @@ def test_trial_queries_are_interleaved_and_each_shown_chunk_logs_its_team(notes,
         assert {1, len(rows)} <= {c["rank"] for c in r["context"]}
         stats = client.get("/stats").json()["trial"]
         assert stats["id"] == trial.id and stats["served_here"] and stats["evidence"]["judged"] == 0
+        # each shown chunk's propensity is its chance over the draft's coins: each side's best always, what only one
+        # side ranks below its best less often; their sum is the context's size
+        with connect(db_url) as conn:
+            p = dict(
+                conn.execute(
+                    "SELECT rank, propensity FROM query_candidates WHERE query_id = %s AND shown", (r["query_id"],)
+                ).fetchall()
+            )
+        assert p[1] == p[len(rows)] == 1.0 and all(0 < v <= 1 for v in p.values())
+        assert any(v < 1 for v in p.values())
 
 
 def test_citations_of_the_challengers_team_promote_it_and_every_service_swaps(notes, db_url, embedder, tmp_path):

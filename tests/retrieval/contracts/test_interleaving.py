@@ -10,6 +10,7 @@ from retrieval.contracts.interleaving import (
     CHAMPION,
     TrialParams,
     decide,
+    draft_propensity,
     log_evidence,
     outcome,
     sides,
@@ -108,3 +109,24 @@ def test_params_are_checked():
         "trial.max_judged must be >= 1",
         "trial.max_effect must be in (0, 0.5]",
     ]
+
+
+def test_draft_propensity_is_the_merge_s_own_frequency():
+    """Each item's probability of landing among the merge's first 5 (and first 15) over the coins equals how often
+    20,000 seeded merges put it there (within 0.01); the sums are the depths; what both rank first is always shown."""
+    champion = list(range(20))
+    challenger = [3, 7, 0, 12, 1, 15, 2, 4, 5, 6, 8, 9, 10, 11, 13, 14, 16, 17, 18, 19]
+    top, deep = draft_propensity(champion, challenger, 15, 5)
+    rng, n = random.Random(1), 20_000
+    seen_top, seen_deep = {}, {}
+    for _ in range(n):
+        merged = [x for x, _ in team_draft(champion, challenger, rng)]
+        for x in merged[:5]:
+            seen_top[x] = seen_top.get(x, 0) + 1
+        for x in merged[:15]:
+            seen_deep[x] = seen_deep.get(x, 0) + 1
+    assert max(abs(seen_top.get(x, 0) / n - top.get(x, 0.0)) for x in champion) < 0.01
+    assert max(abs(seen_deep.get(x, 0) / n - deep.get(x, 0.0)) for x in champion) < 0.01
+    assert sum(top.values()) == pytest.approx(5) and sum(deep.values()) == pytest.approx(15)
+    assert top[0] == top[3] == 1.0 and 0 < top[12] < 1  # each side's best always; a side's 3rd only on its coin
+    assert draft_propensity(champion, champion, 5) == ({x: 1.0 for x in range(5)},) * 2  # no disagreement, no chance
