@@ -1,22 +1,34 @@
-"""`pai lab cycle`: the lab's demo, one retrain cycle on the embedded defaults on SciFact (the main job). It runs
-only in a store that holds nothing but SciFact (a fresh home, or one it made): never in a user's memory.
+"""`pai lab cycle`: the lab's demo, the loop as a user lives it, on the embedded defaults on SciFact (the main job).
+It runs only in a store that holds nothing but SciFact (a fresh home, or one it made): never in a user's memory.
 
 1. ingest the SciFact corpus (unchanged documents write nothing)
-2. replay SciFact train through the service into the feedback log, when the log is empty
-3. `dvc repro` (dvc.yaml): pull -> train_ranker -> evaluate -> deploy, and build -> train -> export ->
-   evaluate_llm -> deploy_llm after it, with the service running beside it: a challenger that passes
-   the gate is hot-swapped into it, no restart
-4. first-stage retrieval on SciFact test, vector vs hybrid
+2. on-policy cycles, with the service a user runs beside them (it follows deployments: a promotion is hot-swapped
+   into it, no restart). Each cycle:
+   a. serve the next slice of the SciFact train claims: a consumer asks each one, reads the context and the
+      previews it expands (`replay`), and posts its answer citing [n];
+   b. `dvc repro` (dvc.yaml): pull -> train_ranker -> evaluate -> deploy, the LLM's chain (build -> train ->
+      export -> evaluate_llm -> deploy_llm) after the last cycle only. With `deploy.promotion: trial` the
+      challenger that passes the checks goes on trial;
+   c. the trial decides: the claims asked so far are asked again (the user's traffic goes on) until the trial's
+      rule promotes or rejects the challenger (`trial`: share, alpha, max_judged cited trial queries);
+   d. one line: the challenger against general on SciFact test with its CI, the trial's decision and cited
+      queries, what users got (served Recall beside general alone) and the previews' tokens.
+   So the next slice is served by whatever won.
+3. first-stage retrieval on SciFact test, vector vs hybrid
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
+import random
 import re
 import subprocess
 import sys
+import time
 from collections import deque
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -34,6 +46,7 @@ from eval.systems import chain_file
 from retrieval.corpus.ingest import ingest_paths
 from retrieval.db import DatabaseError, connect, own_database
 from retrieval.embed import get_embedder
+from retrieval.logs import trials
 from retrieval.params import EmbedParams, IngestParams, ParamsError, SearchParams, load_section
 from serving.server import BackgroundServer, build_service
 from training.build import BuildParams
@@ -41,7 +54,7 @@ from training.export import ExportParams
 from training.pull import PullParams
 from training.train import TrainParams
 
-from .replay import run_replay
+from .replay import ReplayParams, load_queries, replay
 from .terminal import LAB_FEEDBACK, LOG_WIDTH, BenchDirOpt, ParamsOpt, _fail, console, emit, judged_dir, progress_bar
 
 app = typer.Typer()
@@ -72,15 +85,20 @@ def demo_database() -> str | None:
     return DEMO_DATABASE
 
 
-def run_cycle(params: Path, benchmark_dir: Path, split: str, bar, replay: bool | None = None) -> dict:
+def run_cycle(
+    params: Path, benchmark_dir: Path, split: str, bar, cycles: int = 3, replay: bool = True, log=print
+) -> dict:
+    """The demo: ingest, then `cycles` on-policy cycles (serve a slice, retrain, the trial decides); with `replay`
+    off, one retrain on the log as it is."""
     corpus = benchmark_dir / "scifact" / "corpus.jsonl"
     if not corpus.exists():
         raise FileNotFoundError(f"{corpus}: not found (pass --benchmark-dir)")
     ip = load_section(params, "ingest", IngestParams)
     sp = load_section(params, "search", SearchParams)
+    consumer = load_section(params, "replay", ReplayParams)
     embedder = get_embedder(load_section(params, "embed", EmbedParams))
     queries = load_scifact(benchmark_dir, split)
-    result: dict = {}
+    result: dict = {"cycles": []}
     with connect() as conn:
         (others,) = conn.execute(
             "SELECT count(*) FROM documents WHERE source NOT LIKE %s", ("%scifact/corpus.jsonl#%",)
@@ -94,20 +112,115 @@ def run_cycle(params: Path, benchmark_dir: Path, split: str, bar, replay: bool |
         result["ingest"] = ingest_paths(
             conn, [corpus], ip, sp, embedder, lambda d, t: bar.update(task, completed=d, total=t)
         ).as_dict()
-        (logged,) = conn.execute("SELECT count(*) FROM queries").fetchone()
-    if replay or (replay is None and logged == 0):
-        result["replay"] = run_replay(params, benchmark_dir, "scifact", "train", bar).as_dict()
-    # the service a user runs, following deployments: deploy's promotion swaps its selector in place
+    claims = load_queries(benchmark_dir, "scifact", "train")
+    # the service a user runs, following deployments: a promotion swaps its selector in place
     with BackgroundServer(build_service(params)) as srv:
         before = _served(srv.url)
-        dvc_repro(bar)
+        for c in range(1, cycles + 1) if replay else ():
+            part = claims[len(claims) * (c - 1) // cycles : len(claims) * c // cycles]
+            served_by = _served(srv.url)
+            task = bar.add_task(f"2. cycle {c}: serve {len(part)} train claims", total=len(part))
+            advance = functools.partial(bar.advance, task)
+            served = replay(srv.url, part, advance, replace(consumer, seed=consumer.seed + c))
+            dvc_repro(bar, () if c == cycles else ("deploy",))  # the LLM's chain once, after the last cycle
+            row = {"cycle": c, "served_by": served_by, "served": served.as_dict()}
+            row |= challenger_row(params)
+            if row.get("trial_id"):
+                row["trial"] = decide_trial(
+                    srv.url, row["trial_id"], claims[: len(claims) * c // cycles], consumer, c, bar
+                )
+            row["champion"] = _served(srv.url)
+            result["cycles"].append(row)
+            log(cycle_line(row))
+        if not replay:
+            dvc_repro(bar)
         after = _served(srv.url)
     result["service"] = {"before": before, "after": after, "swapped": before != after}
     result["pipeline"] = {name: _read_json(path) for name, path in stage_metrics(params).items()}
     with connect() as conn:
-        task = bar.add_task(f"4. search {len(queries)} {split} queries x 2 systems", total=2 * len(queries))
+        task = bar.add_task(f"3. search {len(queries)} {split} queries x 2 systems", total=2 * len(queries))
         result["retrieval"] = evaluate(conn, embedder, queries, sp, lambda: bar.advance(task))
     return result
+
+
+def challenger_row(params: Path) -> dict:
+    """What this cycle's retrain made: the challenger against general on the in-domain judged split (SciFact test)
+    and the other judged sets, and what deploy did with it (a trial started, or why not)."""
+    evaluated = _read_json(Path(load_section(params, "evaluate", EvaluateParams).out) / "eval.json") or {}
+    deployed = _read_json(Path(load_section(params, "deploy", DeployParams).metrics) / "deploy.json") or {}
+    vs = {
+        bench: r["paired_bootstrap"].get("ranker_vs_general")
+        for bench, r in evaluated.items()
+        if not bench.startswith("feedback") and "ranker_vs_general" in r.get("paired_bootstrap", {})
+    }
+    trial = deployed.get("trial") or {}
+    return {
+        "challenger": deployed.get("version"),
+        "vs_general": vs,
+        "deploy": "trial" if trial else deployed.get("alias") or "nothing registered",
+        "deploy_reasons": deployed.get("reasons") or [],
+        "trial_id": trial.get("id"),
+    }
+
+
+def decide_trial(
+    url: str, trial_id: int, seen: list, consumer: ReplayParams, cycle: int, bar, batch: int = 100, cap: int = 10_000
+) -> dict:
+    """The user's traffic goes on until trial `trial_id` decides: the claims asked so far, drawn again at random with
+    fresh consumer draws, through the running service (which interleaves the trial's share of them). Its rule bounds
+    it (`max_judged` cited trial queries); past `cap` queries (a trial that gathers no evidence) the demo stops it.
+    The trial as it closed, with how many queries it took; a promotion is waited for until the service serves it."""
+    rng = random.Random(f"trial:{consumer.seed}:{cycle}")
+    task = bar.add_task(f"2. cycle {cycle}: trial {trial_id} decides on the user's traffic", total=None)
+    asked, trial = 0, _trial(trial_id)
+    while trial is not None and trial.status == "running" and asked < cap:
+        draws = [rng.choice(seen) for _ in range(batch)]
+        replay(url, draws, lambda: bar.advance(task), replace(consumer, seed=rng.randrange(2**31)))
+        asked += batch
+        trial = _trial(trial_id)
+    if trial is not None and trial.status == "running":
+        with connect() as conn:
+            trial = trials.stop(conn, f"the demo's traffic cap: {asked} queries without a decision")
+    bar.update(task, total=asked, completed=asked)
+    if trial is not None and trial.status == "promoted":  # announced: the service swaps it in (load, canary)
+        deadline = time.monotonic() + 120
+        while _served(url) != trial.challenger and time.monotonic() < deadline:
+            time.sleep(0.2)
+    return {**(trial.as_dict() if trial else {"id": trial_id, "status": "gone"}), "queries_asked": asked}
+
+
+def _trial(trial_id: int) -> trials.Trial | None:
+    with connect() as conn:
+        return trials.get(conn, trial_id)
+
+
+def cycle_line(row: dict) -> str:
+    """One cycle, as the demo prints it."""
+    s = row["served"]
+    vs = row["vs_general"].get("scifact-test")
+    head = (
+        f"cycle {row['cycle']}: served {s['queries']} claims by {row['served_by']}: served Recall {s['served_recall']:.3f} "
+        f"(general alone {s['general_recall']:.3f}), previews read whole {s['expanded']} "
+        f"(+{s['preview_token_share']:.1%} tokens); retrained {row['challenger']}"
+    )
+    if vs:
+        head += (
+            f" vs general on SciFact test {vs['recall@5_diff']:+.3f} [{vs['ci95_low']:+.3f}, {vs['ci95_high']:+.3f}]"
+        )
+    t = row.get("trial")
+    if not t:
+        return (
+            head
+            + f"; deploy: {row['deploy']}"
+            + (f" ({'; '.join(row['deploy_reasons'])})" if row["deploy_reasons"] else "")
+        )
+    ev = t.get("evidence") or {}
+    return (
+        head
+        + f"; trial {t.get('id')}: {t['status']} after {ev.get('judged', '?')} cited trial queries "
+        + f"({ev.get('wins', '?')} wins, {ev.get('losses', '?')} losses; {t['queries_asked']} queries asked)"
+        + f"; champion now {row['champion']}"
+    )
 
 
 def stage_metrics(params: Path) -> dict[str, Path]:
@@ -173,13 +286,10 @@ def print_cycle(result: dict, console) -> None:
         f"1. ingest: {i['documents']:,} documents ({i['documents_new']:,} new, {i['documents_unchanged']:,} unchanged), "
         f"{i['chunks_inserted']:,} chunks written, {i['docs_per_second']} docs/s"
     )
-    if r := result.get("replay"):
-        console.print(
-            f"2. replay: {r['queries']} queries ({r['with_used']} with used chunks, {r['errors']} errors) "
-            f"at {r['queries_per_s']} q/s"
-        )
-    else:
-        console.print("2. replay: skipped (the feedback log already has queries; --replay forces it)")
+    for row in result["cycles"]:
+        console.print(f"2. {cycle_line(row)}", soft_wrap=True, highlight=False)
+    if not result["cycles"]:
+        console.print("2. cycles: none (--no-replay: one retrain on the log as it is)")
     f, d, tr = (result["pipeline"][k] or {} for k in ("feedback", "dataset", "train"))
     console.print(
         f"3. dvc repro: pulled {f.get('queries')} queries; built {d.get('train_examples')} train / "
@@ -206,7 +316,7 @@ def print_cycle(result: dict, console) -> None:
                 )
     if sv := result.get("service"):
         console.print(
-            f"   service: served {sv['before']} before the cycle, {sv['after']} after"
+            f"   service: served {sv['before']} before the cycles, {sv['after']} after"
             + (" (hot-swapped, no restart)" if sv["swapped"] else " (unchanged)")
         )
     rows = result["retrieval"]
@@ -224,16 +334,27 @@ def cycle(
     split: Annotated[
         Optional[str], typer.Option(help="SciFact qrels split to evaluate (default: params.yaml benchmark.split)")
     ] = None,
+    cycles: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            max=20,
+            help="on-policy cycles: each serves a slice of SciFact train, retrains, and the trial decides",
+        ),
+    ] = 3,
     replay: Annotated[
-        Optional[bool],
-        typer.Option("--replay/--no-replay", help="replay SciFact train first (default: only into an empty log)"),
-    ] = None,
+        bool,
+        typer.Option(
+            "--replay/--no-replay",
+            help="serve the train claims in cycles (--no-replay: one retrain on the log as it is)",
+        ),
+    ] = True,
     params: ParamsOpt = Path("params.yaml"),
     as_json: Annotated[bool, typer.Option("--json", help="print results as JSON")] = False,
 ) -> None:
-    """The main job on embedded defaults, one retrain cycle: ingest the SciFact corpus, replay its
-    train queries into the feedback log when the log is empty, `dvc repro`, and measure retrieval on
-    the test queries (vector vs hybrid)."""
+    """The loop as a user lives it, on embedded defaults: ingest the SciFact corpus, then cycles that serve a slice of
+    its train claims (a consumer citing [n] and reading previews), retrain (`dvc repro`), and let the trial on the
+    next traffic promote or reject the challenger; then measure retrieval on the test queries (vector vs hybrid)."""
     benchmark_dir = judged_dir(params, benchmark_dir)
     if home := demo_home():
         console.print(f"pai lab cycle: the demo runs in {home} (PAI_HOME unset), not in your memory", soft_wrap=True)
@@ -242,7 +363,8 @@ def cycle(
             console.print(f"pai lab cycle: the demo uses database {db} on DATABASE_URL's server, not yours")
         split = load_section(params, "benchmark", BenchmarkParams).split if split is None else split
         with progress_bar() as bar:
-            result = run_cycle(params, benchmark_dir, split, bar, replay=replay)
+            log = lambda line: bar.console.print(f"   {line}", soft_wrap=True, highlight=False)  # noqa: E731
+            result = run_cycle(params, benchmark_dir, split, bar, cycles, replay, log)
     except (ParamsError, DatabaseError, FileNotFoundError, RuntimeError) as e:
         _fail(str(e))
     emit(result, as_json, None, lambda c: print_cycle(result, c))

@@ -108,6 +108,7 @@ class ReplaySummary:
     thumbs_down: int = 0
     served_relevant: float = 0.0  # sum over queries of the served context's recall of the relevant candidates
     planned_relevant: float = 0.0  # the same for the context exploration would not have touched
+    general_relevant: float = 0.0  # the same for the first stage's own top (general alone: as many chunks, ranks 1..)
     explored: int = 0  # queries whose last context slot exploration gave to a candidate below the cut
     previews: int = 0  # previews listed after the context
     expanded: int = 0  # previews the consumer read whole
@@ -125,6 +126,7 @@ class ReplaySummary:
             "served_recall_without_exploration": round(self.planned_relevant / self.with_used, 4)
             if self.with_used
             else 0.0,
+            "general_recall": round(self.general_relevant / self.with_used, 4) if self.with_used else 0.0,
             "errors": len(self.errors),
             # what previews cost the consumer's prompt, over what the context alone costs
             "preview_token_share": round((self.preview_tokens + self.expanded_tokens) / self.context_tokens, 4)
@@ -278,6 +280,8 @@ def replay(
             if relevant:  # what users got: the served context's share of the relevant candidates
                 s.served_relevant += len(relevant & context) / len(relevant)
                 s.planned_relevant += len(relevant & planned) / len(relevant)
+                first = {c["chunk_id"] for c in body["candidates"] if c["rank"] <= len(body["context"])}
+                s.general_relevant += len(relevant & first) / len(relevant)
             s.thumbs_up += fb["rating"] == 1
             s.thumbs_down += fb["rating"] == -1
             advance()

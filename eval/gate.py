@@ -50,10 +50,9 @@ class DeployParams:
     """answer-in-context may drop by at most this"""
     json_valid_tolerance: float = 0.02
     """the share of selector answers that parse may drop by at most this against the reference baseline"""
-    promotion: str = "auto"
-    """judged: the in-domain margin promotes; trial: a trial on the user's own traffic decides (section trial); auto:
-    judged where every in_domain benchmark has items in this store, else trial"""
-    # auto: judged where every in-domain benchmark has items for this store, else trial
+    promotion: str = "trial"
+    """trial: a trial on the user's own traffic decides (section trial), in the lab's demo too; judged: the in-domain
+    margin promotes; auto: judged where every in_domain benchmark has items in this store, else trial"""
     promote: bool = True
     """announce a passing challenger to running services (hot-swap), or start its trial"""
     wait_s: float = 120.0
