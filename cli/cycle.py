@@ -86,9 +86,9 @@ def demo_database() -> str | None:
 
 
 def run_cycle(
-    params: Path, benchmark_dir: Path, split: str, bar, cycles: int = 3, replay: bool = True, log=print
+    params: Path, benchmark_dir: Path, split: str, bar, cycles: int = 3, serve: bool = True, log=print
 ) -> dict:
-    """The demo: ingest, then `cycles` on-policy cycles (serve a slice, retrain, the trial decides); with `replay`
+    """The demo: ingest, then `cycles` on-policy cycles (serve a slice, retrain, the trial decides); with `serve`
     off, one retrain on the log as it is."""
     corpus = benchmark_dir / "scifact" / "corpus.jsonl"
     if not corpus.exists():
@@ -116,7 +116,7 @@ def run_cycle(
     # the service a user runs, following deployments: a promotion swaps its selector in place
     with BackgroundServer(build_service(params)) as srv:
         before = _served(srv.url)
-        for c in range(1, cycles + 1) if replay else ():
+        for c in range(1, cycles + 1) if serve else ():
             part = claims[len(claims) * (c - 1) // cycles : len(claims) * c // cycles]
             served_by = _served(srv.url)
             task = bar.add_task(f"2. cycle {c}: serve {len(part)} train claims", total=len(part))
@@ -132,7 +132,7 @@ def run_cycle(
             row["champion"] = _served(srv.url)
             result["cycles"].append(row)
             log(cycle_line(row))
-        if not replay:
+        if not serve:
             dvc_repro(bar)
         after = _served(srv.url)
     result["service"] = {"before": before, "after": after, "swapped": before != after}

@@ -136,12 +136,13 @@ class SearchParams:
     explore_rate: float = 0.05
     """share of queries whose last context slot goes to a random candidate below the cut, its propensity logged: what
     lets citations speak for the chunks the order hides (its cost to the context: `pai lab loop report`); 0 = off"""
-    previews: int = 10
+    previews: int = 8
     """after the context, this many of the next candidates are listed as one-line previews (source, heading, first
     words) that the consumer may read whole (`expand`) and cite: labels below the context's cut (docs/service.md,
     "Previews"); 0 = off"""
-    preview_chars: int = 100
-    """a preview's length in characters after its [n] (about a quarter as many tokens)"""
+    preview_chars: int = 50
+    """a preview's length in characters after its [n] (about a quarter as many tokens): the heading and the first words;
+    every preview is paid for in every prompt (their cost: docs/measurements.md, "Previews: labels below the cut")"""
 
     conversation_tokens: int = 830
     """a context that leads with a conversation's chunk is topped up with the next conversation chunks to this many

@@ -79,10 +79,7 @@ def chunk_of(c: dict) -> Chunk:
     )
 
 
-PREVIEWS_HEADER = (
-    "More candidates, not read yet (one line each). If one looks like it answers what the chunks above do not, read it "
-    "whole with `expand` (query_id, n) before you cite it:"
-)
+PREVIEWS_HEADER = "More, not read yet (`expand` query_id and n reads one whole; cite it once read):"
 
 
 @dataclass(frozen=True)

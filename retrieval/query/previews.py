@@ -58,14 +58,15 @@ def listed_propensity(
 
 
 def preview_line(c: Candidate, chars: int) -> str:
-    """One line of at most `chars` characters: the source's last path segment, the heading path, the first words of
-    the text; cut at a word with '…'. No newline, whatever the chunk holds."""
+    """One line of at most `chars` characters: the heading path (else the source's last path segment: the structured
+    `source` beside it says where it is from), then the first words of the text; cut at a word with '…'. No
+    newline, whatever the chunk holds. Every character is paid for in every prompt that lists it."""
     name = c.source.rstrip("/").rsplit("/", 1)[-1] or c.source
     heading = " › ".join(h for h in (c.parent_heading, c.heading) if h)
     body = c.text.lstrip("# ")
     if heading and body.startswith(c.heading or "\0"):  # a markdown chunk repeats its heading as its first line
         body = body[len(c.heading or "") :]
-    line = _SPACE.sub(" ", f"{name} — {heading}: {body}" if heading else f"{name}: {body}").strip()
+    line = _SPACE.sub(" ", f"{heading or name}: {body}").strip()
     if len(line) <= chars:
         return line
     cut = line[: chars - 1]

@@ -96,13 +96,15 @@ def test_every_gated_benchmark_must_pass_and_missing_results_fail():
         "c: no selector result"
     ]
     assert DeployParams(in_domain="", promotion="judged").problems()  # a margin needs an in-domain split
-    assert not DeployParams(in_domain="").problems()  # auto: a trial decides where no judged split exists
+    assert not DeployParams(in_domain="").problems()  # the default: a trial decides
+    assert not DeployParams(in_domain="", promotion="auto").problems()  # auto: a trial where no judged split exists
 
 
 def test_where_no_judged_split_speaks_for_the_store_a_trial_decides_and_the_guards_still_gate():
     """The user's own store: SciFact is not in it, so its in-domain split has no items (no result)."""
-    auto = DeployParams(in_domain="a", in_domain_guard="", out_of_domain="o")
+    auto = DeployParams(in_domain="a", in_domain_guard="", out_of_domain="o", promotion="auto")
     good_ood = result(row(0.80), (-0.01, 0.02))
+    assert not judged({"a": good_ood, "o": good_ood}, replace(auto, promotion="trial"), "selector")  # the default
     assert not judged({"o": good_ood}, auto, "selector")  # no in-domain result: a trial
     assert judged({"a": good_ood, "o": good_ood}, auto, "selector")  # the lab's store: the margin
     assert not judged({"a": good_ood}, replace(auto, promotion="trial"), "selector")

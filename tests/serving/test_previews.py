@@ -61,7 +61,7 @@ def test_previews_follow_the_context_in_the_served_order_then_the_first_stage():
 def test_a_preview_is_one_bounded_line_whatever_the_chunk_holds():
     c = cand(3, "# Hive\n\nBees\x0b keep\n\n honey " + "word " * 400 + "\u202e", heading="Hive", source="/n/bees.md")
     line = preview_line(c, 100)
-    assert line.startswith("bees.md — Hive: Bees keep honey word") and line.endswith("…")
+    assert line.startswith("Hive: Bees keep honey word") and line.endswith("…")
     assert len(line) <= 100 and "\n" not in line
     assert preview_line(cand(1, "short"), 100) == "a.md: short"
 
