@@ -4,16 +4,18 @@ It runs only in a store that holds nothing but SciFact (a fresh home, or one it 
 1. ingest the SciFact corpus (unchanged documents write nothing)
 2. on-policy cycles, with the service a user runs beside them (it follows deployments: a promotion is hot-swapped
    into it, no restart). Each cycle:
-   a. serve the next slice of the SciFact train claims: a consumer asks each one, reads the context and the
-      previews it expands (`replay`), and posts its answer citing [n];
-   b. `dvc repro` (dvc.yaml): pull -> train_ranker -> evaluate -> deploy, the LLM's chain (build -> train ->
+   The train claims are cut into cycles + 1 parts of traffic; day one serves the first with the first stage's
+   order (a consumer asks each claim, reads the context and the previews it expands, `replay`, and posts its
+   answer citing [n]). Then each cycle:
+   a. `dvc repro` (dvc.yaml): pull -> train_ranker -> evaluate -> deploy, the LLM's chain (build -> train ->
       export -> evaluate_llm -> deploy_llm) after the last cycle only. With `deploy.promotion: trial` the
       challenger that passes the checks goes on trial;
-   c. the trial decides: the claims asked so far are asked again (the user's traffic goes on) until the trial's
-      rule promotes or rejects the challenger (`trial`: share, alpha, max_judged cited trial queries);
-   d. one line: the challenger against general on SciFact test with its CI, the trial's decision and cited
+   b. the next part of the traffic, claims the challenger never learned from, is served (the trial's share
+      interleaved), and asked again in fresh passes until the trial's rule promotes or rejects it (`trial`:
+      share, alpha, max_judged cited trial queries);
+   c. one line: the challenger against general on SciFact test with its CI, the trial's decision and cited
       queries, what users got (served Recall beside general alone) and the previews' tokens.
-   So the next slice is served by whatever won.
+   So each part is served by whatever won before it.
 3. first-stage retrieval on SciFact test, vector vs hybrid
 """
 
@@ -113,22 +115,21 @@ def run_cycle(
             conn, [corpus], ip, sp, embedder, lambda d, t: bar.update(task, completed=d, total=t)
         ).as_dict()
     claims = load_queries(benchmark_dir, "scifact", "train")
+    # the train claims in cycles + 1 parts of traffic: the first is day one's, each retrain's trial runs on the next
+    parts = [claims[len(claims) * i // (cycles + 1) : len(claims) * (i + 1) // (cycles + 1)] for i in range(cycles + 1)]
     # the service a user runs, following deployments: a promotion swaps its selector in place
     with BackgroundServer(build_service(params)) as srv:
         before = _served(srv.url)
+        if serve:
+            task = bar.add_task(f"2. day one: serve {len(parts[0])} train claims", total=len(parts[0]))
+            day_one = replay(srv.url, parts[0], functools.partial(bar.advance, task), consumer)
+            result["day_one"] = {"served_by": before, "served": day_one.as_dict()}
+            log(served_line("day one", before, day_one.as_dict()))
         for c in range(1, cycles + 1) if serve else ():
-            part = claims[len(claims) * (c - 1) // cycles : len(claims) * c // cycles]
             served_by = _served(srv.url)
-            task = bar.add_task(f"2. cycle {c}: serve {len(part)} train claims", total=len(part))
-            advance = functools.partial(bar.advance, task)
-            served = replay(srv.url, part, advance, replace(consumer, seed=consumer.seed + c))
             dvc_repro(bar, () if c == cycles else ("deploy",))  # the LLM's chain once, after the last cycle
-            row = {"cycle": c, "served_by": served_by, "served": served.as_dict()}
-            row |= challenger_row(params)
-            if row.get("trial_id"):
-                row["trial"] = decide_trial(
-                    srv.url, row["trial_id"], claims[: len(claims) * c // cycles], consumer, c, bar
-                )
+            row = {"cycle": c, "served_by": served_by, **challenger_row(params)}
+            row["served"], row["trial"] = traffic(srv.url, parts[c], row.get("trial_id"), consumer, c, bar)
             row["champion"] = _served(srv.url)
             result["cycles"].append(row)
             log(cycle_line(row))
@@ -163,30 +164,35 @@ def challenger_row(params: Path) -> dict:
     }
 
 
-def decide_trial(
-    url: str, trial_id: int, seen: list, consumer: ReplayParams, cycle: int, bar, batch: int = 100, cap: int = 10_000
-) -> dict:
-    """The user's traffic goes on until trial `trial_id` decides: the claims asked so far, drawn again at random with
-    fresh consumer draws, through the running service (which interleaves the trial's share of them). Its rule bounds
-    it (`max_judged` cited trial queries); past `cap` queries (a trial that gathers no evidence) the demo stops it.
-    The trial as it closed, with how many queries it took; a promotion is waited for until the service serves it."""
+def traffic(
+    url: str, claims: list, trial_id: int | None, consumer: ReplayParams, cycle: int, bar, cap: int = 10_000
+) -> tuple[dict, dict | None]:
+    """The traffic after a retrain: `claims` the challenger never learned from, asked once (what users got: the
+    champion, with the trial's share interleaved), then again in fresh passes (new consumer draws, another order)
+    until trial `trial_id` decides by its own rule (`max_judged` cited trial queries); past `cap` queries (a trial
+    that gathers no evidence) the demo stops it. (the first pass's summary, the trial as it closed, with the queries
+    it took); a promotion is waited for until the service serves it."""
+    task = bar.add_task(f"2. cycle {cycle}: serve {len(claims)} new train claims", total=len(claims))
+    first = replay(url, claims, functools.partial(bar.advance, task), replace(consumer, seed=consumer.seed + cycle))
+    if trial_id is None:
+        return first.as_dict(), None
     rng = random.Random(f"trial:{consumer.seed}:{cycle}")
-    task = bar.add_task(f"2. cycle {cycle}: trial {trial_id} decides on the user's traffic", total=None)
-    asked, trial = 0, _trial(trial_id)
+    asked, trial = len(claims), _trial(trial_id)
+    task = bar.add_task(f"2. cycle {cycle}: the traffic goes on until trial {trial_id} decides", total=None)
     while trial is not None and trial.status == "running" and asked < cap:
-        draws = [rng.choice(seen) for _ in range(batch)]
-        replay(url, draws, lambda: bar.advance(task), replace(consumer, seed=rng.randrange(2**31)))
-        asked += batch
+        again = rng.sample(claims, len(claims))
+        replay(url, again, functools.partial(bar.advance, task), replace(consumer, seed=rng.randrange(2**31)))
+        asked += len(again)
         trial = _trial(trial_id)
     if trial is not None and trial.status == "running":
         with connect() as conn:
             trial = trials.stop(conn, f"the demo's traffic cap: {asked} queries without a decision")
-    bar.update(task, total=asked, completed=asked)
     if trial is not None and trial.status == "promoted":  # announced: the service swaps it in (load, canary)
         deadline = time.monotonic() + 120
         while _served(url) != trial.challenger and time.monotonic() < deadline:
             time.sleep(0.2)
-    return {**(trial.as_dict() if trial else {"id": trial_id, "status": "gone"}), "queries_asked": asked}
+    closed = trial.as_dict() if trial else {"id": trial_id, "status": "gone"}
+    return first.as_dict(), {**closed, "queries_asked": asked}
 
 
 def _trial(trial_id: int) -> trials.Trial | None:
@@ -194,31 +200,36 @@ def _trial(trial_id: int) -> trials.Trial | None:
         return trials.get(conn, trial_id)
 
 
-def cycle_line(row: dict) -> str:
-    """One cycle, as the demo prints it."""
-    s = row["served"]
-    vs = row["vs_general"].get("scifact-test")
-    head = (
-        f"cycle {row['cycle']}: served {s['queries']} claims by {row['served_by']}: served Recall {s['served_recall']:.3f} "
-        f"(general alone {s['general_recall']:.3f}), previews read whole {s['expanded']} "
-        f"(+{s['preview_token_share']:.1%} tokens); retrained {row['challenger']}"
+def served_line(what: str, served_by: str, s: dict) -> str:
+    return (
+        f"{what}: served {s['queries']} claims by {served_by}: Recall {s['served_recall']:.3f} (general alone "
+        f"{s['general_recall']:.3f}), previews read whole {s['expanded']} ({s['expanded_relevant']} relevant), "
+        f"+{s['preview_token_share']:.1%} tokens"
     )
+
+
+def cycle_line(row: dict) -> str:
+    """One cycle, as the demo prints it: the retrain against general, the traffic that followed, the trial."""
+    vs = row["vs_general"].get("scifact-test")
+    head = f"cycle {row['cycle']}: retrained {row['challenger']}"
     if vs:
         head += (
-            f" vs general on SciFact test {vs['recall@5_diff']:+.3f} [{vs['ci95_low']:+.3f}, {vs['ci95_high']:+.3f}]"
+            f", vs general on SciFact test {vs['recall@5_diff']:+.3f} [{vs['ci95_low']:+.3f}, {vs['ci95_high']:+.3f}]"
         )
     t = row.get("trial")
     if not t:
-        return (
-            head
-            + f"; deploy: {row['deploy']}"
-            + (f" ({'; '.join(row['deploy_reasons'])})" if row["deploy_reasons"] else "")
+        decided = f"deploy: {row['deploy']}" + (
+            f" ({'; '.join(row['deploy_reasons'])})" if row["deploy_reasons"] else ""
         )
-    ev = t.get("evidence") or {}
+    else:
+        ev = t.get("evidence") or {}
+        decided = (
+            f"trial {t.get('id')}: {t['status']} after {ev.get('judged', '?')} cited trial queries "
+            f"({ev.get('wins', '?')} wins, {ev.get('losses', '?')} losses; {t['queries_asked']} queries)"
+        )
     return (
-        head
-        + f"; trial {t.get('id')}: {t['status']} after {ev.get('judged', '?')} cited trial queries "
-        + f"({ev.get('wins', '?')} wins, {ev.get('losses', '?')} losses; {t['queries_asked']} queries asked)"
+        f"{head}; {decided}; "
+        + served_line("then", row["served_by"], row["served"])
         + f"; champion now {row['champion']}"
     )
 
@@ -286,6 +297,8 @@ def print_cycle(result: dict, console) -> None:
         f"1. ingest: {i['documents']:,} documents ({i['documents_new']:,} new, {i['documents_unchanged']:,} unchanged), "
         f"{i['chunks_inserted']:,} chunks written, {i['docs_per_second']} docs/s"
     )
+    if d := result.get("day_one"):
+        console.print(f"2. {served_line('day one', d['served_by'], d['served'])}", soft_wrap=True, highlight=False)
     for row in result["cycles"]:
         console.print(f"2. {cycle_line(row)}", soft_wrap=True, highlight=False)
     if not result["cycles"]:

@@ -75,12 +75,14 @@ def test_pai_cycle_in_a_fresh_clone(db_url, benchmark_dir, tmp_path):
     assert "unpacked 7 judged benchmark files" in run.stderr  # all but the slice's 4
     result = json.loads(run.stdout)
     assert result["ingest"]["documents_new"] >= 150
-    cycles = result["cycles"]
-    assert [c["cycle"] for c in cycles] == [1, 2] and [c["served"]["queries"] for c in cycles] == [15, 15]
-    assert all(c["served"]["errors"] == 0 and c["served"]["previews"] > 0 for c in cycles)
+    cycles, day_one = result["cycles"], result["day_one"]
+    assert day_one["served_by"] == "similarity" and day_one["served"]["queries"] == 10
+    assert [c["cycle"] for c in cycles] == [1, 2] and [c["served"]["queries"] for c in cycles] == [10, 10]
+    assert all(s["errors"] == 0 and s["previews"] > 0 for s in [day_one["served"], *(c["served"] for c in cycles)])
     assert cycles[0]["served_by"] == "similarity" and cycles[1]["served_by"] == cycles[0]["champion"]
     for c in cycles:  # each retrain's challenger against general on SciFact test, then its trial's decision
         assert c["challenger"] and "scifact-test" in c["vs_general"]
+        assert (c["trial"] is not None) == (c["deploy"] == "trial")
         if c["deploy"] == "trial":
             assert c["trial"]["status"] in ("promoted", "rejected", "stopped") and c["trial"]["queries_asked"] > 0
             assert c["trial"]["evidence"]["judged"] <= 15 or c["trial"]["status"] == "promoted"
