@@ -6,6 +6,7 @@ registered where its body is; this group puts them together, in the order the he
   consumers) and what reading the answers would change in one
 - `trial`, `gpu-smoke`: here; the trial's power per domain (eval/bench/trial_power.py) and the train stage's GPU
   path on random weights (training/gpu_smoke.py)
+- `teacher`: cli/teacher.py, how good a teacher of all 20 candidates must be before its labels help
 - `loop report`: here, retrains over slices of the log (cli/loop.py; on-policy: cli/onpolicy.py); `loop trial`:
   cli/loop_trial.py, on-policy cycles per domain in which only the trial by interleaving promotes
 
@@ -33,7 +34,7 @@ from retrieval.embed import get_embedder
 from retrieval.params import ParamsError, load_section
 from training import gpu_smoke
 
-from . import cycle, lab_feedback, loop_trial, onpolicy
+from . import cycle, lab_feedback, loop_trial, onpolicy, teacher
 from .loop import print_loop, run_loop, write_outputs
 from .terminal import (
     LAB_FEEDBACK,
@@ -242,6 +243,7 @@ def loop_report(
 
 app.add_typer(cycle.app)  # no name: a module's commands join this group
 app.add_typer(lab_feedback.app)
+app.add_typer(teacher.app)
 app.add_typer(tools)
 app.add_typer(loop_app, name="loop", rich_help_panel=LAB_FEEDBACK)
 loop_app.add_typer(loop_trial.app)
