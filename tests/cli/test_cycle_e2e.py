@@ -113,7 +113,7 @@ def test_pai_cycle_in_a_fresh_clone(db_url, benchmark_dir, tmp_path):
     assert deploy["passed_gate"] or deploy["reasons"]
     # the service the cycles ran beside: a challenger its trial promoted was hot-swapped into it
     served = result["service"]
-    promoted = [c for c in cycles if c.get("trial", {}).get("status") == "promoted"]
+    promoted = [c for c in cycles if (c["trial"] or {}).get("status") == "promoted"]
     assert served["before"] == "similarity" and served["swapped"] == bool(promoted)
     assert [r["queries"] for r in result["retrieval"]] == [10, 10]
     assert (clone / "dvc.lock").exists() and (clone / "data" / "datasets" / "train.jsonl").exists()
