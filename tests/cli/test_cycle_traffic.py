@@ -4,7 +4,6 @@ challenger that buries every relevant note is rejected, and the champion stays."
 
 from __future__ import annotations
 
-
 from cli.cycle import traffic
 from cli.replay import ReplayParams, ReplayQuery
 from retrieval.contracts.interleaving import TrialParams
