@@ -4,7 +4,9 @@
 # expand a relevant preview with p 0.3, 0.5 and 0.8 (an irrelevant one with 0.05), each over the seeds given.
 # Run in a checkout whose home holds the demo's SciFact store (`pai lab cycle` first; PAI_HOME, else the checkout's
 # .pai). Writes OUT/<config>-s<seed>/.
-# usage: eval/bench/previews_sweep.sh OUT [SEEDS...]   (default seeds: 0 1 2; CYCLES=3)
+# usage: eval/bench/previews_sweep.sh OUT [SEEDS...]   (default seeds: 0 1 2; CYCLES=3; CONFIGS, default
+# "none p0.3 p0.5 p0.8": a config `pX` expands a relevant preview with p X; `pX-noexplore` also turns search.explore_rate
+# off, the context's last slot never explored)
 set -euo pipefail
 out=${1:?usage: previews_sweep.sh OUT [SEEDS...]}
 shift
@@ -12,7 +14,7 @@ seeds=${*:-0 1 2}
 py=${PYTHON:-.venv/bin/python}
 export PAI_HOME=${PAI_HOME:-$PWD/.pai} # the demo's home, where `pai lab cycle` put SciFact
 mkdir -p "$out"
-for config in none p0.3 p0.5 p0.8; do
+for config in ${CONFIGS:-none p0.3 p0.5 p0.8}; do
   for seed in $seeds; do
     dir="$out/$config-s$seed"
     [ -f "$dir/loop_onpolicy_realistic.json" ] && continue # a rerun keeps what finished
@@ -25,8 +27,10 @@ raw["replay"]["seed"] = seed
 if config == "none":
     raw["search"]["previews"] = 0
 else:
-    raw["replay"]["expand_relevant"] = float(config[1:])
+    raw["replay"]["expand_relevant"] = float(config[1:].removesuffix("-noexplore"))
     raw["replay"]["expand_irrelevant"] = 0.05
+if config.endswith("-noexplore"):
+    raw["search"]["explore_rate"] = 0.0
 yaml.safe_dump(raw, open(dest, "w"), sort_keys=False)
 EOF
     echo "== $config seed $seed: $(date -u +%H:%M:%S)"
