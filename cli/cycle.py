@@ -17,6 +17,8 @@ It runs only in a store that holds nothing but SciFact (a fresh home, or one it 
       queries, what users got (served Recall beside general alone) and the previews' tokens.
    So each part is served by whatever won before it.
 3. first-stage retrieval on SciFact test, vector vs hybrid
+
+The cycles' lines are written to `metrics/cycle.json` (evaluate.out) beside the stages' metrics.
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ from eval.systems import chain_file
 from retrieval.corpus.ingest import ingest_paths
 from retrieval.db import DatabaseError, connect, own_database
 from retrieval.embed import get_embedder
+from retrieval.files import write_atomic
 from retrieval.logs import trials
 from retrieval.params import EmbedParams, IngestParams, ParamsError, SearchParams, load_section
 from serving.server import BackgroundServer, build_service
@@ -137,6 +140,9 @@ def run_cycle(
             dvc_repro(bar)
         after = _served(srv.url)
     result["service"] = {"before": before, "after": after, "swapped": before != after}
+    if result["cycles"]:  # the cycles' lines as data, beside the stages' metrics
+        out = Path(load_section(params, "evaluate", EvaluateParams).out) / "cycle.json"
+        write_atomic(out, json.dumps({k: result[k] for k in ("day_one", "cycles")}, indent=2, default=str) + "\n")
     result["pipeline"] = {name: _read_json(path) for name, path in stage_metrics(params).items()}
     with connect() as conn:
         task = bar.add_task(f"3. search {len(queries)} {split} queries x 2 systems", total=2 * len(queries))
@@ -354,7 +360,7 @@ def cycle(
             max=20,
             help="on-policy cycles: each serves a slice of SciFact train, retrains, and the trial decides",
         ),
-    ] = 3,
+    ] = 2,
     replay: Annotated[
         bool,
         typer.Option(

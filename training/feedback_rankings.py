@@ -10,12 +10,14 @@ them, and its fusion weights are fitted on them, where the adapted scores are as
 
 from __future__ import annotations
 
+from collections import Counter
+
 import numpy as np
 
 from retrieval.contracts.metrics import recall_at_k
 from retrieval.contracts.passage import passage_text
 from retrieval.embed import get_embedder
-from retrieval.logs.feedback_records import above_threshold, ipw, query_position, split_of
+from retrieval.logs.feedback_records import above_threshold, ipw, normalize_query, query_position, split_of
 from retrieval.logs.used import label_changes, used_labels
 from retrieval.params import UsedParams
 
@@ -44,7 +46,11 @@ def rankings(
     listwise softmax runs over all of a query's candidates, the unlabelled at target 0 (with the weights an
     unbiased estimate of the loss a judge of all 20 would give, Ai et al. 2018), and a held-out estimate must
     rank all of them. On labelled candidates alone every order of the ~5 that were shown puts all of them in the
-    top 5, and the estimate says 1.000 for any ranker; among all 20 an order that hides a cited chunk loses it."""
+    top 5, and the estimate says 1.000 for any ranker; among all 20 an order that hides a cited chunk loses it.
+
+    `votes`: 1 / how many of the split's queries ask the same question (`normalize_query`): one question, one vote,
+    so a question the user (or a trial's traffic) asks twenty times teaches its labels, not twenty times their
+    weight."""
     out = []
     for rec in records:
         if split_of3(rec["query"], val_fraction, calibration_fraction) != split:
@@ -60,6 +66,9 @@ def rankings(
                     "weights": [ipw(c, ipw_clip) if c["used"] is not None else 0.0 for c in cands],
                 }
             )
+    asked = Counter(normalize_query(g["query"]) for g in out)
+    for g in out:
+        g["votes"] = 1.0 / asked[normalize_query(g["query"])]
     return out
 
 

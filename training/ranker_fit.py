@@ -11,15 +11,20 @@ from retrieval.logs.feedback_records import query_position
 
 
 def _padded(groups: list[dict]):
+    """(candidates per query, mask, target): each query's used candidates share its unit of target mass, weighed by
+    their inverse propensities, and each query by its `votes` (one question, one vote: a question asked k times
+    weighs 1/k each time), scaled so the votes average 1 over the batch."""
     import torch
 
     n = max(len(g["texts"]) for g in groups)
     mask = torch.zeros(len(groups), n, dtype=torch.bool)
     target = torch.zeros(len(groups), n)
+    votes = [g.get("votes", 1.0) for g in groups]
+    scale = len(groups) / sum(votes)
     for i, g in enumerate(groups):
         mask[i, : len(g["texts"])] = True
         w = g.get("weights") or [1.0] * len(g["texts"])  # inverse propensities: 1 for a judge's labels
-        target[i, g["used"]] = torch.tensor([w[j] for j in g["used"]]) / len(g["used"])
+        target[i, g["used"]] = torch.tensor([w[j] for j in g["used"]]) / len(g["used"]) * votes[i] * scale
     return n, mask, target
 
 
