@@ -58,7 +58,7 @@ def mcp_command(
         ),
     ] = None,
 ) -> None:
-    """Serve the memory to an assistant as MCP tools: context, feedback, capture, capture_result, remember,
+    """Serve the memory to an assistant as MCP tools: context, expand, feedback, capture, capture_result, remember,
     staging_file. Stops cleanly when stdin closes, on SIGTERM and on Ctrl-C, the in-process service and its
     embedded Postgres with it."""
     if print_config is not None:
