@@ -15,7 +15,7 @@ import json
 import random
 import tempfile
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Optional
 
 import typer
 from rich.table import Table
@@ -33,6 +33,7 @@ from training import train_ranker
 from training.build import BuildParams
 from training.train_ranker import RankerParams
 
+from .replay import ReplayParams
 from .terminal import LAB_FEEDBACK, BenchDirOpt, JsonOpt, ParamsOpt, _fail, console, emit, judged_dir
 
 app = typer.Typer()
@@ -111,7 +112,7 @@ def teacher(
     grid: Annotated[
         str, typer.Option(help="precision:recall pairs, comma-separated")
     ] = "0.9:0.9,0.7:0.7,0.5:0.8,0.9:0.3",
-    seed: Annotated[int, typer.Option(help="the teacher's draws")] = 0,
+    seed: Annotated[Optional[int], typer.Option(help="the teacher's draws (default: replay.seed)")] = None,
     benchmark_dir: BenchDirOpt = None,
     params: ParamsOpt = Path("params.yaml"),
     as_json: JsonOpt = False,
@@ -128,6 +129,7 @@ def teacher(
     if not log.exists():
         _fail(f"{log}: no pulled log (run `pai lab cycle` first)")
     try:
+        seed = load_section(params, "replay", ReplayParams).seed if seed is None else seed
         result = run_teacher(params, benchmark_dir, log, pairs, seed)
     except (ParamsError, FileNotFoundError, ValueError) as e:
         _fail(str(e))

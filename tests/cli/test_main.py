@@ -94,7 +94,7 @@ def test_help_is_a_map_daily_commands_on_top_the_lab_tools_under_lab():
     }
     groups = {name: top.get_command(ctx, name) for name in ("bench", "lab")}
     assert panels(groups["lab"]) == {
-        "The feedback loop": ["cycle", "simulate", "grounding", "notes", "trial", "loop"],
+        "The feedback loop": ["cycle", "simulate", "grounding", "notes", "teacher", "trial", "loop"],
         "The GPU path": ["gpu-smoke"],
     }
     assert len(groups["bench"].list_commands(ctx)) == 17
