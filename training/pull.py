@@ -160,12 +160,18 @@ def summarize(records: dict[int, dict], pulled: int, skipped: Counter, redaction
     }
 
 
-def read_state(out: Path, scope: str | None = None) -> tuple[dict[int, dict], tuple[str, int]]:
-    """The records and watermark pulled so far for `scope`; none when they were pulled for another scope."""
+def read_state(
+    out: Path, scope: str | None = None, store: str | None = None
+) -> tuple[dict[int, dict], tuple[str, int]]:
+    """The records and watermark pulled so far for `scope` from `store` (the database's identity); none when they
+    were pulled for another scope, or from another store (query ids start at 1 in every database: merged by id, one
+    store's rows would overwrite another's and the rest stay), or when the watermark does not say which."""
     records: dict[int, dict] = {}
     w = json.loads((out / WATERMARK_FILE).read_text()) if (out / WATERMARK_FILE).exists() else None
     if w is not None and w.get("scope") != scope:  # pulled for another scope: none of it is this one's
         return records, ("-infinity", 0)
+    if (w is None and (out / FEEDBACK_FILE).exists()) or (w is not None and w.get("store") != store):
+        return records, ("-infinity", 0)  # another store's export (or one that does not say): start over
     if (out / FEEDBACK_FILE).exists():
         for line in open(out / FEEDBACK_FILE, encoding="utf-8"):
             r = json.loads(line)
@@ -178,9 +184,10 @@ def pull(params: PullParams, progress=None, url: str | None = None) -> dict:
     log) merged into `params.out`'s feedback file, then the watermark moved; returns the metrics."""
     out = Path(params.out)
     out.mkdir(parents=True, exist_ok=True)
-    records, mark = read_state(out, params.scope)
     skipped, redactions, pulled = Counter(), Counter(), 0
     with connect(url) as conn:
+        (store,) = conn.execute("SELECT id::text FROM store_identity ORDER BY created_at LIMIT 1").fetchone()
+        records, mark = read_state(out, params.scope, store)
         while True:
             args = (mark[0], mark[1], params.lag_seconds, params.scope, params.scope, params.batch)
             rows = conn.execute(_SQL, args).fetchall()
@@ -204,9 +211,12 @@ def pull(params: PullParams, progress=None, url: str | None = None) -> dict:
     write_atomic(
         out / FEEDBACK_FILE, "".join(json.dumps(records[k], ensure_ascii=False) + "\n" for k in sorted(records))
     )
-    watermark = {"updated_at": mark[0], "query_id": mark[1], "scope": params.scope}
+    watermark = {"updated_at": mark[0], "query_id": mark[1], "scope": params.scope, "store": store}
     write_atomic(out / WATERMARK_FILE, json.dumps(watermark) + "\n")
-    metrics = summarize(records, pulled, skipped, redactions) | {"scope": params.scope}  # None: every scope
+    metrics = summarize(records, pulled, skipped, redactions) | {
+        "scope": params.scope,
+        "store": store,
+    }  # None: every scope
     write_atomic(out / METRICS_FILE, json.dumps(metrics, indent=2) + "\n")
     return metrics
 

@@ -12,7 +12,9 @@ from pathlib import Path
 from typing import TypedDict
 
 FEEDBACK_FILE = "feedback.jsonl"  # the pull stage's export: the latest state of every query, one record a line
-WATERMARK_FILE = "watermark.json"  # beside it: (updated_at, query_id) of the last row pulled
+WATERMARK_FILE = (
+    "watermark.json"  # beside it: (updated_at, query_id) of the last row pulled, and the store it came from
+)
 
 
 class FeedbackCandidate(TypedDict):
@@ -79,14 +81,16 @@ def above_threshold(rec: FeedbackRecord) -> list[FeedbackCandidate]:
     return [c for c in rec["candidates"] if threshold is None or c["score"] >= threshold]
 
 
-def pulled_through(folder: Path) -> tuple[datetime, int, str | None] | None:
+def pulled_through(folder: Path, store: str | None = None) -> tuple[datetime, int, str | None] | None:
     """The pull stage's watermark in `folder`: every query at or below (updated_at, id) of its scope (None: of
-    every scope) is exported. None when nothing was pulled, or the file cannot be read (then nothing counts as
-    pulled)."""
+    every scope) is exported. None when nothing was pulled, the file cannot be read, or it was pulled from another
+    store than `store` (the database's `store_identity`; then nothing of this one counts as pulled)."""
     try:
         w = json.loads((folder / WATERMARK_FILE).read_text(encoding="utf-8"))
+        if w.get("store") != store:
+            return None
         return datetime.fromisoformat(w["updated_at"]), int(w["query_id"]), w.get("scope")
-    except (OSError, ValueError, KeyError, TypeError):  # missing, "-infinity", malformed: not pulled
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):  # missing, "-infinity", malformed: not pulled
         return None
 
 

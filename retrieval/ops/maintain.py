@@ -197,7 +197,8 @@ def _feedback(conn, mp: MaintainParams, report: MaintainReport, dry_run: bool) -
     exported; the rest stays. Returns (queries, candidates) deleted."""
     if mp.feedback_retention_days == 0:
         return 0, 0
-    mark = pulled_through(Path(mp.feedback))
+    (store,) = conn.execute("SELECT id::text FROM store_identity ORDER BY created_at LIMIT 1").fetchone()
+    mark = pulled_through(Path(mp.feedback), store)  # another store's export says nothing of this one's queries
     old = "q.updated_at < now() - make_interval(days => %(days)s)"
     # a pull of one scope (pull.scope) exported that scope's queries only
     pulled = "(q.updated_at, q.id) <= (%(at)s::timestamptz, %(id)s::bigint) AND (%(scope)s::text IS NULL OR q.scope = %(scope)s)"

@@ -83,6 +83,29 @@ def test_pull_is_incremental_and_idempotent(conn, db_url, monkeypatch, tmp_path)
     assert len(read(tmp_path / "fb")) == 3
 
 
+def test_another_stores_export_is_never_merged(conn, db_url, monkeypatch, tmp_path):
+    """Issue 57: query ids start at 1 in every database, so a folder holding another store's export (the demo's, then
+    the user's; two homes from one checkout) would be merged by id: the new rows overwriting the old, the rest of
+    the old staying. The watermark names the store; a pull from another one starts over."""
+    monkeypatch.setenv("DATABASE_URL", db_url)
+    p = PullParams(out=str(tmp_path / "fb"), lag_seconds=0)
+    for text in ("first", "second", "third"):
+        log_query(conn, text, cands(), "similarity")
+    first = pull(p)
+    assert first["queries"] == 3 and first["store"]
+    # another store: its own identity, its query ids from 1 again
+    conn.execute("UPDATE store_identity SET id = gen_random_uuid()")
+    conn.execute("TRUNCATE queries RESTART IDENTITY CASCADE")
+    log_query(conn, "the other store's only query", cands(), "similarity")
+    m = pull(p)
+    assert m["queries"] == 1 and m["store"] != first["store"]
+    assert [r["query"] for r in read(tmp_path / "fb")] == ["the other store's only query"]
+    # an export from before stores were named (no store in its watermark) is not trusted either
+    w = json.loads((tmp_path / "fb" / "watermark.json").read_text())
+    (tmp_path / "fb" / "watermark.json").write_text(json.dumps({k: v for k, v in w.items() if k != "store"}))
+    assert pull(p)["pulled_now"] == 1
+
+
 def test_lag_holds_back_fresh_rows(conn, db_url, monkeypatch, tmp_path):
     monkeypatch.setenv("DATABASE_URL", db_url)
     log_query(conn, "fresh", cands(), "similarity")

@@ -71,8 +71,9 @@ def seed(conn, embedder, tmp_path) -> dict:
     conn.execute("UPDATE queries SET updated_at = %s WHERE id = %s", (now - timedelta(days=400), ids[0]))
     conn.execute("UPDATE queries SET updated_at = %s WHERE id = %s", (now - timedelta(days=399), ids[1]))
     (tmp_path / "feedback").mkdir()
+    (store,) = conn.execute("SELECT id::text FROM store_identity").fetchone()
     (tmp_path / "feedback" / "watermark.json").write_text(
-        json.dumps({"updated_at": (now - timedelta(days=400)).isoformat(), "query_id": ids[0]})
+        json.dumps({"updated_at": (now - timedelta(days=400)).isoformat(), "query_id": ids[0], "store": store})
     )
     # 5. staging files: an old day's (goes), today's and a stranger's file (stay)
     st = tmp_path / "staging"
@@ -139,6 +140,15 @@ def test_unpulled_feedback_survives_without_a_watermark(conn, embedder, tmp_path
     s = seed(conn, embedder, tmp_path)
     (tmp_path / "feedback" / "watermark.json").unlink()
     r = maintain.run(conn, params(tmp_path), SP, s["staging"])
+    assert (r.feedback_deleted, r.feedback_kept_unpulled) == (0, 2)
+    assert conn.execute("SELECT count(*) FROM queries").fetchone() == (3,)
+
+
+def test_another_stores_watermark_deletes_nothing_here(conn, embedder, tmp_path):
+    """A watermark pulled from another database (query ids start at 1 in each) says nothing of this one's queries."""
+    seed(conn, embedder, tmp_path)
+    conn.execute("UPDATE store_identity SET id = gen_random_uuid()")  # the folder's export is now another store's
+    r = maintain.run(conn, params(tmp_path), SP, tmp_path / "staging")
     assert (r.feedback_deleted, r.feedback_kept_unpulled) == (0, 2)
     assert conn.execute("SELECT count(*) FROM queries").fetchone() == (3,)
 
