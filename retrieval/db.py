@@ -139,6 +139,13 @@ def schema_problem(e: Exception, current: int | None, latest: int) -> str:
     return f"the schema is {at}, this pai-brain needs version {latest}, and this role may not migrate it ({first}): run `pai migrate` as the database owner"
 
 
+def store_id(conn: psycopg.Connection) -> str:
+    """This database's identity (migration 017): what an export from it carries, so that no export merges another
+    store's rows."""
+    (sid,) = conn.execute("SELECT id::text FROM store_identity ORDER BY created_at LIMIT 1").fetchone()
+    return sid
+
+
 def grant_runtime(conn: psycopg.Connection, role: str) -> None:
     """What a least-privilege runtime role needs: DML on every table, the sequences, and the same on tables the
     owner creates later. Run by the owner."""

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from retrieval.db import connect
+from retrieval.db import connect, store_id
 from retrieval.files import write_atomic
 from retrieval.logs.feedback_records import CANDIDATE_KEYS, FEEDBACK_FILE, WATERMARK_FILE, FeedbackRecord
 from retrieval.params import load_section
@@ -168,15 +168,13 @@ def read_state(
     store's rows would overwrite another's and the rest stay), or when the watermark does not say which."""
     records: dict[int, dict] = {}
     w = json.loads((out / WATERMARK_FILE).read_text()) if (out / WATERMARK_FILE).exists() else None
-    if w is not None and w.get("scope") != scope:  # pulled for another scope: none of it is this one's
+    if w is None or w.get("scope") != scope or w.get("store") != store:  # none of it is this scope's, this store's
         return records, ("-infinity", 0)
-    if (w is None and (out / FEEDBACK_FILE).exists()) or (w is not None and w.get("store") != store):
-        return records, ("-infinity", 0)  # another store's export (or one that does not say): start over
     if (out / FEEDBACK_FILE).exists():
         for line in open(out / FEEDBACK_FILE, encoding="utf-8"):
             r = json.loads(line)
             records[r["query_id"]] = r
-    return records, (w["updated_at"], w["query_id"]) if w else ("-infinity", 0)
+    return records, (w["updated_at"], w["query_id"])
 
 
 def pull(params: PullParams, progress=None, url: str | None = None) -> dict:
@@ -186,7 +184,7 @@ def pull(params: PullParams, progress=None, url: str | None = None) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     skipped, redactions, pulled = Counter(), Counter(), 0
     with connect(url) as conn:
-        (store,) = conn.execute("SELECT id::text FROM store_identity ORDER BY created_at LIMIT 1").fetchone()
+        store = store_id(conn)
         records, mark = read_state(out, params.scope, store)
         while True:
             args = (mark[0], mark[1], params.lag_seconds, params.scope, params.scope, params.batch)

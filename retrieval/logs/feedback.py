@@ -243,11 +243,13 @@ def expand(conn: psycopg.Connection, query_id: int, rank: int, scopes: list[str]
             " WHERE c.query_id = %s AND c.rank = %s",
             (query_id, rank),
         ).fetchone()
-        if found is None or not (found[11] or found[12]):
+        chunk_id, score, source, heading, parent, text, start, end, digest, tokens, written, shown, previewed = (
+            found or (None,) * 13
+        )
+        if not (shown or previewed):
             raise FeedbackError(
                 f"query {query_id}: [{rank}] is not one of its previews (expand only the [n] it listed)"
             )
-        chunk_id, score, source, heading, parent, text, start, end, digest, tokens, written, shown, _ = found
         if text is None:
             raise FeedbackError(f"query {query_id}: [{rank}] has changed or been forgotten since it was listed")
         if not shown:

@@ -12,9 +12,7 @@ from pathlib import Path
 from typing import TypedDict
 
 FEEDBACK_FILE = "feedback.jsonl"  # the pull stage's export: the latest state of every query, one record a line
-WATERMARK_FILE = (
-    "watermark.json"  # beside it: (updated_at, query_id) of the last row pulled, and the store it came from
-)
+WATERMARK_FILE = "watermark.json"  # beside it: (updated_at, query_id) of the last row pulled, and its store
 
 
 class FeedbackCandidate(TypedDict):

@@ -29,7 +29,7 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from ..corpus import store
-from ..db import first_line
+from ..db import first_line, store_id
 from ..logs.feedback_records import pulled_through
 from ..params import MaintainParams, SearchParams
 from ..query import staging
@@ -197,8 +197,7 @@ def _feedback(conn, mp: MaintainParams, report: MaintainReport, dry_run: bool) -
     exported; the rest stays. Returns (queries, candidates) deleted."""
     if mp.feedback_retention_days == 0:
         return 0, 0
-    (store,) = conn.execute("SELECT id::text FROM store_identity ORDER BY created_at LIMIT 1").fetchone()
-    mark = pulled_through(Path(mp.feedback), store)  # another store's export says nothing of this one's queries
+    mark = pulled_through(Path(mp.feedback), store_id(conn))  # another store's export says nothing of this one's
     old = "q.updated_at < now() - make_interval(days => %(days)s)"
     # a pull of one scope (pull.scope) exported that scope's queries only
     pulled = "(q.updated_at, q.id) <= (%(at)s::timestamptz, %(id)s::bigint) AND (%(scope)s::text IS NULL OR q.scope = %(scope)s)"
