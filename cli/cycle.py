@@ -26,17 +26,13 @@ from __future__ import annotations
 import functools
 import json
 import os
-import random
 import re
 import subprocess
 import sys
-import time
 from collections import deque
-from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Optional
 
-import httpx
 import typer
 import yaml
 from psycopg.conninfo import conninfo_to_dict
@@ -51,7 +47,6 @@ from retrieval.corpus.ingest import ingest_paths
 from retrieval.db import DatabaseError, connect, own_database
 from retrieval.embed import get_embedder
 from retrieval.files import write_atomic
-from retrieval.logs import trials
 from retrieval.params import EmbedParams, IngestParams, ParamsError, SearchParams, load_section
 from serving.server import BackgroundServer, build_service
 from training.build import BuildParams
@@ -59,6 +54,7 @@ from training.export import ExportParams
 from training.pull import PullParams
 from training.train import TrainParams
 
+from .cycle_steps import challenger_row, cycle_line, read_json, served_line, served_version, traffic
 from .replay import ReplayParams, load_queries, replay
 from .terminal import LAB_FEEDBACK, LOG_WIDTH, BenchDirOpt, ParamsOpt, _fail, console, emit, judged_dir, progress_bar
 
@@ -122,122 +118,32 @@ def run_cycle(
     parts = [claims[len(claims) * i // (cycles + 1) : len(claims) * (i + 1) // (cycles + 1)] for i in range(cycles + 1)]
     # the service a user runs, following deployments: a promotion swaps its selector in place
     with BackgroundServer(build_service(params)) as srv:
-        before = _served(srv.url)
+        before = served_version(srv.url)
         if serve:
             task = bar.add_task(f"2. day one: serve {len(parts[0])} train claims", total=len(parts[0]))
             day_one = replay(srv.url, parts[0], functools.partial(bar.advance, task), consumer)
             result["day_one"] = {"served_by": before, "served": day_one.as_dict()}
             log(served_line("day one", before, day_one.as_dict()))
         for c in range(1, cycles + 1) if serve else ():
-            served_by = _served(srv.url)
+            served_by = served_version(srv.url)
             dvc_repro(bar, () if c == cycles else ("deploy",))  # the LLM's chain once, after the last cycle
             row = {"cycle": c, "served_by": served_by, **challenger_row(params)}
             row["served"], row["trial"] = traffic(srv.url, parts[c], row.get("trial_id"), consumer, c, bar)
-            row["champion"] = _served(srv.url)
+            row["champion"] = served_version(srv.url)
             result["cycles"].append(row)
             log(cycle_line(row))
         if not serve:
             dvc_repro(bar)
-        after = _served(srv.url)
+        after = served_version(srv.url)
     result["service"] = {"before": before, "after": after, "swapped": before != after}
     if result["cycles"]:  # the cycles' lines as data, beside the stages' metrics
         out = Path(load_section(params, "evaluate", EvaluateParams).out) / "cycle.json"
         write_atomic(out, json.dumps({k: result[k] for k in ("day_one", "cycles")}, indent=2, default=str) + "\n")
-    result["pipeline"] = {name: _read_json(path) for name, path in stage_metrics(params).items()}
+    result["pipeline"] = {name: read_json(path) for name, path in stage_metrics(params).items()}
     with connect() as conn:
         task = bar.add_task(f"3. search {len(queries)} {split} queries x 2 systems", total=2 * len(queries))
         result["retrieval"] = evaluate(conn, embedder, queries, sp, lambda: bar.advance(task))
     return result
-
-
-def challenger_row(params: Path) -> dict:
-    """What this cycle's retrain made: the challenger against general on the in-domain judged split (SciFact test)
-    and the other judged sets, and what deploy did with it (a trial started, or why not)."""
-    evaluated = _read_json(Path(load_section(params, "evaluate", EvaluateParams).out) / "eval.json") or {}
-    deployed = _read_json(Path(load_section(params, "deploy", DeployParams).metrics) / "deploy.json") or {}
-    vs = {
-        bench: r["paired_bootstrap"].get("ranker_vs_general")
-        for bench, r in evaluated.items()
-        if not bench.startswith("feedback") and "ranker_vs_general" in r.get("paired_bootstrap", {})
-    }
-    trial = deployed.get("trial") or {}
-    return {
-        "challenger": deployed.get("version"),
-        "vs_general": vs,
-        "deploy": "trial" if trial else deployed.get("alias") or "nothing registered",
-        "deploy_reasons": deployed.get("reasons") or [],
-        "trial_id": trial.get("id"),
-    }
-
-
-def traffic(
-    url: str, claims: list, trial_id: int | None, consumer: ReplayParams, cycle: int, bar, cap: int = 10_000
-) -> tuple[dict, dict | None]:
-    """The traffic after a retrain: `claims` the challenger never learned from, asked once (what users got: the
-    champion, with the trial's share interleaved), then again in fresh passes (new consumer draws, another order)
-    until trial `trial_id` decides by its own rule (`max_judged` cited trial queries); past `cap` queries (a trial
-    that gathers no evidence) the demo stops it. (the first pass's summary, the trial as it closed, with the queries
-    it took); a promotion is waited for until the service serves it."""
-    task = bar.add_task(f"2. cycle {cycle}: serve {len(claims)} new train claims", total=len(claims))
-    first = replay(url, claims, functools.partial(bar.advance, task), replace(consumer, seed=consumer.seed + cycle))
-    if trial_id is None:
-        return first.as_dict(), None
-    rng = random.Random(f"trial:{consumer.seed}:{cycle}")
-    asked, trial = len(claims), _trial(trial_id)
-    task = bar.add_task(f"2. cycle {cycle}: the traffic goes on until trial {trial_id} decides", total=None)
-    while trial is not None and trial.status == "running" and asked < cap:
-        again = rng.sample(claims, len(claims))
-        replay(url, again, functools.partial(bar.advance, task), replace(consumer, seed=rng.randrange(2**31)))
-        asked += len(again)
-        trial = _trial(trial_id)
-    if trial is not None and trial.status == "running":
-        with connect() as conn:
-            trial = trials.stop(conn, f"the demo's traffic cap: {asked} queries without a decision")
-    if trial is not None and trial.status == "promoted":  # announced: the service swaps it in (load, canary)
-        deadline = time.monotonic() + 120
-        while _served(url) != trial.challenger and time.monotonic() < deadline:
-            time.sleep(0.2)
-    closed = trial.as_dict() if trial else {"id": trial_id, "status": "gone"}
-    return first.as_dict(), {**closed, "queries_asked": asked}
-
-
-def _trial(trial_id: int) -> trials.Trial | None:
-    with connect() as conn:
-        return trials.get(conn, trial_id)
-
-
-def served_line(what: str, served_by: str, s: dict) -> str:
-    return (
-        f"{what}: served {s['queries']} claims by {served_by}: Recall {s['served_recall']:.3f} (general alone "
-        f"{s['general_recall']:.3f}), previews read whole {s['expanded']} ({s['expanded_relevant']} relevant), "
-        f"+{s['preview_token_share']:.1%} tokens"
-    )
-
-
-def cycle_line(row: dict) -> str:
-    """One cycle, as the demo prints it: the retrain against general, the traffic that followed, the trial."""
-    vs = row["vs_general"].get("scifact-test")
-    head = f"cycle {row['cycle']}: retrained {row['challenger']}"
-    if vs:
-        head += (
-            f", vs general on SciFact test {vs['recall@5_diff']:+.3f} [{vs['ci95_low']:+.3f}, {vs['ci95_high']:+.3f}]"
-        )
-    t = row.get("trial")
-    if not t:
-        decided = f"deploy: {row['deploy']}" + (
-            f" ({'; '.join(row['deploy_reasons'])})" if row["deploy_reasons"] else ""
-        )
-    else:
-        ev = t.get("evidence") or {}
-        decided = (
-            f"trial {t.get('id')}: {t['status']} after {ev.get('judged', '?')} cited trial queries "
-            f"({ev.get('wins', '?')} wins, {ev.get('losses', '?')} losses; {t['queries_asked']} queries)"
-        )
-    return (
-        f"{head}; {decided}; "
-        + served_line("then", row["served_by"], row["served"])
-        + f"; champion now {row['champion']}"
-    )
 
 
 def stage_metrics(params: Path) -> dict[str, Path]:
@@ -285,16 +191,6 @@ def dvc_repro(bar, targets: tuple[str, ...] = ()) -> None:
     if proc.returncode != 0:
         raise RuntimeError("dvc repro failed:\n" + "".join(tail)[-3000:])
     bar.update(task, total=1, completed=1, description="3. dvc repro")
-
-
-def _served(url: str) -> str:
-    """The selector version a running service answers with now."""
-    return httpx.get(f"{url}/selector", timeout=30).json()["version"]
-
-
-def _read_json(path: str) -> dict | None:
-    p = Path(path)
-    return json.loads(p.read_text()) if p.exists() else None
 
 
 def print_cycle(result: dict, console) -> None:

@@ -4,7 +4,7 @@ challenger that buries every relevant note is rejected, and the champion stays."
 
 from __future__ import annotations
 
-from cli.cycle import traffic
+from cli.cycle_steps import traffic
 from cli.replay import ReplayParams, ReplayQuery
 from retrieval.contracts.interleaving import TrialParams
 from retrieval.db import connect
