@@ -268,7 +268,7 @@ def cycle(
     as_json: Annotated[bool, typer.Option("--json", help="print results as JSON")] = False,
 ) -> None:
     """The loop as a user lives it, on embedded defaults: ingest the SciFact corpus, then cycles that serve a slice of
-    its train claims (a consumer citing [n] and reading previews), retrain (`dvc repro`), and let the trial on the
+    its train claims (a consumer citing chunks and reading previews), retrain (`dvc repro`), and let the trial on the
     next traffic promote or reject the challenger; then measure retrieval on the test queries (vector vs hybrid)."""
     benchmark_dir = judged_dir(params, benchmark_dir)
     if home := demo_home():
