@@ -145,6 +145,30 @@ def embedder():
     return get_embedder()
 
 
+@pytest.fixture
+def similarity_service(db_url, embedder, tmp_path):
+    """The one way a test builds a Service: f(**kw) -> a Service on the test database (or `url=`, a runtime role's)
+    with the similarity selector (or `picker=`), threshold 0 (or `search=`), default ingest (or `ingest=`), staging
+    under tmp_path (or `staging=`); other keyword arguments go to Service (inline=, host=, swapper=, capture=...)."""
+    from retrieval.params import IngestParams, SearchParams, StagingParams
+    from serving.picker import Picker
+    from serving.selectors import SimilaritySelector
+    from serving.service import Service
+
+    def make(picker=None, staging=None, url=None, search=None, ingest=None, **kw):
+        return Service(
+            url or db_url,
+            embedder,
+            picker or Picker(SimilaritySelector(), timeout_s=5),
+            search or SearchParams(threshold=0.0),
+            ingest or IngestParams(),
+            StagingParams(dir=str(staging or tmp_path / "staging")),
+            **kw,
+        )
+
+    return make
+
+
 def _chunk_invariant_breaks(conn) -> list[tuple]:
     """(source, n_chunks, chunk rows, full-text rows) of every document where the three differ."""
     rows = conn.execute(

@@ -16,9 +16,24 @@ import pytest
 from typer.testing import CliRunner
 
 from cli.main import app
+from tests.waiting import wait_for
 
 runner = CliRunner()
 REPO = Path(__file__).resolve().parents[2]
+
+
+def start_mcp(tmp_path: Path) -> subprocess.Popen:
+    """`pai mcp` as an assistant starts it: from a folder of its own, no DATABASE_URL, a home of its own."""
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "PAI_URL")}
+    env |= {"PAI_HOME": str(tmp_path / "home"), "PYTHONPATH": str(REPO)}
+    return subprocess.Popen(
+        [sys.executable, "-m", "cli.main", "mcp", "--params", str(REPO / "params.yaml")],
+        cwd=tmp_path,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
 
 
 def test_mcp_refuses_an_unknown_transport_in_one_line():
@@ -49,16 +64,7 @@ def test_in_process_mcp_stops_with_its_postgres_within_2_s(tmp_path, stop):
     """`pai mcp` with the service in-process: stdin closed (an assistant's client going away), SIGTERM, Ctrl-C, or
     stdin closed and SIGTERM soon after (the TypeScript SDK's sequence, were it impatient): out in under 2 s (the
     SDK's grace), the embedded Postgres stopped and this process gone from its handle list."""
-    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "PAI_URL")}
-    env |= {"PAI_HOME": str(tmp_path / "home"), "PYTHONPATH": str(REPO)}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "cli.main", "mcp", "--params", str(REPO / "params.yaml")],
-        cwd=tmp_path,
-        env=env,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
+    proc = start_mcp(tmp_path)
     pgdata = tmp_path / "home" / "pg"
     try:
         proc.stdin.write((json.dumps(INIT) + "\n").encode())
@@ -94,25 +100,20 @@ def test_in_process_mcp_stopped_while_starting_leaves_within_2_s_with_its_postgr
     """The TypeScript SDK gives up on a server that has not answered `initialize` in 60 s (a first start on a busy
     machine: the models still loading): stdin closed, 2 s, SIGTERM, 2 s, SIGKILL. A SIGTERM while the in-process
     service starts must stop it and its Postgres before the SIGKILL, else Postgres runs on, a dead pid in its list."""
-    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "PAI_URL")}
-    env |= {"PAI_HOME": str(tmp_path / "home"), "PYTHONPATH": str(REPO)}
     pgdata = tmp_path / "home" / "pg"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "cli.main", "mcp", "--params", str(REPO / "params.yaml")],
-        cwd=tmp_path,
-        env=env,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
+    proc = start_mcp(tmp_path)
     try:
-        deadline = time.monotonic() + 180
         handles = pgdata / ".handle_pids.json"
-        while not (handles.exists() and proc.pid in json.loads(handles.read_text() or "[]")):
-            # until Postgres is up and counts us: then the service is still starting (the models loading)
-            assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read().decode()
-            time.sleep(0.05)
-        time.sleep(2)  # the models loading: an interpreter's own teardown would now take 2-3 s
+
+        def counted() -> bool:  # Postgres is up and counts us: then the service is still starting (the models loading)
+            assert proc.poll() is None, proc.stderr.read().decode()
+            return handles.exists() and proc.pid in json.loads(handles.read_text() or "[]")
+
+        def loading_models() -> bool:  # torch's library mapped: the models are loading, a teardown now takes 2-3 s
+            return counted() and "libtorch" in Path(f"/proc/{proc.pid}/maps").read_text()
+
+        wait_for(counted, 180)
+        wait_for(loading_models, 180, why=lambda: "torch never loaded while starting")
         t0 = time.monotonic()
         proc.send_signal(signal.SIGTERM)
         rc = proc.wait(timeout=30)

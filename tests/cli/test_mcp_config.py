@@ -25,6 +25,7 @@ from typer.testing import CliRunner
 
 from cli.main import app
 from cli.mcp_config import CLIENTS, ConfigError, pai_executable, snippet
+from tests.waiting import wait_for
 
 runner = CliRunner()
 REPO = Path(__file__).resolve().parents[2]
@@ -154,15 +155,13 @@ def test_pai_mcp_as_the_snippet_says_from_another_folder_answers_from_the_memory
         stderr=subprocess.PIPE,
     )
     try:
-        deadline, r = time.monotonic() + 240, None
-        while time.monotonic() < deadline and serve.poll() is None:
-            try:
-                r = httpx.post(f"http://127.0.0.1:{port}/query", json={"query": "how do bees make honey?"}, timeout=60)
-                break
-            except httpx.TransportError:
-                time.sleep(0.5)
-        assert serve.poll() is None, serve.stderr.read().decode()
-        assert r is not None and r.status_code == 200 and "wax combs" in r.text and "bees.md" in r.text, r.text
+
+        def answered() -> httpx.Response:
+            assert serve.poll() is None, serve.stderr.read().decode()
+            return httpx.post(f"http://127.0.0.1:{port}/query", json={"query": "how do bees make honey?"}, timeout=60)
+
+        r = wait_for(answered, 240, 0.5, ignore=(httpx.TransportError,))
+        assert r.status_code == 200 and "wax combs" in r.text and "bees.md" in r.text, r.text
     finally:
         serve.terminate()
         serve.wait(timeout=60)

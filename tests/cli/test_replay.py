@@ -147,18 +147,16 @@ def test_a_realistic_replay_never_labels_outside_the_context(db_url, benchmark_d
     assert len(read) == json.loads(r.stdout)["expanded"]
 
 
-def test_a_hot_swap_mid_replay_keeps_each_querys_version_in_the_log(db_url, embedder, tmp_path, conn):
+def test_a_hot_swap_mid_replay_keeps_each_querys_version_in_the_log(db_url, tmp_path, conn, similarity_service):
     """On-policy replay: the champion changes while the consumer replays; every query's log row names the
     version that served it (what its labels were earned under), the swap loses no query and no label."""
     import httpx
 
     from retrieval.logs import deployments
-    from retrieval.params import IngestParams, SearchParams, StagingParams
     from serving.hotswap import HotSwapper
     from serving.picker import Picker
     from serving.selectors import SimilaritySelector
     from serving.server import BackgroundServer
-    from serving.service import Service
 
     class Reverse:  # a fast selector that is easy to tell from the similarity order
         answers_inline = True
@@ -170,13 +168,8 @@ def test_a_hot_swap_mid_replay_keeps_each_querys_version_in_the_log(db_url, embe
             return json.dumps({"selected": list(range(len(cands), 0, -1))[:k]})
 
     picker = Picker(SimilaritySelector(), timeout_s=5)
-    svc = Service(
-        db_url,
-        embedder,
+    svc = similarity_service(
         picker,
-        SearchParams(threshold=0.0),
-        IngestParams(),
-        StagingParams(dir=str(tmp_path / "st")),
         swapper=HotSwapper(picker, db_url, canary_timeout_s=5, grace_s=0, build=lambda r: Reverse(r["version"])),
     )
     topics = ["bees", "rivers", "compilers", "glaciers", "violins", "tides", "lichens", "comets"]

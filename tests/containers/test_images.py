@@ -24,6 +24,7 @@ import pytest
 from psycopg.conninfo import conninfo_to_dict
 
 from cli import jobs as cli_jobs
+from tests.waiting import wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 SERVE = "pai-brain/serve:local"
@@ -76,17 +77,14 @@ def service(*run_args: str, env: dict[str, str] | None = None):
     )
     assert r.returncode == 0, r.stderr
     url = f"http://127.0.0.1:{port}"
+
+    def healthy() -> bool:
+        state = podman("inspect", "--format", "{{.State.Running}}", name).stdout.strip()
+        assert state == "true", f"the service container exited:\n{podman('logs', name).stderr[-3000:]}"
+        return httpx.get(f"{url}/health", timeout=5).status_code == 200
+
     try:
-        while True:
-            try:
-                if httpx.get(f"{url}/health", timeout=5).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            state = podman("inspect", "--format", "{{.State.Running}}", name).stdout.strip()
-            assert state == "true", f"the service container exited:\n{podman('logs', name).stderr[-3000:]}"
-            assert time.monotonic() - t0 < 600, f"no /health 200 in 600 s:\n{podman('logs', name).stderr[-3000:]}"
-            time.sleep(0.5)
+        wait_for(healthy, 600, 0.5, ignore=(httpx.TransportError,), why=lambda: podman("logs", name).stderr[-3000:])
         ready_s = time.monotonic() - t0
         print(f"service container {name}: /health 200 after {ready_s:.1f} s", file=sys.stderr)
         yield url, ready_s

@@ -13,12 +13,10 @@ import pytest
 from typer.testing import CliRunner
 
 from retrieval.contracts.selection import PromptCandidate, render_answer, render_messages
-from retrieval.params import IngestParams, SearchParams, StagingParams
 from serving.hotswap import HotSwapper
 from serving.picker import Picker
 from serving.selectors import SimilaritySelector
 from serving.server import BackgroundServer
-from serving.service import Service
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -86,15 +84,11 @@ def env(db_url, tmp_path, monkeypatch):
 
 
 @pytest.fixture
-def service(env, db_url, embedder):
+def service(env, db_url, similarity_service):
     picker = Picker(SimilaritySelector(), timeout_s=30)
-    svc = Service(
-        db_url,
-        embedder,
+    svc = similarity_service(
         picker,
-        SearchParams(threshold=0.0),
-        IngestParams(),
-        StagingParams(dir=str(env / "st")),
+        staging=env / "st",
         inline=True,
         swapper=HotSwapper(picker, db_url, grace_s=1),
     )

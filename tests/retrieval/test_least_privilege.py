@@ -20,12 +20,9 @@ from cli.main import app as cli
 from retrieval.corpus.ingest import ingest_paths
 from retrieval.db import DatabaseError, connect
 from retrieval.ops import maintain
-from retrieval.params import IngestParams, MaintainParams, SearchParams, StagingParams
+from retrieval.params import IngestParams, MaintainParams, SearchParams
 from retrieval.query.search import search
-from serving.picker import Picker
-from serving.selectors import SimilaritySelector
 from serving.server import BackgroundServer
-from serving.service import Service
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -68,7 +65,9 @@ def one_line_error(result) -> str:
     return lines[0]
 
 
-def test_migrate_as_owner_then_everything_as_a_dml_only_role(shared, embedder, tmp_path, monkeypatch):
+def test_migrate_as_owner_then_everything_as_a_dml_only_role(
+    shared, embedder, tmp_path, monkeypatch, similarity_service
+):
     runner = CliRunner()
     params = str(REPO / "params.yaml")
     # before the owner migrated: the runtime role cannot create the schema, and says so in one line
@@ -102,14 +101,7 @@ def test_migrate_as_owner_then_everything_as_a_dml_only_role(shared, embedder, t
         assert search(conn, embedder, "where is honey kept", SearchParams()).candidates[0].source.endswith("bees.md")
         m = maintain.run(conn, MaintainParams(feedback=str(tmp_path / "fb")), SearchParams(), tmp_path / "st")
         assert m.skipped is None
-    svc = Service(
-        shared["runtime"],
-        embedder,
-        Picker(SimilaritySelector(), timeout_s=5),
-        SearchParams(threshold=0.0),
-        IngestParams(),
-        StagingParams(dir=str(tmp_path / "staging")),
-    )
+    svc = similarity_service(url=shared["runtime"])
     with BackgroundServer(svc) as srv, httpx.Client(base_url=srv.url, timeout=60) as client:
         q = client.post("/query", json={"query": "where do bees keep honey"})
         assert q.status_code == 200, q.text

@@ -30,26 +30,3 @@ def make_ranker():
         return folder
 
     return write_ranker
-
-
-@pytest.fixture
-def similarity_service(db_url, embedder, tmp_path):
-    """f(**kw) -> a Service on the test database with the similarity selector (threshold 0: every candidate
-    above it), staging under tmp_path (or `staging=`); other keyword arguments go to Service (host=, swapper=, capture=...)."""
-    from retrieval.params import IngestParams, SearchParams, StagingParams
-    from serving.picker import Picker
-    from serving.selectors import SimilaritySelector
-    from serving.service import Service
-
-    def make(picker=None, staging=None, **kw):
-        return Service(
-            db_url,
-            embedder,
-            picker or Picker(SimilaritySelector(), timeout_s=5),
-            SearchParams(threshold=0.0),
-            IngestParams(),
-            StagingParams(dir=str(staging or tmp_path / "staging")),
-            **kw,
-        )
-
-    return make

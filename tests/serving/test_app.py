@@ -6,11 +6,9 @@ import time
 import httpx
 import pytest
 
-from retrieval.params import IngestParams, SearchParams, StagingParams
 from serving.picker import Picker
 from serving.selectors import SimilaritySelector
 from serving.server import BackgroundServer
-from serving.service import Service
 from tests.waiting import wait_for
 
 NOTES = {
@@ -55,17 +53,9 @@ class Garbage:
 
 
 @pytest.fixture
-def serve(db_url, embedder, tmp_path):
+def serve(similarity_service):
     def start(selector=None, inline=False, timeout_s=5.0):
-        service = Service(
-            db_url,
-            embedder,
-            Picker(selector or SimilaritySelector(), timeout_s=timeout_s),
-            SearchParams(threshold=0.0),
-            IngestParams(),
-            StagingParams(dir=str(tmp_path / "staging")),
-            inline,
-        )
+        service = similarity_service(Picker(selector or SimilaritySelector(), timeout_s=timeout_s), inline=inline)
         return BackgroundServer(service)
 
     return start

@@ -10,11 +10,7 @@ from retrieval.conversation import intake
 from retrieval.conversation.capture import CaptureParams
 from retrieval.conversation.intake import Exchange
 from retrieval.db import connect
-from retrieval.params import IngestParams, SearchParams, StagingParams
-from serving.picker import Picker
-from serving.selectors import SimilaritySelector
 from serving.server import BackgroundServer
-from serving.service import Service
 from tests.waiting import wait_for
 
 GH = "ghp_" + "Zq4Xw8Rt2Yu6Io0Pa3Sd7Fg1Hj5Kl9Mn2Bv6C"  # synthetic, as in tests/data/secrets_corpus.jsonl
@@ -25,18 +21,9 @@ REDIS = (
 
 
 @pytest.fixture
-def serve(db_url, embedder, tmp_path):
+def serve(similarity_service):
     def start(host="127.0.0.1", params=CaptureParams()):
-        service = Service(
-            db_url,
-            embedder,
-            Picker(SimilaritySelector(), timeout_s=5),
-            SearchParams(threshold=0.0),
-            IngestParams(),
-            StagingParams(dir=str(tmp_path / "staging")),
-            host=host,
-            capture=params,
-        )
+        service = similarity_service(host=host, capture=params)
         return BackgroundServer(service)
 
     return start

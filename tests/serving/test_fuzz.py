@@ -14,11 +14,8 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from cli.main import app as cli
-from retrieval.params import IngestParams, SearchParams, StagingParams
-from serving.picker import Picker
-from serving.selectors import SimilaritySelector
+from retrieval.params import IngestParams
 from serving.server import BackgroundServer
-from serving.service import Service
 
 FUZZ = settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
 HOSTILE = [
@@ -52,15 +49,8 @@ anything = st.one_of(
 
 
 @pytest.fixture
-def client(db_url, embedder, tmp_path):
-    service = Service(
-        db_url,
-        embedder,
-        Picker(SimilaritySelector(), timeout_s=5),
-        SearchParams(threshold=0.0),
-        IngestParams(chunk_tokens=1000),
-        StagingParams(dir=str(tmp_path / "staging")),
-    )
+def client(similarity_service):
+    service = similarity_service(ingest=IngestParams(chunk_tokens=1000))
     with BackgroundServer(service) as srv, httpx.Client(base_url=srv.url, timeout=120) as c:
         for name in ("bees", "rivers"):
             assert (

@@ -8,11 +8,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from retrieval.params import IngestParams, SearchParams, StagingParams
-from serving.picker import Picker
-from serving.selectors import SimilaritySelector
+from retrieval.params import IngestParams
 from serving.server import BackgroundServer
-from serving.service import Service
 from training.pull import PullParams, pull
 
 REPO = Path(__file__).resolve().parents[2]
@@ -21,17 +18,9 @@ GH = "ghp_" + "Zq4Xw8Rt2Yu6Io0Pa3Sd7Fg1Hj5Kl9Mn2Bv6C"  # synthetic, as in the co
 
 
 @pytest.fixture
-def serve(db_url, embedder, tmp_path):
+def serve(similarity_service):
     def start(host="127.0.0.1", ingest=IngestParams()):
-        service = Service(
-            db_url,
-            embedder,
-            Picker(SimilaritySelector(), timeout_s=5),
-            SearchParams(threshold=0.0),
-            ingest,
-            StagingParams(dir=str(tmp_path / "staging")),
-            host=host,
-        )
+        service = similarity_service(ingest=ingest, host=host)
         return BackgroundServer(service)  # binds 127.0.0.1 whatever `host` the service believes it has
 
     return start

@@ -10,13 +10,12 @@ import pytest
 
 from retrieval.db import connect
 from retrieval.logs import deployments
-from retrieval.params import IngestParams, SearchParams, StagingParams
+from retrieval.params import SearchParams
 from serving.hotswap import HotSwapper
 from serving.interface import SelectorLoadError
 from serving.picker import Picker
 from serving.selectors import SimilaritySelector
 from serving.server import BackgroundServer
-from serving.service import Service
 from tests.waiting import wait_for
 
 
@@ -46,15 +45,10 @@ def build(record):
 
 
 @pytest.fixture
-def service(db_url, embedder, tmp_path):
+def service(db_url, similarity_service):
     picker = Picker(SimilaritySelector(), timeout_s=5)
-    svc = Service(
-        db_url,
-        embedder,
+    svc = similarity_service(
         picker,
-        SearchParams(threshold=0.0),
-        IngestParams(),
-        StagingParams(dir=str(tmp_path / "st")),
         inline=True,
         swapper=HotSwapper(picker, db_url, canary_timeout_s=5, grace_s=0, build=build),
     )
@@ -118,15 +112,11 @@ def test_at_start_a_bad_newest_version_falls_back_to_the_last_good_one(db_url, e
         swapper.stop()
 
 
-def test_admin_routes_need_the_token_beyond_loopback(db_url, embedder, tmp_path, monkeypatch):
+def test_admin_routes_need_the_token_beyond_loopback(db_url, similarity_service, monkeypatch):
     picker = Picker(SimilaritySelector(), timeout_s=5)
-    svc = Service(
-        db_url,
-        embedder,
+    svc = similarity_service(
         picker,
-        SearchParams(),
-        IngestParams(),
-        StagingParams(dir=str(tmp_path / "st")),
+        search=SearchParams(),
         swapper=HotSwapper(picker, db_url, build=build),
         host="0.0.0.0",
     )
@@ -148,19 +138,12 @@ class First(Fixed):
         return json.dumps({"selected": [1]})
 
 
-def test_cascade_answers_with_the_fast_selector_and_caches_the_slow_ones_pick(db_url, embedder, tmp_path):
+def test_cascade_answers_with_the_fast_selector_and_caches_the_slow_ones_pick(db_url, similarity_service):
     from serving.selectors import CascadeSelector
 
     cascade = CascadeSelector(First("ranker:1"), Fixed("llm:1"))
     # background mode: only the cascade's fast side runs inline
-    svc = Service(
-        db_url,
-        embedder,
-        Picker(cascade, timeout_s=5),
-        SearchParams(threshold=0.0),
-        IngestParams(),
-        StagingParams(dir=str(tmp_path / "st")),
-    )
+    svc = similarity_service(Picker(cascade, timeout_s=5))
     with BackgroundServer(svc) as server, httpx.Client(base_url=server.url, timeout=30) as client:
         for name in ("bees", "rivers", "compilers"):
             client.post(

@@ -13,12 +13,12 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from serving.server import BackgroundServer
+from tests.waiting import wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 CLIENTS = REPO / "tests" / "mcp_clients"
@@ -149,15 +149,13 @@ def mcp_http(node, service, tmp_path):
         stderr=log.open("wb"),
     )
     try:
-        deadline = time.monotonic() + 60
-        while True:
+
+        def listening() -> bool:
             assert proc.poll() is None, log.read_text()
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                assert time.monotonic() < deadline, "pai mcp --transport http did not listen in 60 s"
-                time.sleep(0.2)
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return True
+
+        wait_for(listening, 60, 0.2, ignore=(OSError,), why=log.read_text)
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
         proc.send_signal(signal.SIGTERM)
