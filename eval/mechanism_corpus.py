@@ -12,6 +12,8 @@ four mechanisms, and every one of them must go.
 
 Sources (`source` in each record): `written`, forms and values written here (random values from a seeded
 generator, providers with made-up names); `written-untuned`, more such forms written after the rules were;
+`written-57` and `written-57-untuned`, the forms of `mechanism_forms.py` (issue 57: pairs, provider `context`,
+prefixed; the untuned ones held back);
 and `gitleaks`, `credsweeper`, `classifinder` (all MIT): the
 secrets of the provider corpus (`tests/data/provider_corpus.jsonl`, generated from those scanners' published
 rules, see `provider_corpus.py`) in the `copies` and `pairs` forms. Built in memory from a seed: the same
@@ -24,6 +26,8 @@ import base64
 import random
 import string
 import uuid
+
+from . import mechanism_forms
 
 B62 = string.ascii_letters + string.digits
 
@@ -39,6 +43,14 @@ class Values:
             v = "".join(self.r.choice(B62) for _ in range(n))
             if any(c.isupper() for c in v) and any(c.islower() for c in v) and sum(c.isdigit() for c in v) >= 2:
                 return v
+
+    def b36(self, n: int = 32) -> str:
+        """Lower-case letters and digits (both)."""
+        return self.b62(n).lower()
+
+    def upper(self, n: int = 27) -> str:
+        """Upper-case letters and digits (both)."""
+        return self.b62(n).upper()
 
     def hex(self, n: int = 32) -> str:
         return "".join(self.r.choice("0123456789abcdef") for _ in range(n))
@@ -195,6 +207,7 @@ def _negatives(v: Values) -> list[str]:
 def build(provider_items: list[dict], seed: int = 0, per_form: int = 4) -> dict:
     """{"inputs": [{source, mechanism, form, text, secrets}], "negatives": [text]}."""
     v = Values(seed)
+    v57 = Values(seed + 57)  # the issue-57 forms draw from their own generator: the other sources' values stay
     inputs = []
 
     def add(source: str, mechanism: str, forms: list[tuple[str, str, list[str]]]) -> None:
@@ -209,6 +222,10 @@ def build(provider_items: list[dict], seed: int = 0, per_form: int = 4) -> dict:
         add("written", "prefixed", _prefixed(v))
         for mechanism, form, text, secrets in _untuned(v):
             add("written-untuned", mechanism, [(form, text, secrets)])
+        for mechanism, form, text, secrets in mechanism_forms.development(v57):
+            add("written-57", mechanism, [(form, text, secrets)])
+        for mechanism, form, text, secrets in mechanism_forms.untuned(v57):
+            add("written-57-untuned", mechanism, [(form, text, secrets)])
     for it in provider_items[::3]:  # a third of the provider secrets: each its own form, copied and paired
         secret = it["secret"]
         add(
@@ -219,4 +236,5 @@ def build(provider_items: list[dict], seed: int = 0, per_form: int = 4) -> dict:
         forms = _pairs(v, secret)
         add(it["source"], "pairs", [forms[len(inputs) % len(forms)]])
     negatives = [n for _ in range(per_form) for n in _negatives(v)]
+    negatives += [n for _ in range(per_form) for n in mechanism_forms.negatives(v57)]
     return {"inputs": inputs, "negatives": negatives}
