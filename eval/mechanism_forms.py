@@ -147,7 +147,12 @@ def untuned(v: Values) -> list[Form]:
             f'client = MongoClient("mongodb+srv://{user}:{pw}@cluster0.{p}.mongodb.net/?retryWrites=true")',
             [user, pw],
         ),
-        ("pairs", "odbc string", f"Driver={{ODBC Driver 18 for SQL Server}};Server={p}.db;Uid={user};Pwd={pw};", [user, pw]),
+        (
+            "pairs",
+            "odbc string",
+            f"Driver={{ODBC Driver 18 for SQL Server}};Server={p}.db;Uid={user};Pwd={pw};",
+            [user, pw],
+        ),
         (
             "pairs",
             "service bus string",

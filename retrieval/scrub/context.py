@@ -1,14 +1,15 @@
-"""Context rules over prose: a credential-like word after "password is", "client secret", "deploy token ...",
-and a high-entropy token beside a key id (an AWS access key's secret, a Twilio key's auth token). A bare hex
-hash is kept unless a secret-ish word or a key id stands next to it."""
+"""Context rules: a credential-like word after "password is", "client secret", "deploy token ..." in prose, a
+high-entropy token beside a key id (an AWS access key's secret, a Twilio key's auth token), and a machine-made
+string passed to a call that takes a credential. A bare hex hash is kept unless a secret-ish word or a key id
+stands next to it."""
 
 from __future__ import annotations
 
 import re
 from collections import Counter
 
-from .names import secret_kind
-from .values import REDACTED, credential_like
+from .names import name_words, secret_kind
+from .values import REDACTED, credential_like, machine_made, random_token
 
 _SECRET_WORD = re.compile(  # secret-ish words in prose: "password is X", "client secret X", "deploy token ... X"
     r"(?i)(?<![\w-])(?:pass(?:word|wd|phrase|code)|pwd|secret(?:\s+(?:key|access\s+key))?|(?:api|access|private)\s+key"
@@ -110,3 +111,35 @@ def beside_key_ids(text: str, counts: Counter, found: dict[str, str] | None = No
 
         text = shape.sub(repl, text)
     return text
+
+
+# a call whose callee says it takes a credential (set_api_key, authenticate, login, withToken) or builds a client
+_CALL = re.compile(r"(?P<fn>[A-Za-z_$][\w$]*)[ \t]*\((?P<args>[^()\n]{12,400})\)")
+_QUOTED = re.compile(r"""(?P<q>["'`])(?P<value>[A-Za-z0-9_.+/=-]{12,200})(?P=q)""")
+_CALLEE_WORDS = {"key", "apikey", "token", "secret", "password", "credential", "credentials", "login", "signin"}
+_CLIENT_WORDS = {"client", "api", "sdk"}
+
+
+def call_arguments(text: str, counts: Counter, found: dict[str, str] | None = None) -> str:
+    """A machine-made string passed to a call that takes a credential or builds a client:
+    `kario.set_api_key("…")`, `client.authenticate('…')`, `new KarioClient("…", "…")`."""
+    if "(" not in text:
+        return text
+
+    def repl(call: re.Match[str]) -> str:
+        words = name_words(call.group("fn"))
+        if not words or not (_CALLEE_WORDS & set(words) or words[0].startswith("auth") or words[-1] in _CLIENT_WORDS):
+            return call.group(0)
+
+        def secret(q: re.Match[str]) -> str:
+            value = q.group("value")
+            if REDACTED.search(value) or not (machine_made(value, 16) or random_token(value.rstrip("="))):
+                return q.group(0)
+            counts["SECRET"] += 1
+            if found is not None:
+                found.setdefault(value, "SECRET")
+            return f"{q.group('q')}[REDACTED:SECRET]{q.group('q')}"
+
+        return call.group(0)[: call.start("args") - call.start()] + _QUOTED.sub(secret, call.group("args")) + ")"
+
+    return _CALL.sub(repl, text)

@@ -15,8 +15,11 @@ from .values import (
     PREFIXED_TOKEN,
     basic_credentials,
     credential_like,
+    digest,
     entropy,
+    machine_made,
     marker,
+    provider_token,
     random_hex,
     random_part,
     random_token,
@@ -72,6 +75,8 @@ def _judge_assignment(m: re.Match[str]) -> str | None:
         return _judge_unnamed(m.group("key"), value)
     if kind not in (None, "PASSWORD") and value.count(" ") >= 3:  # a message about the token, not a token
         return None
+    if kind in ("TOKEN", "API_KEY") and value.isalpha() and value.islower() and len(value) < 16:
+        return None  # a word (`token: "another"` in an example), not a machine-made token
     return kind
 
 
@@ -88,8 +93,15 @@ def _judge_unnamed(key: str, value: str) -> str | None:
         return "BASIC_AUTH"
     if random_token(value.rstrip("=")):
         return "API_KEY" if words[-1] in WEAK_WORDS else "SECRET"
+    if words[-1] in WEAK_WORDS and machine_made(value, 12):  # a log's `Key=bltig0ycy4…`, `key: LFPOQ65U…`
+        return "API_KEY"
     env_name = key.isupper() or words[-1] in WEAK_WORDS  # SENDGRID=<hex>; a lower-case name holds hashes in code
-    return "SECRET" if env_name and random_hex(value) else None
+    return "SECRET" if env_name and (random_hex(value) or key.isupper() and machine_made(value, 20)) else None
+
+
+def _judge_prefixed(m: re.Match[str]) -> str | None:
+    prefix = m.group("value")[: m.start("body") - m.start("value") - 1]
+    return "TOKEN" if provider_token(prefix, m.group("body")) else None
 
 
 def _judge_argument(m: re.Match[str]) -> str | None:
@@ -265,22 +277,29 @@ PATTERNS: tuple[Pattern, ...] = (
         lambda m: "URL_TOKEN" if random_token(m.group("value")) or random_hex(m.group("value")) else None,
         needles=("://",),
     ),
-    Pattern(  # a provider-style token anywhere: a short prefix, "_" or "-", a machine-made body (ghp_…, xoxb-…,
-        # sk_live_…, glpat-…, and the providers outside every list)
+    Pattern(  # a provider-style token anywhere: a short prefix, "_", "-" or ".", a machine-made body (ghp_…, xoxb-…,
+        # sk_live_…, glpat-…, sl.…, NRAK-…, and the providers outside every list)
         "TOKEN",
         re.compile(
-            r"(?<![\w./+-])(?P<value>[A-Za-z][A-Za-z0-9]{1,9}(?:[_-][A-Za-z0-9]{2,9}){0,2}[_-]"
-            r"(?P<body>[A-Za-z0-9]{20,}(?:[_-][A-Za-z0-9]{4,})*))(?![\w./+=-])"
+            r"(?<![\w./+-])(?P<value>(?P<prefix>[A-Za-z][A-Za-z0-9]{1,9})(?:[_.-][A-Za-z0-9]{2,9}){0,2}[_.-]"
+            r"(?P<body>[A-Za-z0-9]{20,}(?:[_-][A-Za-z0-9]{4,})*|[A-Za-z0-9]{8}(?:-[A-Za-z0-9]{4}){3}-[A-Za-z0-9]{12}))"
+            r"(?![\w/+=-]|\.[\w/+=-])"
         ),
         "value",
-        lambda m: "TOKEN" if random_token(m.group("body")) or random_hex(m.group("body")) else None,
-        needles=("_", "-"),
+        _judge_prefixed,
+        needles=("_", "-", "."),
     ),
     Pattern(  # a quoted machine-made string passed or assigned anywhere: Client("…"), new Api('…')
         "SECRET",
         re.compile(r"""(?<![\w\\])(?P<q>["'`])(?P<value>[A-Za-z0-9+/_.~-]{24,}={0,2})(?P=q)"""),
         "value",
-        lambda m: "SECRET" if random_token(m.group("value").rstrip("=")) and entropy(m.group("value")) >= 4.0 else None,
+        lambda m: (
+            "SECRET"
+            if random_token(m.group("value").rstrip("="))
+            and entropy(m.group("value")) >= 4.0
+            and not digest(m.group("value"))
+            else None
+        ),
         needles=('"', "'", "`"),
     ),
     Pattern(  # a name and its value as call arguments: System.setProperty("API_TOKEN", "..."), put("password", "...")
