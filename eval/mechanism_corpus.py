@@ -13,7 +13,7 @@ four mechanisms, and every one of them must go.
 Sources (`source` in each record): `written`, forms and values written here (random values from a seeded
 generator, providers with made-up names); `written-untuned`, more such forms written after the rules were;
 `written-57` and `written-57-untuned`, the forms of `mechanism_forms.py` (issue 57: pairs, provider `context`,
-prefixed; the untuned ones held back);
+prefixed; the untuned ones held back, and `written-57-untuned-2` a second such set);
 and `gitleaks`, `credsweeper`, `classifinder` (all MIT): the
 secrets of the provider corpus (`tests/data/provider_corpus.jsonl`, generated from those scanners' published
 rules, see `provider_corpus.py`) in the `copies` and `pairs` forms. Built in memory from a seed: the same
@@ -226,6 +226,8 @@ def build(provider_items: list[dict], seed: int = 0, per_form: int = 4) -> dict:
             add("written-57", mechanism, [(form, text, secrets)])
         for mechanism, form, text, secrets in mechanism_forms.untuned(v57):
             add("written-57-untuned", mechanism, [(form, text, secrets)])
+        for mechanism, form, text, secrets in mechanism_forms.untuned_second(v57):
+            add("written-57-untuned-2", mechanism, [(form, text, secrets)])
     for it in provider_items[::3]:  # a third of the provider secrets: each its own form, copied and paired
         secret = it["secret"]
         add(

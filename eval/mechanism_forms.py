@@ -236,3 +236,43 @@ def negatives(v: Values) -> list[str]:
         f"key: linux-pip-{v.hex(64)}",
         "version: 1.2.3-beta.4+build.20240101",
     ]
+
+
+def untuned_second(v: Values) -> list[Form]:
+    """A second held-back set, written after the first one had been looked at (and the rules fixed on it)."""
+    p, sub = v.provider(), v.uuid()
+    P, T = p.upper(), p.title()
+    s, pw, user, kid = v.b62(40), v.password(), f"{p}_etl", v.key_id()
+    cf_sig, cf_kid = v.b62(60).replace("x", "~").replace("Q", "-"), "K" + v.upper(13)
+    l32, h40, l40 = v.b36(32), v.hex(40), v.b36(40)
+    pre = "".join(v.r.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(3))
+    dotted, versioned = f"{pre}.{v.b36(48)}", f"{P[:3]}_V2_{v.upper(32)}"
+    return [
+        ("pairs", "netrc login", f"machine api.{p}.io\n  login {user}\n  password {pw}", [user, pw]),
+        ("pairs", "snowflake url", f"snowflake://{user}:{pw}@{p}-xy12345/analytics/public", [user, pw]),
+        (
+            "pairs",
+            "jdbc parameters",
+            f"jdbc:postgresql://db.{p}.io:5432/app?user={user}&password={pw}&ssl=true",
+            [user, pw],
+        ),
+        ("pairs", "python dict", f'creds = {{"access_key": "{kid}", "secret_key": "{s}"}}', [kid, s]),
+        (
+            "pairs",
+            "cloudfront signed url",
+            f"https://d111abcdef8.cloudfront.net/v.mp4?Expires=1700000000&Signature={cf_sig}&Key-Pair-Id={cf_kid}",
+            [cf_sig, cf_kid],
+        ),
+        ("pairs", "subscription and secret", f"ARM_SUBSCRIPTION_ID={sub}\nARM_CLIENT_SECRET={s}", [sub, s]),
+        ("context", "log token rejected", f"[{P}] token {l40} rejected (401)", [l40]),
+        ("context", "toml provider table", f'[providers.{p}]\nkey = "{h40}"', [h40]),
+        (
+            "context",
+            "jenkins env vars",
+            f"<envVars>\n  <tree-map>\n    <string>{P}_TOKEN</string>\n    <string>{l32}</string>\n  </tree-map>\n</envVars>",
+            [l32],
+        ),
+        ("context", "ruby client", f"client = {T}::Client.new('{l32}')", [l32]),
+        ("prefixed", "dotted in json", f'{{"k": "{dotted}"}}', [dotted]),
+        ("prefixed", "versioned upper prefix", f"relay={versioned}", [versioned]),
+    ]
