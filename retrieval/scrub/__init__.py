@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from .context import after_secret_words, beside_key_ids, call_arguments
+from .context import CONTEXT_PATTERNS, after_env_names, after_secret_words, beside_key_ids, call_arguments
 from .copies import redact_copies
 from .encoded import ENCODED_PATTERNS, signed_queries
 from .names import secret_kind
@@ -60,7 +60,7 @@ def scrub(text: str) -> ScrubResult:
     counts: Counter = Counter()
     found: dict[str, str] = {}
     folded = fold(text)
-    for p in PATTERNS + ENCODED_PATTERNS:
+    for p in PATTERNS + ENCODED_PATTERNS + CONTEXT_PATTERNS:
         if may_match(p, text, folded) and (new := apply_pattern(p, text, counts, found)) is not text:  # replaced
             text, folded = new, fold(new)
     text = signed_queries(text, counts, found)
@@ -69,6 +69,7 @@ def scrub(text: str) -> ScrubResult:
     text = detect_secrets_pass(text, counts, found)
     text = beside_key_ids(text, counts, found)
     text = after_secret_words(text, counts, found)
+    text = after_env_names(text, counts, found)
     text = redact_pair_ids(text, found, counts)
     text = redact_copies(text, found, counts)
     return ScrubResult(text, counts, found)

@@ -9,7 +9,8 @@ import re
 from collections import Counter
 
 from .names import name_words, secret_kind
-from .values import REDACTED, credential_like, machine_made, random_token
+from .patterns import Pattern
+from .values import CODE_VALUE, REDACTED, credential_like, machine_made, random_token
 
 _SECRET_WORD = re.compile(  # secret-ish words in prose: "password is X", "client secret X", "deploy token ... X"
     r"(?i)(?<![\w-])(?:pass(?:word|wd|phrase|code)|pwd|secret(?:\s+(?:key|access\s+key))?|(?:api|access|private)\s+key"
@@ -114,20 +115,25 @@ def beside_key_ids(text: str, counts: Counter, found: dict[str, str] | None = No
 
 
 # a call whose callee says it takes a credential (set_api_key, authenticate, login, withToken) or builds a client
-_CALL = re.compile(r"(?P<fn>[A-Za-z_$][\w$]*)[ \t]*\((?P<args>[^()\n]{12,400})\)")
+_CALL = re.compile(
+    r"(?:(?P<cls>[A-Za-z_$][\w$]*)(?:\.|::))?(?P<fn>[A-Za-z_$][\w$]*)[ \t]*\((?P<args>[^()\n]{12,400})\)"
+)
 _QUOTED = re.compile(r"""(?P<q>["'`])(?P<value>[A-Za-z0-9_.+/=-]{12,200})(?P=q)""")
 _CALLEE_WORDS = {"key", "apikey", "token", "secret", "password", "credential", "credentials", "login", "signin"}
+_CALLEE_WORDS |= {"init", "initialize", "configure", "setup"}  # a provider's SDK set up with its key: sdk.init("…")
 _CLIENT_WORDS = {"client", "api", "sdk"}
 
 
 def call_arguments(text: str, counts: Counter, found: dict[str, str] | None = None) -> str:
     """A machine-made string passed to a call that takes a credential or builds a client:
-    `kario.set_api_key("…")`, `client.authenticate('…')`, `new KarioClient("…", "…")`."""
+    `kario.set_api_key("…")`, `client.authenticate('…')`, `new KarioClient("…", "…")`, `Kario::Client.new('…')`."""
     if "(" not in text:
         return text
 
     def repl(call: re.Match[str]) -> str:
         words = name_words(call.group("fn"))
+        if words == ["new"] and call.group("cls"):  # Ruby's Client.new(…)
+            words = name_words(call.group("cls"))
         if not words or not (_CALLEE_WORDS & set(words) or words[0].startswith("auth") or words[-1] in _CLIENT_WORDS):
             return call.group(0)
 
@@ -140,6 +146,58 @@ def call_arguments(text: str, counts: Counter, found: dict[str, str] | None = No
                 found.setdefault(value, "SECRET")
             return f"{q.group('q')}[REDACTED:SECRET]{q.group('q')}"
 
-        return call.group(0)[: call.start("args") - call.start()] + _QUOTED.sub(secret, call.group("args")) + ")"
+        head = call.group(0)[: call.start("args") - call.start()]
+        return head + _QUOTED.sub(secret, call.group("args")) + ")"
 
     return _CALL.sub(repl, text)
+
+
+# an environment variable's name that says it holds a credential (STRIPE_KEY, GH_TOKEN), then its value in prose
+_ENV_NAME = re.compile(r"\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*_(?:KEY|TOKEN|SECRET|PASSWORD|PASS|PWD|AUTH)\b")
+
+
+def after_env_names(text: str, counts: Counter, found: dict[str, str] | None = None) -> str:
+    """A machine-made word a few words after a credential's environment name on the same line: "Loaded STRIPE_KEY
+    from env: …", "set GH_TOKEN to …"."""
+    if not _ENV_NAME.search(text):
+        return text
+    out, pos = [], 0
+    for m in _ENV_NAME.finditer(text):
+        if m.start() < pos:
+            continue
+        line_end = text.find("\n", m.end())
+        rest = text[m.end() : line_end if line_end >= 0 else len(text)]
+        for i, w in enumerate(re.finditer(r"\S+", rest)):
+            word = w.group(0).strip(_PUNCT)
+            if i >= 5 or REDACTED.search(w.group(0)):
+                break
+            if machine_made(word, 16) or random_token(word.rstrip("=")):
+                start = m.end() + w.start() + w.group(0).find(word)
+                out.append(text[pos:start] + "[REDACTED:SECRET]")
+                counts["SECRET"] += 1
+                if found is not None:
+                    found.setdefault(word, "SECRET")
+                pos = start + len(word)
+                break
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def _named_sibling(m: re.Match[str]) -> str | None:
+    value = m.group("value")
+    return None if CODE_VALUE.match(value) or value.isalpha() and value.islower() else secret_kind(m.group("key"))
+
+
+CONTEXT_PATTERNS: tuple[Pattern, ...] = (
+    Pattern(  # a name element, then its value's: Jenkins' <string>API_TOKEN</string><string>…</string>, a plist's
+        # <key>apiToken</key><string>…</string>
+        "SECRET",
+        re.compile(
+            r"<(?P<t1>[\w.-]{1,20})>(?P<key>[A-Za-z_][\w.-]{0,80})</(?P=t1)>\s{0,200}"
+            r"<(?P<t2>[\w.-]{1,20})>(?P<value>[^<>\s]{4,})</(?P=t2)>"
+        ),
+        "value",
+        _named_sibling,
+        needles=("</",),
+    ),
+)

@@ -2,6 +2,8 @@
 
 - an id-ish name's value (an access key id, a client id, a role id, a consumer key, a user name) in the same block
   as a marker, the name written as code (`key_id`, `clientId`) or as a label of words (`Project ID:`, `Key ID:`);
+- a .netrc's `login` beside its `password`;
+- an id named in a sentence ("the key id is …", "client ID: …") in the same block as a marker;
 - a UUID in the same block as a marker (an organisation, project, tenant or workspace id beside its key), unless
   named for what is not a credential's half (a request, a trace, a commit);
 - the user in a URL's userinfo whose password was redacted, and the account or user of a connection string
@@ -21,7 +23,7 @@ _PAIR_LINES = 3  # an id within this many lines of a redacted secret, with no bl
 _ID_WORDS = {"id", "sid", "uid", "guid", "key", "user", "username", "login", "account", "tenant", "principal"}
 _USER_NAME = re.compile(r"[\w.@+-]{2,}")
 _ID_ASSIGNMENT = re.compile(  # `name = value`, `"name": "value"`, `name: value`, `<name>value</name>`, `Key ID: v`
-    r"""(?<![\w.])["']?(?P<key>[A-Za-z_][\w.-]{0,60}?)["']?[ \t]*(?::=|=>|=|:)[ \t]*["']?(?P<value>[\w.@+/=:-]{3,200}?)["']?(?=[\s,;}\])]|$)"""
+    r"""(?<![\w.])["']?(?P<key>[A-Za-z_][\w.-]{0,60}?)["']?[ \t]*(?::=|=>|=|:)[ \t]*["']?(?P<value>[\w.@+/=:-]{3,200}?)["']?(?=[\s,;}\])&]|$)"""
     r"""|<(?P<tag>[A-Za-z_][\w.-]{0,60})>(?P<tagvalue>[^<>\s]{3,200})</(?P=tag)>"""
     r"""|^[ \t]*(?P<label>[A-Za-z][\w.-]{0,30}(?:[ \t][A-Za-z][\w.-]{0,30}){1,3}):[ \t]*(?P<labelvalue>[\w.@+/=-]{3,200})[ \t]*$""",
     re.M,
@@ -50,6 +52,11 @@ _NOT_PARTNER = {
     "nonce",
     "idempotency",
 }
+_PROSE_ID = re.compile(  # "the key id is X", "client ID: X", "account id X" in a sentence
+    r"(?i)\b(?:key|client|account|app|application|tenant|project|org|organi[sz]ation|access\s+key)[ \t]+id"
+    r"(?:[ \t]+(?:is|was|=|:)|:)?[ \t]+(?P<value>[A-Za-z0-9][\w.@+/=-]{7,199})(?<![.,;:])"
+)
+_NETRC_LOGIN = re.compile(r"(?m)(?:^[ \t]*|\bmachine[ \t]+\S+[ \t]+)login[ \t]+(?P<value>[\w.@+-]{2,200})(?=\s|$)")
 _URL_USER = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://(?P<value>[^\s:/@\[\]]+):\[REDACTED:[A-Z0-9_]+\]@")
 _CONNECTION_ID = re.compile(  # the account or user part of a `;`-separated connection string
     r"(?i)(?<![\w ])(?:AccountName|User[ \t]?ID|UID|User(?:[ \t]?Name)?|SharedAccessKeyName|Login)[ \t]*=[ \t]*"
@@ -106,6 +113,12 @@ def redact_pair_ids(text: str, found: dict[str, str], counts: Counter) -> str:
         before = text[max(0, m.start() - 40, text.rfind("\n", 0, m.start()) + 1) : m.start()]
         if m.start() not in spans and not _NOT_PARTNER & set(name_words(before)) and paired(m.start()):
             spans[m.start()] = (m.end(), "KEY_ID")
+    for m in _PROSE_ID.finditer(text):
+        if _id_like(["id"], m.group("value")) and paired(m.start("value")):
+            spans.setdefault(m.start("value"), (m.end("value"), "KEY_ID"))
+    for m in _NETRC_LOGIN.finditer(text):
+        if paired(m.start("value")):
+            spans.setdefault(m.start("value"), (m.end("value"), "KEY_ID"))
     for m in _URL_USER.finditer(text):
         spans[m.start("value")] = (m.end("value"), "USER")
     for m in _CONNECTION_ID.finditer(text):
