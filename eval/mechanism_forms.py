@@ -11,17 +11,15 @@
 
 `development` is what the rules were shaped on (source `written-57`); `untuned` was written before any rule was
 changed and held back (source `written-57-untuned`): its first figure is the one reported. Providers are made
-up; values come from the corpus's seeded generator (`mechanism_corpus.Values`).
+up; values come from the corpus's seeded generator (`credential_values.Values`).
 """
 
 from __future__ import annotations
 
 import base64
-from typing import TYPE_CHECKING
 from urllib.parse import quote
 
-if TYPE_CHECKING:
-    from .mechanism_corpus import Values
+from .credential_values import Values
 
 Form = tuple[str, str, str, list[str]]  # (mechanism, form, text, secrets)
 
