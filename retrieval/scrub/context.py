@@ -165,8 +165,9 @@ def after_env_names(text: str, counts: Counter, found: dict[str, str] | None = N
     for m in _ENV_NAME.finditer(text):
         if m.start() < pos:
             continue
-        line_end = text.find("\n", m.end())
-        rest = text[m.end() : line_end if line_end >= 0 else len(text)]
+        end = min(len(text), m.end() + 400)  # five words on, within the line
+        line_end = text.find("\n", m.end(), end)
+        rest = text[m.end() : line_end if line_end >= 0 else end]
         for i, w in enumerate(re.finditer(r"\S+", rest)):
             word = w.group(0).strip(_PUNCT)
             if i >= 5 or REDACTED.search(w.group(0)):

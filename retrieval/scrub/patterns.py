@@ -27,7 +27,9 @@ from .values import (
 
 # Values that look like a credential rather than a word: quoted (any 4+ chars), or unquoted with a
 # digit or symbol in them, or long. Prose such as "token: a unit of text" must survive.
-_VALUE = r"""(?:"(?P<dq>[^"\n]{4,})"|'(?P<sq>[^'\n]{4,})'|(?P<bare>(?=[^\s,;]*[\d_/+=$!@#%^&*.-])[^\s"',;]{6,}|[^\s"',;]{20,}))"""
+_VALUE = r"""(?:"(?P<dq>[^"\n]{4,1024})"|'(?P<sq>[^'\n]{4,1024})'|(?P<bare>(?=[^\s,;]{0,256}?[\d_/+=$!@#%^&*.-])[^\s"',;]{6,1024}|[^\s"',;]{20,1024}))"""
+# (bounded: a value is judged, and on a miss searched again from inside it; unbounded, a 1 MB line of `a=b&` is
+# searched to its end at every `=`)
 # `name = value`, `name: value`, `"name": "value"`, `name => value`, `--name=value`: the name is
 # judged by its words (secret_kind), so `DB_PASS`, `MYSQL_PWD` and `private_key_id` count and
 # `tokenizer`, `max_tokens` or `password_file` do not.
@@ -214,7 +216,7 @@ PATTERNS: tuple[Pattern, ...] = (
     ),  # curl -u user:pw
     Pattern(
         "PASSWORD",
-        re.compile(r"\b(?:mysql\w*|mariadb\w*)\b[^\n]*?[ \t]-p(?P<value>[^\s-][^\s]{3,})"),
+        re.compile(r"\b(?:mysql\w*|mariadb\w*)\b[^\n]{0,300}?[ \t]-p(?P<value>[^\s-][^\s]{3,})"),
         "value",
         needles=("mysql", "mariadb"),
     ),  # mysql -pPW
@@ -265,7 +267,7 @@ PATTERNS: tuple[Pattern, ...] = (
     ),
     Pattern(  # docker login -u user -p X, a registry password on a command line
         "PASSWORD",
-        re.compile(r"\blogin\b[^\n]*?[ \t]-p[ \t]+['\"]?(?P<value>[^\s'\"]{4,})"),
+        re.compile(r"\blogin\b[^\n]{0,300}?[ \t]-p[ \t]+['\"]?(?P<value>[^\s'\"]{4,})"),
         "value",
         lambda m: _not_code(m, "PASSWORD"),
         needles=("login",),
