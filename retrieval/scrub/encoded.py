@@ -11,7 +11,7 @@ import re
 from collections import Counter
 
 from .patterns import Pattern
-from .values import REDACTED, basic_credentials
+from .values import REDACTED, basic_credentials, marker
 
 # the parameters that sign a URL (and the expiry and scope they sign): the run of them goes as one
 _SIGNING = re.compile(
@@ -20,7 +20,9 @@ _SIGNING = re.compile(
 )
 _SIGNATURE = {"sig", "signature", "x-amz-signature", "x-goog-signature", "x-oss-signature"}
 _PARAM = re.compile(r"(?P<name>[\w.%-]+)=(?P<value>[^&\s\"'#<>;]*)")
-_QUERY = re.compile(r"[\w.%-]+=[^&\s\"'#<>;]*(?:&(?:amp;)?[\w.%-]+=[^&\s\"'#<>;]*)+")
+_QUERY = re.compile(
+    r"[\w.%-]+=[^&\s\"'#<>;]*(?:&(?:amp;)?(?:\n[ \t]*)?[\w.%-]+=[^&\s\"'#<>;]*)+"
+)  # wrapped at a `&` too
 
 
 def signed_queries(text: str, counts: Counter, found: dict[str, str] | None = None) -> str:
@@ -42,7 +44,7 @@ def signed_queries(text: str, counts: Counter, found: dict[str, str] | None = No
         secret = text[a:b]
         if REDACTED.fullmatch(secret):
             continue
-        out.append(text[pos:a] + "[REDACTED:SIGNED_URL]")
+        out.append(text[pos:a] + marker("SIGNED_URL", secret))
         counts["SIGNED_URL"] += 1
         if found is not None:
             found.setdefault(secret, "SIGNED_URL")

@@ -107,7 +107,9 @@ def redact_pair_ids(text: str, found: dict[str, str], counts: Counter) -> str:
             (k, g) for k, g in (("key", "value"), ("tag", "tagvalue"), ("label", "labelvalue")) if m.group(k)
         )
         words = name_words(m.group(key))
-        if words and words[-1] in _ID_WORDS and _id_like(words, m.group(group)) and paired(m.start(group)):
+        if not words or words[-1] not in _ID_WORDS or _NOT_PARTNER & set(words):  # request_id: no pair's half
+            continue
+        if _id_like(words, m.group(group)) and paired(m.start(group)):
             spans[m.start(group)] = (m.end(group), "KEY_ID")
     for m in _UUID.finditer(text):
         before = text[max(0, m.start() - 40, text.rfind("\n", 0, m.start()) + 1) : m.start()]

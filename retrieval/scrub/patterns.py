@@ -27,7 +27,7 @@ from .values import (
 
 # Values that look like a credential rather than a word: quoted (any 4+ chars), or unquoted with a
 # digit or symbol in them, or long. Prose such as "token: a unit of text" must survive.
-_VALUE = r"""(?:"(?P<dq>[^"\n]{4,1024})"|'(?P<sq>[^'\n]{4,1024})'|(?P<bare>(?=[^\s,;]{0,256}?[\d_/+=$!@#%^&*.-])[^\s"',;]{6,1024}|[^\s"',;]{20,1024}))"""
+_VALUE = r"""(?:"(?P<dq>[^"\n]{4,1024})"|'(?P<sq>[^'\n]{4,1024})'|(?P<bare>(?=[^\s,;\x00]{0,256}?[\d_/+=$!@#%^&*.-])[^\s"',;\x00]{6,1024}|[^\s"',;\x00]{20,1024}))"""
 # (bounded: a value is judged, and on a miss searched again from inside it; unbounded, a 1 MB line of `a=b&` is
 # searched to its end at every `=`)
 # `name = value`, `name: value`, `"name": "value"`, `name => value`, `--name=value`: the name is
