@@ -127,7 +127,7 @@ _CLIENT_WORDS = {"client", "api", "sdk"}
 def call_arguments(text: str, counts: Counter, found: dict[str, str] | None = None) -> str:
     """A machine-made string passed to a call that takes a credential or builds a client:
     `kario.set_api_key("…")`, `client.authenticate('…')`, `new KarioClient("…", "…")`, `Kario::Client.new('…')`."""
-    if "(" not in text:
+    if "(" not in text or not _QUOTED.search(text):  # no quoted literal that could be a key: nothing to find
         return text
 
     def repl(call: re.Match[str]) -> str:
@@ -159,7 +159,7 @@ _ENV_NAME = re.compile(r"\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*_(?:KEY|TOKEN|SECRET|PAS
 def after_env_names(text: str, counts: Counter, found: dict[str, str] | None = None) -> str:
     """A machine-made word a few words after a credential's environment name on the same line: "Loaded STRIPE_KEY
     from env: …", "set GH_TOKEN to …"."""
-    if not _ENV_NAME.search(text):
+    if "_" not in text or not _ENV_NAME.search(text):
         return text
     out, pos = [], 0
     for m in _ENV_NAME.finditer(text):

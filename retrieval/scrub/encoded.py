@@ -28,8 +28,8 @@ _QUERY = re.compile(
 def signed_queries(text: str, counts: Counter, found: dict[str, str] | None = None) -> str:
     """The signing parameters of each query string that carries a signature (16+ characters, not a word), from
     the first to the last, become one `[REDACTED:SIGNED_URL]`: the signature, and what it was made with."""
-    low = text.lower()
-    if "sig" not in low and "signature" not in low:
+    low = text.lower() if "=" in text else ""
+    if "sig=" not in low and "signature=" not in low:  # `sig=`, `Signature=`, `X-Amz-Signature=`
         return text
     out, pos = [], 0
     for q in _QUERY.finditer(text):

@@ -44,6 +44,8 @@ class Pattern:
     judge: Callable[[re.Match[str]], str | None] | None = None  # the kind for this match, None to leave it
     needles: tuple[str, ...] = ()  # every match holds one of these (folded where the regex ignores case): a text
     # without any is not searched. A test holds that the scrubber's output is the same without them.
+    gate: re.Pattern[str] | None = None  # a cheaper regex every match holds a match of: a text without one is not
+    # searched (the same test holds it)
     folded: bool = field(init=False)  # the regex ignores case: its needles are looked for in the folded text
 
     def __post_init__(self) -> None:
@@ -61,11 +63,11 @@ def fold(text: str) -> str:
 
 
 def may_match(p: Pattern, text: str, folded: str) -> bool:
-    """False where `p` cannot match: none of its needles in `text` (in `folded`, `fold(text)`, where it ignores case)."""
-    if not p.needles:
-        return True
-    hay = folded if p.folded else text
-    return any(n in hay for n in p.needles)
+    """False where `p` cannot match: none of its needles in `text` (in `folded`, `fold(text)`, where it ignores case),
+    or no match of its gate."""
+    if p.needles and not any(n in (folded if p.folded else text) for n in p.needles):
+        return False
+    return p.gate is None or p.gate.search(text) is not None
 
 
 def _judge_assignment(m: re.Match[str]) -> str | None:
@@ -290,6 +292,7 @@ PATTERNS: tuple[Pattern, ...] = (
         "value",
         _judge_prefixed,
         needles=("_", "-", "."),
+        gate=re.compile(r"[_.-](?:[A-Za-z0-9]{20}|[A-Za-z0-9]{8}-[A-Za-z0-9]{4}-)"),  # the separator and the body
     ),
     Pattern(  # a quoted machine-made string passed or assigned anywhere: Client("…"), new Api('…')
         "SECRET",
