@@ -157,6 +157,7 @@ def build(provider_items: list[dict], seed: int = 0, per_form: int = 4) -> dict:
     """{"inputs": [{source, mechanism, form, text, secrets}], "negatives": [text]}."""
     v = Values(seed)
     v57 = Values(seed + 57)  # the issue-57 forms draw from their own generator: the other sources' values stay
+    v58 = Values(seed + 58)  # and the later development forms from theirs
     inputs = []
 
     def add(source: str, mechanism: str, forms: list[tuple[str, str, list[str]]]) -> None:
@@ -177,6 +178,8 @@ def build(provider_items: list[dict], seed: int = 0, per_form: int = 4) -> dict:
             add("written-57-untuned", mechanism, [(form, text, secrets)])
         for mechanism, form, text, secrets in mechanism_forms.untuned_second(v57):
             add("written-57-untuned-2", mechanism, [(form, text, secrets)])
+        for mechanism, form, text, secrets in mechanism_forms.development_more(v58):
+            add("written-57", mechanism, [(form, text, secrets)])
     for it in provider_items[::3]:  # a third of the provider secrets: each its own form, copied and paired
         secret = it["secret"]
         add(

@@ -274,3 +274,19 @@ def untuned_second(v: Values) -> list[Form]:
         ("prefixed", "dotted in json", f'{{"k": "{dotted}"}}', [dotted]),
         ("prefixed", "versioned upper prefix", f"relay={versioned}", [versioned]),
     ]
+
+
+def development_more(v: Values) -> list[Form]:
+    """More development forms, for shapes the issue names that the first ones lacked (their own generator)."""
+    p, pw = v.provider(), v.password()
+    T = p.title()
+    vault, l32, l40, org, key = f"s.{v.b62(24)}", v.b36(32), v.b36(40), f"org-{v.b62(24)}", v.b62(40)
+    url_body = v.b62(18) + "_" + v.b62(10) + "-" + v.b62(12)
+    return [
+        ("prefixed", "one-letter prefix", f"VAULT_ADDR=https://vault.{p}.io\nlogin with {vault}", [vault]),
+        ("prefixed", "base64url body", f"forwarded {p[:3]}_{url_body} upstream", [f"{p[:3]}_{url_body}"]),
+        ("context", "xml element with attributes", f'<password encrypted="false">{pw}</password>', [pw]),
+        ("context", "basic auth object", f'requests.get(url, auth=HTTPBasicAuth("ci", "{l32}"))', [l32]),
+        ("context", "provider-named key", f"{p}: {l40}", [l40]),
+        ("pairs", "organization id not a uuid", f"{T} organization: {org}\n{T} api key: {key}", [org, key]),
+    ]

@@ -134,7 +134,8 @@ def call_arguments(text: str, counts: Counter, found: dict[str, str] | None = No
         words = name_words(call.group("fn"))
         if words == ["new"] and call.group("cls"):  # Ruby's Client.new(…)
             words = name_words(call.group("cls"))
-        if not words or not (_CALLEE_WORDS & set(words) or words[0].startswith("auth") or words[-1] in _CLIENT_WORDS):
+        auth = any(w.startswith("auth") and not w.startswith("author") for w in words)  # HTTPBasicAuth, authenticate
+        if not words or not (_CALLEE_WORDS & set(words) or auth or words[-1] in _CLIENT_WORDS):
             return call.group(0)
 
         def secret(q: re.Match[str]) -> str:

@@ -56,7 +56,9 @@ _PROSE_ID = re.compile(  # "the key id is X", "client ID: X", "account id X" in 
     r"(?i)\b(?:key|client|account|app|application|tenant|project|org|organi[sz]ation|access\s+key)[ \t]+id"
     r"(?:[ \t]+(?:is|was|=|:)|:)?[ \t]+(?P<value>[A-Za-z0-9][\w.@+/=-]{7,199})(?<![.,;:])"
 )
-_NETRC_LOGIN = re.compile(r"(?m)(?:^[ \t]*|\bmachine[ \t]+\S+[ \t]+)login[ \t]+(?P<value>[\w.@+-]{2,200})(?=\s|$)")
+_NETRC_LOGIN = re.compile(  # `login X` on its own line, or `machine H login X password Y`
+    r"(?m)(?:^[ \t]*|\bmachine[ \t]+\S+[ \t]+)login[ \t]+(?P<value>[\w.@+-]{2,200})(?=[ \t]*$|[ \t]+password\b)"
+)
 _URL_USER = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://(?P<value>[^\s:/@\[\]]+):\[REDACTED:[A-Z0-9_]+\]@")
 _CONNECTION_ID = re.compile(  # the account or user part of a `;`-separated connection string
     r"(?i)(?<![\w ])(?:AccountName|User[ \t]?ID|UID|User(?:[ \t]?Name)?|SharedAccessKeyName|Login)[ \t]*=[ \t]*"

@@ -99,13 +99,22 @@ def _judge_unnamed(key: str, value: str) -> str | None:
         return "API_KEY" if words[-1] in WEAK_WORDS else "SECRET"
     if words[-1] in WEAK_WORDS and machine_made(value, 12):  # a log's `Key=bltig0ycy4…`, `key: LFPOQ65U…`
         return "API_KEY"
+    if machine_made(value, 24) and not random_hex(value):  # `kario: <40 of base36>` under the provider's name
+        return "SECRET"
     env_name = key.isupper() or words[-1] in WEAK_WORDS  # SENDGRID=<hex>; a lower-case name holds hashes in code
     return "SECRET" if env_name and (random_hex(value) or key.isupper() and machine_made(value, 20)) else None
 
 
 def _judge_prefixed(m: re.Match[str]) -> str | None:
-    prefix = m.group("value")[: m.start("body") - m.start("value") - 1]
-    return "TOKEN" if provider_token(prefix, m.group("body")) else None
+    value, body = m.group("value"), m.group("body")
+    for _ in range(3):  # the longest body first, then with its first parts taken into the prefix (A3-DDERXI-…)
+        if provider_token(value, body):
+            return "TOKEN"
+        cut = re.search(r"[_-]", body)
+        if cut is None or len(body) - cut.end() < 20:
+            return None
+        body = body[cut.end() :]
+    return None
 
 
 def _judge_argument(m: re.Match[str]) -> str | None:
@@ -281,18 +290,18 @@ PATTERNS: tuple[Pattern, ...] = (
         lambda m: "URL_TOKEN" if random_token(m.group("value")) or random_hex(m.group("value")) else None,
         needles=("://",),
     ),
-    Pattern(  # a provider-style token anywhere: a short prefix, "_", "-" or ".", a machine-made body (ghp_…, xoxb-…,
-        # sk_live_…, glpat-…, sl.…, NRAK-…, and the providers outside every list)
+    Pattern(  # a provider-style token anywhere: a short prefix, "_", "-" or ".", a machine-made body, base64url too
+        # (ghp_…, xoxb-…, sk_live_…, glpat-…, sl.…, NRAK-…, and the providers outside every list)
         "TOKEN",
         re.compile(
-            r"(?<![\w./+-])(?P<value>(?P<prefix>[A-Za-z][A-Za-z0-9]{1,9})(?:[_.-][A-Za-z0-9]{2,9}){0,2}[_.-]"
-            r"(?P<body>[A-Za-z0-9]{20,}(?:[_-][A-Za-z0-9]{4,})*|[A-Za-z0-9]{8}(?:-[A-Za-z0-9]{4}){3}-[A-Za-z0-9]{12}))"
+            r"(?<![\w./+-])(?P<value>(?P<prefix>[A-Za-z][A-Za-z0-9]{1,9})(?:[_.-][A-Za-z0-9]{2,9}){0,2}?[_.-]"
+            r"(?P<body>[A-Za-z0-9]{8}(?:-[A-Za-z0-9]{4}){3}-[A-Za-z0-9]{12}(?![\w-])|[A-Za-z0-9][A-Za-z0-9_-]{19,}))"
             r"(?![\w/+=-]|\.[\w/+=-])"
         ),
         "value",
         _judge_prefixed,
         needles=("_", "-", "."),
-        gate=re.compile(r"[_.-](?:[A-Za-z0-9]{20}|[A-Za-z0-9]{8}-[A-Za-z0-9]{4}-)"),  # the separator and the body
+        gate=re.compile(r"[_.-][A-Za-z0-9][A-Za-z0-9_-]{19}"),  # the separator and the body's first 20 (a UUID's too)
     ),
     Pattern(  # a quoted machine-made string passed or assigned anywhere: Client("…"), new Api('…')
         "SECRET",

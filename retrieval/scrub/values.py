@@ -27,7 +27,8 @@ REDACTED = re.compile(r"\[REDACTED:[A-Z0-9_]+\]")
 _NOT_A_TOKEN = {"sha", "sha1", "sha256", "sha384", "sha512", "md5", "blake2b", "crc32", "hash", "commit", "req"}
 _NOT_A_TOKEN |= {"request", "trace", "span", "run", "job", "build", "msg", "evt", "txn", "uuid", "guid"}
 _HEX_BODY = re.compile(r"[0-9a-fA-F]{32,}")
-_UUID_SHAPE = re.compile(r"[A-Za-z0-9]{8}(?:-[A-Za-z0-9]{4}){3}-[A-Za-z0-9]{12}")
+_UUID_END = re.compile(r"[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}$")
+_UUID_SHAPE = re.compile(r"[A-Za-z0-9]{8}(?:-[A-Za-z0-9]{4}){3}-[A-Za-z0-9]{12}")  # a UUID, or a key cut as one
 _DIGEST = re.compile(r"(?i)(?:sha(?:1|224|256|384|512)|md5|blake2[bs]?)[-:_]")  # an SRI or a digest: sha512-<base64>
 
 
@@ -134,18 +135,16 @@ def digest(value: str) -> bool:
     return _DIGEST.match(value) is not None
 
 
-def provider_token(prefix: str, body: str) -> bool:
+def provider_token(value: str, body: str) -> bool:
     """A provider-style token: a prefix (`ghp`, `sl`, `dp.pt`, `pat-na1`) and a random body (either letter case or
-    both, hex segments, a UUID's shape), the prefix no digest's or id's name."""
-    if not (random_token(body) or random_hex(body) or machine_made(body, 20)):
+    both, base64url, hex segments, a UUID's shape), the prefix no digest's or id's name, the whole no UUID."""
+    if _UUID_SHAPE.fullmatch(value) or not (random_token(body) or random_hex(body) or machine_made(body, 20)):
         return False
+    uuid = _UUID_END.search(value)
+    if uuid and (len(body) < 36 or not any(c.isdigit() for c in value[: uuid.start()])):
+        return False  # an id with a name (`session-<uuid>`); a token's prefix has a part like `na1` (`pat-na1-<uuid>`)
+    prefix = value[: len(value) - len(body) - 1]
     words = re.split(r"[_.-]", prefix)
-    if (
-        _UUID_SHAPE.fullmatch(body)
-        and (len(words) < 2 or _HEX_BODY.fullmatch(body.replace("-", "")))
-        and not any(c.isdigit() for c in prefix)
-    ):
-        return False  # an id with a name (`session-<uuid>`); a token has a prefix of parts (`pat-na1-<uuid>`)
     if len(words) >= 2 and all(len(w) >= 3 and w.isalpha() for w in words) and _HEX_BODY.fullmatch(body):
         return False  # words and a digest: a cache key (`linux-pip-` and a hex digest), an artifact's name
     names = {w.lower() for w in words} | set(re.findall(r"[a-z]+", prefix.lower()))

@@ -132,6 +132,10 @@ JENKINS = (
         (f"client = Kario::Client.new('{L}')", [L]),
         (f'kario.init("{H}")', [H]),
         (f"Loaded KARIO_KEY from env: {L}", [L]),
+        (f'<password encrypted="false">{PW}</password>', [PW]),
+        (f'requests.get(url, auth=HTTPBasicAuth("ci", "{L}"))', [L]),
+        (f"kario: {L}{H[:8]}", [L]),
+        (f"Kario organization: org-{K[:24]}\nKario api key: {K}", [f"org-{K[:24]}", K]),
     ],
 )
 def test_a_credential_named_by_its_context_goes(text, secrets):
@@ -152,6 +156,8 @@ def test_a_credential_named_by_its_context_goes(text, secrets):
         "Set KARIO_KEY in your shell before the first run.",
         "<key>CFBundleVersion</key>\n<string>1.0.42</string>",
         '    - token: "another"\n      admin: true',
+        "login with your company account, then open Settings.",
+        'author_of("a1b2c3d4e5f6a7b8c9d0e1f2")',
         'hashlib.sha256(b"a1b2c3d4e5f6a7b8c9d0e1f2").hexdigest()',
     ],
 )
@@ -172,6 +178,8 @@ def test_context_look_alikes_stay(text):
         "amzn.mws.t6i92yjm-0vmo-11ur-5l3p-ikc9zwah96r0",
         f"narkey_{H}{H}-{K[:16]}",
         f"KAR_V2_{U}",
+        f"abc_{K[:18]}_{K[18:28]}-{K[:12]}",  # a base64url body: `_` and `-` inside it
+        "A3-DDERXI-DUXAJQ-4BVJM-F3IQC-4YY9E-NU85E",  # short parts first, the random ones after
     ],
 )
 def test_prefixed_tokens_with_dots_dashes_and_one_case_bodies(token):
@@ -185,6 +193,9 @@ def test_prefixed_tokens_with_dots_dashes_and_one_case_bodies(token):
     [
         f"session-{ORG}",
         f"web-app-{ORG}",
+        f"web-app-{ORG.upper()}",
+        f"ID {ORG.upper()} done",
+        "my_function_name_for_the_2024_v2_pipeline_step = 3",
         "req_8f7d6c5b4a3e2d1c0b9a8f7e6d5c4b3a",
         f"sha256-{H}{H}",
         '"integrity": "sha512-uM8obKPqNXMsxptfTqxvvzG2fnKxTTdDXmb86JBKvZyN5qsvVk8Ron4vZRCK+ogkGVIW9ch/iMGNKZx4oIRpoA=="',
