@@ -289,4 +289,7 @@ def development_more(v: Values) -> list[Form]:
         ("context", "basic auth object", f'requests.get(url, auth=HTTPBasicAuth("ci", "{l32}"))', [l32]),
         ("context", "provider-named key", f"{p}: {l40}", [l40]),
         ("pairs", "organization id not a uuid", f"{T} organization: {org}\n{T} api key: {key}", [org, key]),
+        ("context", "class named for the provider", f'api = {T}("{l40}")', [l40]),
+        ("context", "go constructor", f'c := {p}.New("{l40}")', [l40]),
+        ("context", "js new", f"const c = new {T}('{l40}');", [l40]),
     ]

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from .names import name_words, secret_kind
+from .names import may_name_a_credential, name_words, secret_kind
 from .patterns import Pattern
 from .values import CODE_VALUE, REDACTED, credential_like, machine_made, random_token
 
@@ -116,7 +116,8 @@ def beside_key_ids(text: str, counts: Counter, found: dict[str, str] | None = No
 
 # a call whose callee says it takes a credential (set_api_key, authenticate, login, withToken) or builds a client
 _CALL = re.compile(
-    r"(?:(?P<cls>[A-Za-z_$][\w$]*)(?:\.|::))?(?P<fn>[A-Za-z_$][\w$]*)[ \t]*\((?P<args>[^()\n]{12,400})\)"
+    r"(?P<new>\bnew[ \t]+)?(?:(?P<cls>[A-Za-z_$][\w$]*)(?:\.|::))?(?P<fn>[A-Za-z_$][\w$]*)[ \t]*"
+    r"\((?P<args>[^()\n]{12,400})\)"
 )
 _QUOTED = re.compile(r"""(?P<q>["'`])(?P<value>[A-Za-z0-9_.+/=-]{12,200})(?P=q)""")
 _CALLEE_WORDS = {"key", "apikey", "token", "secret", "password", "credential", "credentials", "login", "signin"}
@@ -125,17 +126,21 @@ _CLIENT_WORDS = {"client", "api", "sdk"}
 
 
 def call_arguments(text: str, counts: Counter, found: dict[str, str] | None = None) -> str:
-    """A machine-made string passed to a call that takes a credential or builds a client:
-    `kario.set_api_key("…")`, `client.authenticate('…')`, `new KarioClient("…", "…")`, `Kario::Client.new('…')`."""
+    """A machine-made string passed to a call that takes a credential or builds a client or an object:
+    `kario.set_api_key("…")`, `client.authenticate('…')`, `new KarioClient("…", "…")`, `Kario::Client.new('…')`,
+    `Kario("…")`."""
     if "(" not in text or not _QUOTED.search(text):  # no quoted literal that could be a key: nothing to find
         return text
 
     def repl(call: re.Match[str]) -> str:
-        words = name_words(call.group("fn"))
-        if words == ["new"] and call.group("cls"):  # Ruby's Client.new(…)
-            words = name_words(call.group("cls"))
+        fn = call.group("fn")
+        if fn.lower() == "new" and call.group("cls"):  # Ruby's Client.new(…), Go's kario.New(…)
+            fn = call.group("cls")
+        words = name_words(fn)
         auth = any(w.startswith("auth") and not w.startswith("author") for w in words)  # HTTPBasicAuth, authenticate
-        if not words or not (_CALLEE_WORDS & set(words) or auth or words[-1] in _CLIENT_WORDS):
+        # a constructor (`new Kario(…)`, `Kario(…)`, `kario.New(…)`) not named for an id or a digest (UUID, ObjectId)
+        built = (call.group("new") or fn[0].isupper() or fn != call.group("fn")) and may_name_a_credential(fn)
+        if not words or not (_CALLEE_WORDS & set(words) or auth or words[-1] in _CLIENT_WORDS or built):
             return call.group(0)
 
         def secret(q: re.Match[str]) -> str:
