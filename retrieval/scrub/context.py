@@ -13,7 +13,8 @@ from .patterns import Pattern
 from .values import CODE_VALUE, REDACTED, credential_like, machine_made, random_token
 
 _SECRET_WORD = re.compile(  # secret-ish words in prose: "password is X", "client secret X", "deploy token ... X"
-    r"(?i)(?<![\w-])(?:pass(?:word|wd|phrase|code)|pwd|secret(?:\s+(?:key|access\s+key))?|(?:api|access|private)\s+key"
+    # (not a shell variable: `$PWD .venv/bin/python`)
+    r"(?i)(?<![\w$-])(?:pass(?:word|wd|phrase|code)|pwd|secret(?:\s+(?:key|access\s+key))?|(?:api|access|private)\s+key"
     r"|tokens?|credentials?|keys?(?=\s+(?:for|of|in|on)\b))(?=[\s:=])"
 )
 _PUNCT = "\"'`.,;:!?)(<>[]{}="

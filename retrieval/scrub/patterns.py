@@ -36,6 +36,9 @@ _VALUE = r"""(?:"(?P<dq>[^"\n]{4,1024})"|'(?P<sq>[^'\n]{4,1024})'|(?P<bare>(?=[^
 _ASSIGNMENT = r"""(?<![\w.])(?P<key>[A-Za-z_][\w.-]{0,80}?)["']?\]?[ \t]*(?::=|=>|\?=|\.=|\+=|=|:)[ \t]*"""
 
 
+_PIN = re.compile(r"[=<>~!^]*v?\d+(?:\.\d+)+(?:[.-]?[a-z]+\d*)?")
+
+
 @dataclass(frozen=True)
 class Pattern:
     kind: str
@@ -81,6 +84,8 @@ def _judge_assignment(m: re.Match[str]) -> str | None:
         return None
     if kind in ("TOKEN", "API_KEY") and value.isalpha() and value.islower() and len(value) < 16:
         return None  # a word (`token: "another"` in an example), not a machine-made token
+    if _PIN.fullmatch(value.rstrip("`)]}.")):
+        return None  # a version pin (`kingfisher-secret-scanner==1.5.0`), not a secret
     return kind
 
 

@@ -10,7 +10,7 @@ from collections import Counter
 
 CODE_VALUE = re.compile(  # a reference to a secret in code, not the secret: os.environ[...], get_token(), ${VAR}
     r"^(?:[A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)*[(\[]|[A-Za-z_][A-Za-z_]*(?:\.[A-Za-z_][A-Za-z_]*)+$|(?:[a-z]+_)+[a-z]+$|(?:[A-Z]+_)+[A-Z]+$|(?:self|cls|this|os|config|settings|env|process|args|request)\.\w|"
-    r"_+[A-Za-z]+(?:_[A-Za-z]+)*$|\$\{?[A-Za-z_]\w*\}?$|\{[\w.]*\}$|\{\{.*\}\}$|<[^<>]+>$|%\(\w+\)s$|\*+$|x{4,}$|\.{3}$)",
+    r"_+[A-Za-z]+(?:_[A-Za-z]+)*$|\$\(|\$\{?[A-Za-z_]\w*\}?$|\{[\w.]*\}$|\{\{.*\}\}$|<[^<>]+>$|%\(\w+\)s$|\*+$|x{4,}$|\.{3}$)",
     re.I,
 )
 # a provider-style token: a short prefix, "_" or "-", then a random tail of 20+ upper- and lower-case letters and

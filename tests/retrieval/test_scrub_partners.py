@@ -165,6 +165,9 @@ def test_a_credential_named_by_its_context_goes(text, secrets):
         'err := errors.New("connection refused 42")',
         'const d = new Date("2024-01-01T00:00:00Z");',
         'x = Decimal("12345.678901")',
+        "PYTHONPATH=$PWD .venv/bin/python -m pytest",  # a shell variable, not the word pwd
+        "export PAI_WRITE_TOKEN=$(openssl rand -hex 24)",
+        '"kingfisher-secret-scanner==1.5.0",',  # a version pin
         'author_of("a1b2c3d4e5f6a7b8c9d0e1f2")',
         'hashlib.sha256(b"a1b2c3d4e5f6a7b8c9d0e1f2").hexdigest()',
     ],
