@@ -282,6 +282,8 @@ def development_more(v: Values) -> list[Form]:
     T = p.title()
     vault, l32, l40, org, key = f"s.{v.b62(24)}", v.b36(32), v.b36(40), f"org-{v.b62(24)}", v.b62(40)
     url_body = v.b62(18) + "_" + v.b62(10) + "-" + v.b62(12)
+    claims = base64.urlsafe_b64encode(f'{{"u":"{p}","a":"{v.b36(12)}"}}'.encode()).decode().rstrip("=")
+    dotted_jwt = f"pk.{claims}.{v.b62(22)}"
     return [
         ("prefixed", "one-letter prefix", f"VAULT_ADDR=https://vault.{p}.io\nlogin with {vault}", [vault]),
         ("prefixed", "base64url body", f"forwarded {p[:3]}_{url_body} upstream", [f"{p[:3]}_{url_body}"]),
@@ -292,4 +294,5 @@ def development_more(v: Values) -> list[Form]:
         ("context", "class named for the provider", f'api = {T}("{l40}")', [l40]),
         ("context", "go constructor", f'c := {p}.New("{l40}")', [l40]),
         ("context", "js new", f"const c = new {T}('{l40}');", [l40]),
+        ("prefixed", "dotted segments", f"tiles from {dotted_jwt} only", [dotted_jwt]),
     ]

@@ -112,6 +112,8 @@ def _judge_unnamed(key: str, value: str) -> str | None:
 
 def _judge_prefixed(m: re.Match[str]) -> str | None:
     value, body = m.group("value"), m.group("body")
+    if "." in body and not value[: len(value) - len(body)].islower():
+        return None  # dotted parts after a lower-case prefix only (pk.…); SG.….… is the rule sets' to name
     for _ in range(3):  # the longest body first, then with its first parts taken into the prefix (A3-DDERXI-…)
         if provider_token(value, body):
             return "TOKEN"
@@ -300,7 +302,7 @@ PATTERNS: tuple[Pattern, ...] = (
         "TOKEN",
         re.compile(
             r"(?<![\w./+-])(?P<value>(?P<prefix>[A-Za-z][A-Za-z0-9]{1,9})(?:[_.-][A-Za-z0-9]{2,9}){0,2}?[_.-]"
-            r"(?P<body>[A-Za-z0-9]{8}(?:-[A-Za-z0-9]{4}){3}-[A-Za-z0-9]{12}(?![\w-])|[A-Za-z0-9][A-Za-z0-9_-]{19,}))"
+            r"(?P<body>[A-Za-z0-9]{8}(?:-[A-Za-z0-9]{4}){3}-[A-Za-z0-9]{12}(?![\w-])|[A-Za-z0-9][A-Za-z0-9_-]{19,}(?:\.[A-Za-z0-9_-]{4,})*))"
             r"(?![\w/+=-]|\.[\w/+=-])"
         ),
         "value",

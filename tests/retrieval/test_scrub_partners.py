@@ -191,6 +191,7 @@ def test_context_look_alikes_stay(text):
         f"KAR_V2_{U}",
         f"abc_{K[:18]}_{K[18:28]}-{K[:12]}",  # a base64url body: `_` and `-` inside it
         "A3-DDERXI-DUXAJQ-4BVJM-F3IQC-4YY9E-NU85E",  # short parts first, the random ones after
+        "pk.eyJ1IjoiZXhhbXBsZSIsImEiOiJjbGFiYzEyMyJ9.abcdEFGH1234xyzQ",  # dotted segments after the body
     ],
 )
 def test_prefixed_tokens_with_dots_dashes_and_one_case_bodies(token):
@@ -213,6 +214,7 @@ def test_prefixed_tokens_with_dots_dashes_and_one_case_bodies(token):
         f"image: ghcr.io/acme/app@sha256:{H}{H}",
         "from retrieval.scrub.patterns import PATTERNS",
         "see docs.example.com/guides/getting-started-with-the-api",
+        "see api.example-service-with-long-name.com/v1 and sentence_transformers.SentenceTransformerModel",
     ],
 )
 def test_prefixed_look_alikes_stay(text):
