@@ -12,6 +12,8 @@ four mechanisms, and every one of them must go.
 
 Sources (`source` in each record): `written`, forms and values written here (random values from a seeded
 generator, providers with made-up names); `written-untuned`, more such forms written after the rules were;
+`written-57` and `written-57-untuned`, the forms of `mechanism_forms.py` (issue 57: pairs, provider `context`,
+prefixed; the untuned ones held back, and `written-57-untuned-2` a second such set);
 and `gitleaks`, `credsweeper`, `classifinder` (all MIT): the
 secrets of the provider corpus (`tests/data/provider_corpus.jsonl`, generated from those scanners' published
 rules, see `provider_corpus.py`) in the `copies` and `pairs` forms. Built in memory from a seed: the same
@@ -21,50 +23,9 @@ corpus on every run. `negatives` holds look-alikes (digests, request ids, code) 
 from __future__ import annotations
 
 import base64
-import random
-import string
-import uuid
 
-B62 = string.ascii_letters + string.digits
-
-
-class Values:
-    """Random values of the shapes credentials take, from one seeded generator."""
-
-    def __init__(self, seed: int) -> None:
-        self.r = random.Random(seed)
-
-    def b62(self, n: int = 32) -> str:
-        while True:  # a key has upper- and lower-case letters and digits (a draw without is redrawn)
-            v = "".join(self.r.choice(B62) for _ in range(n))
-            if any(c.isupper() for c in v) and any(c.islower() for c in v) and sum(c.isdigit() for c in v) >= 2:
-                return v
-
-    def hex(self, n: int = 32) -> str:
-        return "".join(self.r.choice("0123456789abcdef") for _ in range(n))
-
-    def b64(self, n: int = 40) -> str:
-        return self.b62(n - 2) + self.r.choice("+/") + self.r.choice(B62)
-
-    def uuid(self) -> str:
-        return str(uuid.UUID(int=self.r.getrandbits(128), version=4))
-
-    def password(self) -> str:
-        return self.b62(10) + self.r.choice("#$%!") + "".join(self.r.choice(B62) for _ in range(3))
-
-    def provider(self) -> str:
-        """A made-up provider name: two or three syllables."""
-        syl = ["zen", "tri", "quo", "bly", "mar", "vek", "lo", "dra", "pix", "nor", "sal", "tum", "ka", "rio"]
-        return "".join(self.r.choice(syl) for _ in range(self.r.choice((2, 3))))
-
-    def prefixed(self) -> str:
-        prefix = "".join(self.r.choice(string.ascii_lowercase) for _ in range(self.r.randint(2, 6)))
-        mid = self.r.choice(("", "live_", "v1_", "prod-", "pat_"))
-        sep = self.r.choice("_-")
-        return f"{prefix}{sep}{mid}{self.b62(self.r.randint(24, 40))}"
-
-    def key_id(self) -> str:
-        return "".join(self.r.choice(string.ascii_uppercase + string.digits) for _ in range(20))
+from . import mechanism_forms
+from .credential_values import Values
 
 
 def _assignments(v: Values) -> list[tuple[str, str, list[str]]]:
@@ -195,6 +156,8 @@ def _negatives(v: Values) -> list[str]:
 def build(provider_items: list[dict], seed: int = 0, per_form: int = 4) -> dict:
     """{"inputs": [{source, mechanism, form, text, secrets}], "negatives": [text]}."""
     v = Values(seed)
+    v57 = Values(seed + 57)  # the issue-57 forms draw from their own generator: the other sources' values stay
+    v58 = Values(seed + 58)  # and the later development forms from theirs
     inputs = []
 
     def add(source: str, mechanism: str, forms: list[tuple[str, str, list[str]]]) -> None:
@@ -209,6 +172,14 @@ def build(provider_items: list[dict], seed: int = 0, per_form: int = 4) -> dict:
         add("written", "prefixed", _prefixed(v))
         for mechanism, form, text, secrets in _untuned(v):
             add("written-untuned", mechanism, [(form, text, secrets)])
+        for mechanism, form, text, secrets in mechanism_forms.development(v57):
+            add("written-57", mechanism, [(form, text, secrets)])
+        for mechanism, form, text, secrets in mechanism_forms.untuned(v57):
+            add("written-57-untuned", mechanism, [(form, text, secrets)])
+        for mechanism, form, text, secrets in mechanism_forms.untuned_second(v57):
+            add("written-57-untuned-2", mechanism, [(form, text, secrets)])
+        for mechanism, form, text, secrets in mechanism_forms.development_more(v58):
+            add("written-57", mechanism, [(form, text, secrets)])
     for it in provider_items[::3]:  # a third of the provider secrets: each its own form, copied and paired
         secret = it["secret"]
         add(
@@ -219,4 +190,5 @@ def build(provider_items: list[dict], seed: int = 0, per_form: int = 4) -> dict:
         forms = _pairs(v, secret)
         add(it["source"], "pairs", [forms[len(inputs) % len(forms)]])
     negatives = [n for _ in range(per_form) for n in _negatives(v)]
+    negatives += [n for _ in range(per_form) for n in mechanism_forms.negatives(v57)]
     return {"inputs": inputs, "negatives": negatives}

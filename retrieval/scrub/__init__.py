@@ -1,9 +1,10 @@
 """Secret scrubbing before anything is stored: each secret becomes `[REDACTED:KIND]`.
 
 Three layers: our own patterns for the classes we must never miss (`patterns`: tested one by one; a name is
-judged by `names`, a value by `values`), the maintained rule sets (`rule_sets`: kingfisher's provider rules,
-detect-secrets' provider plugins), then context rules over prose (`context`: "password is X", a token beside
-a key id). Replacements keep the number of lines, so chunk line ranges still point into the original file.
+judged by `names`, a value by `values`; credentials in an encoding, `encoded`: a signed URL's query, a base64
+`auth`), the maintained rule sets (`rule_sets`: kingfisher's provider rules, detect-secrets' provider plugins),
+then context rules (`context`: "password is X", a token beside a key id, a call that takes a credential), and
+last the partners and copies of what was found (`pairs`: the id half of a pair; `copies`: every copy). Replacements keep the number of lines, so chunk line ranges still point into the original file.
 `version()` names the rules that scrubbed a text; `pai bench scrub` measures recall and the false positives.
 """
 
@@ -15,9 +16,11 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from .context import after_secret_words, beside_key_ids
-from .copies import redact_copies, redact_pair_ids
+from .context import CONTEXT_PATTERNS, after_env_names, after_secret_words, beside_key_ids, call_arguments
+from .copies import redact_copies
+from .encoded import ENCODED_PATTERNS, signed_queries
 from .names import secret_kind
+from .pairs import redact_pair_ids
 from .patterns import PATTERNS, apply_pattern, fold, may_match
 from .rule_sets import detect_secrets_pass, rule_set_pass
 
@@ -57,13 +60,16 @@ def scrub(text: str) -> ScrubResult:
     counts: Counter = Counter()
     found: dict[str, str] = {}
     folded = fold(text)
-    for p in PATTERNS:
+    for p in PATTERNS + ENCODED_PATTERNS + CONTEXT_PATTERNS:
         if may_match(p, text, folded) and (new := apply_pattern(p, text, counts, found)) is not text:  # replaced
             text, folded = new, fold(new)
+    text = signed_queries(text, counts, found)
+    text = call_arguments(text, counts, found)
     text = rule_set_pass(text, counts, found)
     text = detect_secrets_pass(text, counts, found)
     text = beside_key_ids(text, counts, found)
     text = after_secret_words(text, counts, found)
+    text = after_env_names(text, counts, found)
     text = redact_pair_ids(text, found, counts)
     text = redact_copies(text, found, counts)
     return ScrubResult(text, counts, found)

@@ -1,17 +1,20 @@
-"""Context rules over prose: a credential-like word after "password is", "client secret", "deploy token ...",
-and a high-entropy token beside a key id (an AWS access key's secret, a Twilio key's auth token). A bare hex
-hash is kept unless a secret-ish word or a key id stands next to it."""
+"""Context rules: a credential-like word after "password is", "client secret", "deploy token ..." in prose, a
+high-entropy token beside a key id (an AWS access key's secret, a Twilio key's auth token), and a machine-made
+string passed to a call that takes a credential. A bare hex hash is kept unless a secret-ish word or a key id
+stands next to it."""
 
 from __future__ import annotations
 
 import re
 from collections import Counter
 
-from .names import secret_kind
-from .values import REDACTED, credential_like
+from .names import may_name_a_credential, name_words, secret_kind
+from .patterns import Pattern
+from .values import CODE_VALUE, REDACTED, credential_like, machine_made, random_token
 
 _SECRET_WORD = re.compile(  # secret-ish words in prose: "password is X", "client secret X", "deploy token ... X"
-    r"(?i)(?<![\w-])(?:pass(?:word|wd|phrase|code)|pwd|secret(?:\s+(?:key|access\s+key))?|(?:api|access|private)\s+key"
+    # (not a shell variable: `$PWD .venv/bin/python`)
+    r"(?i)(?<![\w$-])(?:pass(?:word|wd|phrase|code)|pwd|secret(?:\s+(?:key|access\s+key))?|(?:api|access|private)\s+key"
     r"|tokens?|credentials?|keys?(?=\s+(?:for|of|in|on)\b))(?=[\s:=])"
 )
 _PUNCT = "\"'`.,;:!?)(<>[]{}="
@@ -110,3 +113,99 @@ def beside_key_ids(text: str, counts: Counter, found: dict[str, str] | None = No
 
         text = shape.sub(repl, text)
     return text
+
+
+# a call whose callee says it takes a credential (set_api_key, authenticate, login, withToken) or builds a client
+_CALL = re.compile(
+    r"(?P<new>\bnew[ \t]+)?(?:(?P<cls>[A-Za-z_$][\w$]*)(?:\.|::))?(?P<fn>[A-Za-z_$][\w$]*)[ \t]*"
+    r"\((?P<args>[^()\n]{12,400})\)"
+)
+_QUOTED = re.compile(r"""(?P<q>["'`])(?P<value>[A-Za-z0-9_.+/=-]{12,200})(?P=q)""")
+_CALLEE_WORDS = {"key", "apikey", "token", "secret", "password", "credential", "credentials", "login", "signin"}
+_CALLEE_WORDS |= {"init", "initialize", "configure", "setup"}  # a provider's SDK set up with its key: sdk.init("…")
+_CLIENT_WORDS = {"client", "api", "sdk"}
+
+
+def call_arguments(text: str, counts: Counter, found: dict[str, str] | None = None) -> str:
+    """A machine-made string passed to a call that takes a credential or builds a client or an object:
+    `kario.set_api_key("…")`, `client.authenticate('…')`, `new KarioClient("…", "…")`, `Kario::Client.new('…')`,
+    `Kario("…")`."""
+    if "(" not in text or not _QUOTED.search(text):  # no quoted literal that could be a key: nothing to find
+        return text
+
+    def repl(call: re.Match[str]) -> str:
+        fn = call.group("fn")
+        if fn.lower() == "new" and call.group("cls"):  # Ruby's Client.new(…), Go's kario.New(…)
+            fn = call.group("cls")
+        words = name_words(fn)
+        auth = any(w.startswith("auth") and not w.startswith("author") for w in words)  # HTTPBasicAuth, authenticate
+        # a constructor (`new Kario(…)`, `Kario(…)`, `kario.New(…)`) not named for an id or a digest (UUID, ObjectId)
+        built = (call.group("new") or fn[0].isupper() or fn != call.group("fn")) and may_name_a_credential(fn)
+        if not words or not (_CALLEE_WORDS & set(words) or auth or words[-1] in _CLIENT_WORDS or built):
+            return call.group(0)
+
+        def secret(q: re.Match[str]) -> str:
+            value = q.group("value")
+            if REDACTED.search(value) or not (machine_made(value, 16) or random_token(value.rstrip("="))):
+                return q.group(0)
+            counts["SECRET"] += 1
+            if found is not None:
+                found.setdefault(value, "SECRET")
+            return f"{q.group('q')}[REDACTED:SECRET]{q.group('q')}"
+
+        head = call.group(0)[: call.start("args") - call.start()]
+        return head + _QUOTED.sub(secret, call.group("args")) + ")"
+
+    return _CALL.sub(repl, text)
+
+
+# an environment variable's name that says it holds a credential (STRIPE_KEY, GH_TOKEN), then its value in prose
+_ENV_NAME = re.compile(r"\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*_(?:KEY|TOKEN|SECRET|PASSWORD|PASS|PWD|AUTH)\b")
+
+
+def after_env_names(text: str, counts: Counter, found: dict[str, str] | None = None) -> str:
+    """A machine-made word a few words after a credential's environment name on the same line: "Loaded STRIPE_KEY
+    from env: …", "set GH_TOKEN to …"."""
+    if "_" not in text or not _ENV_NAME.search(text):
+        return text
+    out, pos = [], 0
+    for m in _ENV_NAME.finditer(text):
+        if m.start() < pos:
+            continue
+        end = min(len(text), m.end() + 400)  # five words on, within the line
+        line_end = text.find("\n", m.end(), end)
+        rest = text[m.end() : line_end if line_end >= 0 else end]
+        for i, w in enumerate(re.finditer(r"\S+", rest)):
+            word = w.group(0).strip(_PUNCT)
+            if i >= 5 or REDACTED.search(w.group(0)):
+                break
+            if machine_made(word, 16) or random_token(word.rstrip("=")):
+                start = m.end() + w.start() + w.group(0).find(word)
+                out.append(text[pos:start] + "[REDACTED:SECRET]")
+                counts["SECRET"] += 1
+                if found is not None:
+                    found.setdefault(word, "SECRET")
+                pos = start + len(word)
+                break
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def _named_sibling(m: re.Match[str]) -> str | None:
+    value = m.group("value")
+    return None if CODE_VALUE.match(value) or value.isalpha() and value.islower() else secret_kind(m.group("key"))
+
+
+CONTEXT_PATTERNS: tuple[Pattern, ...] = (
+    Pattern(  # a name element, then its value's: Jenkins' <string>API_TOKEN</string><string>…</string>, a plist's
+        # <key>apiToken</key><string>…</string>
+        "SECRET",
+        re.compile(
+            r"<(?P<t1>[\w.-]{1,20})>(?P<key>[A-Za-z_][\w.-]{0,80})</(?P=t1)>\s{0,200}"
+            r"<(?P<t2>[\w.-]{1,20})>(?P<value>[^<>\s]{4,})</(?P=t2)>"
+        ),
+        "value",
+        _named_sibling,
+        needles=("</",),
+    ),
+)

@@ -15,8 +15,11 @@ from .values import (
     PREFIXED_TOKEN,
     basic_credentials,
     credential_like,
+    digest,
     entropy,
+    machine_made,
     marker,
+    provider_token,
     random_hex,
     random_part,
     random_token,
@@ -24,11 +27,16 @@ from .values import (
 
 # Values that look like a credential rather than a word: quoted (any 4+ chars), or unquoted with a
 # digit or symbol in them, or long. Prose such as "token: a unit of text" must survive.
-_VALUE = r"""(?:"(?P<dq>[^"\n]{4,})"|'(?P<sq>[^'\n]{4,})'|(?P<bare>(?=[^\s,;]*[\d_/+=$!@#%^&*.-])[^\s"',;]{6,}|[^\s"',;]{20,}))"""
+_VALUE = r"""(?:"(?P<dq>[^"\n]{4,1024})"|'(?P<sq>[^'\n]{4,1024})'|(?P<bare>(?=[^\s,;\x00]{0,256}?[\d_/+=$!@#%^&*.-])[^\s"',;\x00]{6,1024}|[^\s"',;\x00]{20,1024}))"""
+# (bounded: a value is judged, and on a miss searched again from inside it; unbounded, a 1 MB line of `a=b&` is
+# searched to its end at every `=`)
 # `name = value`, `name: value`, `"name": "value"`, `name => value`, `--name=value`: the name is
 # judged by its words (secret_kind), so `DB_PASS`, `MYSQL_PWD` and `private_key_id` count and
 # `tokenizer`, `max_tokens` or `password_file` do not.
 _ASSIGNMENT = r"""(?<![\w.])(?P<key>[A-Za-z_][\w.-]{0,80}?)["']?\]?[ \t]*(?::=|=>|\?=|\.=|\+=|=|:)[ \t]*"""
+
+
+_PIN = re.compile(r"[=<>~!^]*v?\d+(?:\.\d+)+(?:[.-]?[a-z]+\d*)?")
 
 
 @dataclass(frozen=True)
@@ -39,6 +47,8 @@ class Pattern:
     judge: Callable[[re.Match[str]], str | None] | None = None  # the kind for this match, None to leave it
     needles: tuple[str, ...] = ()  # every match holds one of these (folded where the regex ignores case): a text
     # without any is not searched. A test holds that the scrubber's output is the same without them.
+    gate: re.Pattern[str] | None = None  # a cheaper regex every match holds a match of: a text without one is not
+    # searched (the same test holds it)
     folded: bool = field(init=False)  # the regex ignores case: its needles are looked for in the folded text
 
     def __post_init__(self) -> None:
@@ -56,11 +66,11 @@ def fold(text: str) -> str:
 
 
 def may_match(p: Pattern, text: str, folded: str) -> bool:
-    """False where `p` cannot match: none of its needles in `text` (in `folded`, `fold(text)`, where it ignores case)."""
-    if not p.needles:
-        return True
-    hay = folded if p.folded else text
-    return any(n in hay for n in p.needles)
+    """False where `p` cannot match: none of its needles in `text` (in `folded`, `fold(text)`, where it ignores case),
+    or no match of its gate."""
+    if p.needles and not any(n in (folded if p.folded else text) for n in p.needles):
+        return False
+    return p.gate is None or p.gate.search(text) is not None
 
 
 def _judge_assignment(m: re.Match[str]) -> str | None:
@@ -72,6 +82,10 @@ def _judge_assignment(m: re.Match[str]) -> str | None:
         return _judge_unnamed(m.group("key"), value)
     if kind not in (None, "PASSWORD") and value.count(" ") >= 3:  # a message about the token, not a token
         return None
+    if kind in ("TOKEN", "API_KEY") and value.isalpha() and value.islower() and len(value) < 16:
+        return None  # a word (`token: "another"` in an example), not a machine-made token
+    if _PIN.fullmatch(value.rstrip("`)]}.")):
+        return None  # a version pin (`kingfisher-secret-scanner==1.5.0`), not a secret
     return kind
 
 
@@ -88,8 +102,26 @@ def _judge_unnamed(key: str, value: str) -> str | None:
         return "BASIC_AUTH"
     if random_token(value.rstrip("=")):
         return "API_KEY" if words[-1] in WEAK_WORDS else "SECRET"
+    if words[-1] in WEAK_WORDS and machine_made(value, 12):  # a log's `Key=bltig0ycy4…`, `key: LFPOQ65U…`
+        return "API_KEY"
+    if machine_made(value, 24) and not random_hex(value):  # `kario: <40 of base36>` under the provider's name
+        return "SECRET"
     env_name = key.isupper() or words[-1] in WEAK_WORDS  # SENDGRID=<hex>; a lower-case name holds hashes in code
-    return "SECRET" if env_name and random_hex(value) else None
+    return "SECRET" if env_name and (random_hex(value) or key.isupper() and machine_made(value, 20)) else None
+
+
+def _judge_prefixed(m: re.Match[str]) -> str | None:
+    value, body = m.group("value"), m.group("body")
+    if "." in body and not value[: len(value) - len(body)].islower():
+        return None  # dotted parts after a lower-case prefix only (pk.…); SG.….… is the rule sets' to name
+    for _ in range(3):  # the longest body first, then with its first parts taken into the prefix (A3-DDERXI-…)
+        if provider_token(value, body):
+            return "TOKEN"
+        cut = re.search(r"[_-]", body)
+        if cut is None or len(body) - cut.end() < 20:
+            return None
+        body = body[cut.end() :]
+    return None
 
 
 def _judge_argument(m: re.Match[str]) -> str | None:
@@ -202,7 +234,7 @@ PATTERNS: tuple[Pattern, ...] = (
     ),  # curl -u user:pw
     Pattern(
         "PASSWORD",
-        re.compile(r"\b(?:mysql\w*|mariadb\w*)\b[^\n]*?[ \t]-p(?P<value>[^\s-][^\s]{3,})"),
+        re.compile(r"\b(?:mysql\w*|mariadb\w*)\b[^\n]{0,300}?[ \t]-p(?P<value>[^\s-][^\s]{3,})"),
         "value",
         needles=("mysql", "mariadb"),
     ),  # mysql -pPW
@@ -253,7 +285,7 @@ PATTERNS: tuple[Pattern, ...] = (
     ),
     Pattern(  # docker login -u user -p X, a registry password on a command line
         "PASSWORD",
-        re.compile(r"\blogin\b[^\n]*?[ \t]-p[ \t]+['\"]?(?P<value>[^\s'\"]{4,})"),
+        re.compile(r"\blogin\b[^\n]{0,300}?[ \t]-p[ \t]+['\"]?(?P<value>[^\s'\"]{4,})"),
         "value",
         lambda m: _not_code(m, "PASSWORD"),
         needles=("login",),
@@ -265,22 +297,30 @@ PATTERNS: tuple[Pattern, ...] = (
         lambda m: "URL_TOKEN" if random_token(m.group("value")) or random_hex(m.group("value")) else None,
         needles=("://",),
     ),
-    Pattern(  # a provider-style token anywhere: a short prefix, "_" or "-", a machine-made body (ghp_…, xoxb-…,
-        # sk_live_…, glpat-…, and the providers outside every list)
+    Pattern(  # a provider-style token anywhere: a short prefix, "_", "-" or ".", a machine-made body, base64url too
+        # (ghp_…, xoxb-…, sk_live_…, glpat-…, sl.…, NRAK-…, and the providers outside every list)
         "TOKEN",
         re.compile(
-            r"(?<![\w./+-])(?P<value>[A-Za-z][A-Za-z0-9]{1,9}(?:[_-][A-Za-z0-9]{2,9}){0,2}[_-]"
-            r"(?P<body>[A-Za-z0-9]{20,}(?:[_-][A-Za-z0-9]{4,})*))(?![\w./+=-])"
+            r"(?<![\w./+-])(?P<value>(?P<prefix>[A-Za-z][A-Za-z0-9]{1,9})(?:[_.-][A-Za-z0-9]{2,9}){0,2}?[_.-]"
+            r"(?P<body>[A-Za-z0-9]{8}(?:-[A-Za-z0-9]{4}){3}-[A-Za-z0-9]{12}(?![\w-])|[A-Za-z0-9][A-Za-z0-9_-]{19,}(?:\.[A-Za-z0-9_-]{4,})*))"
+            r"(?![\w/+=-]|\.[\w/+=-])"
         ),
         "value",
-        lambda m: "TOKEN" if random_token(m.group("body")) or random_hex(m.group("body")) else None,
-        needles=("_", "-"),
+        _judge_prefixed,
+        needles=("_", "-", "."),
+        gate=re.compile(r"[_.-][A-Za-z0-9][A-Za-z0-9_-]{19}"),  # the separator and the body's first 20 (a UUID's too)
     ),
     Pattern(  # a quoted machine-made string passed or assigned anywhere: Client("…"), new Api('…')
         "SECRET",
         re.compile(r"""(?<![\w\\])(?P<q>["'`])(?P<value>[A-Za-z0-9+/_.~-]{24,}={0,2})(?P=q)"""),
         "value",
-        lambda m: "SECRET" if random_token(m.group("value").rstrip("=")) and entropy(m.group("value")) >= 4.0 else None,
+        lambda m: (
+            "SECRET"
+            if random_token(m.group("value").rstrip("="))
+            and entropy(m.group("value")) >= 4.0
+            and not digest(m.group("value"))
+            else None
+        ),
         needles=('"', "'", "`"),
     ),
     Pattern(  # a name and its value as call arguments: System.setProperty("API_TOKEN", "..."), put("password", "...")

@@ -1,4 +1,5 @@
 import json
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -42,12 +43,12 @@ CASES = [  # (kind, text, expected text)
     (
         "DB_PASSWORD",
         "DATABASE_URL=postgres://admin:s3cr3t!@db.example.com:5432/app",
-        "DATABASE_URL=postgres://admin:[REDACTED:DB_PASSWORD]@db.example.com:5432/app",
+        "DATABASE_URL=postgres://[REDACTED:USER]:[REDACTED:DB_PASSWORD]@db.example.com:5432/app",
     ),
     (
         "DB_PASSWORD",
         "mongodb+srv://u:pa55word@cluster0.mongodb.net",
-        "mongodb+srv://u:[REDACTED:DB_PASSWORD]@cluster0.mongodb.net",
+        "mongodb+srv://[REDACTED:USER]:[REDACTED:DB_PASSWORD]@cluster0.mongodb.net",
     ),
     ("PASSWORD", 'password = "hunter2"', 'password = "[REDACTED:PASSWORD]"'),
     ("PASSWORD", "DB_PASSWORD=hunter22", "DB_PASSWORD=[REDACTED:PASSWORD]"),
@@ -68,7 +69,7 @@ CASES = [  # (kind, text, expected text)
 def test_each_secret_class_is_redacted(kind, text, expected):
     r = scrub(text)
     assert r.text == expected
-    assert r.counts == {kind: 1}
+    assert r.counts - Counter(USER=1) == {kind: 1}  # a URL's user goes with its password: the pair's other half
     assert r.text.count("\n") == text.count("\n")  # line numbers survive
 
 

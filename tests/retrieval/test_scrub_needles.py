@@ -12,6 +12,8 @@ import pytest
 
 import retrieval.scrub as scrub_pkg
 from retrieval.scrub import rule_sets, scrub
+from retrieval.scrub.context import CONTEXT_PATTERNS
+from retrieval.scrub.encoded import ENCODED_PATTERNS
 from retrieval.scrub.patterns import PATTERNS, fold
 
 REPO = Path(__file__).resolve().parents[2]
@@ -65,7 +67,9 @@ def test_fold_holds_every_letter_an_ignorecase_regex_matches():
             assert fold(ch) == letter, (letter, hex(ord(ch)))
 
 
-@pytest.mark.parametrize("p", [p for p in PATTERNS if p.needles], ids=lambda p: p.kind)
+@pytest.mark.parametrize(
+    "p", [p for p in PATTERNS + ENCODED_PATTERNS + CONTEXT_PATTERNS if p.needles], ids=lambda p: p.kind
+)
 def test_needles_are_folded_where_the_regex_ignores_case(p):
     assert not p.folded or all(n == fold(n) for n in p.needles)
 

@@ -19,9 +19,20 @@ def test_the_mechanism_corpus_is_reported_by_source_and_mechanism():
     from eval.bench.scrub import mechanisms, summary
 
     m = mechanisms(REPO / "tests" / "data" / "provider_corpus.jsonl")
-    assert set(m["by_mechanism"]) == {"copies", "assignments", "pairs", "prefixed"}
-    assert {"written", "written-untuned", "gitleaks", "credsweeper", "classifinder"} <= set(m["by_source"])
-    assert m["inputs"] > 700 and m["fully_redacted"] >= 0.95 and m["negatives_changed"] == []
+    assert set(m["by_mechanism"]) == {"copies", "assignments", "pairs", "prefixed", "context"}
+    sources = {
+        "written",
+        "written-untuned",
+        "written-57",
+        "written-57-untuned",
+        "gitleaks",
+        "credsweeper",
+        "classifinder",
+    }
+    assert sources <= set(m["by_source"])
+    assert m["inputs"] > 1000 and m["fully_redacted"] >= 0.97 and m["negatives_changed"] == []
+    issue57 = m["by_source"]["written-57"], m["by_source"]["written-57-untuned"]  # floors: tuned, held back
+    assert issue57[0]["fully_redacted"] >= 0.98 and issue57[1]["fully_redacted"] >= 0.85, m["missed"]
     empty = {"documents_changed": 0, "documents": 1, "tokens_changed": 0, "tokens": 1, "examples": []}
     lines = summary(
         {"prose": empty, "code": {"lines_changed": 0, "lines": 1, "files": 1, "examples": []}, "mechanisms": m}
