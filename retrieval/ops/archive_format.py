@@ -9,6 +9,7 @@ anything; every refusal is an `ArchiveError` of one line.
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import io
 import json
@@ -16,6 +17,7 @@ import shutil
 import tarfile
 import time
 import zlib
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -92,6 +94,8 @@ def unpack(src: Path, into: Path) -> dict:
                     )
                 seen.add(info.name)
                 _copy_checked(src, tar, info, want, into / want.name)
+            while tar.fileobj.read(CHUNK):  # to the gzip trailer: its CRC and length checked, a cut end found
+                pass
         except (tarfile.TarError, EOFError, OSError, zlib.error) as e:
             raise ArchiveError(f"{src}: truncated or corrupt archive ({_first(e)})") from None
         missing = sorted(set(expected) - seen)
@@ -134,15 +138,26 @@ def safe_name(name: str) -> PurePosixPath:
     return p
 
 
-def _open(src: Path) -> tarfile.TarFile:
+@contextmanager
+def _open(src: Path):
+    """The archive as a tar stream (members read once, in order) over gzip's own reader: tarfile's skips the
+    trailer's CRC and length check."""
     try:
-        return tarfile.open(src, "r|gz")  # a stream: members are read once, in order
+        gz = gzip.open(src, "rb")
+        gz.peek(1)
     except FileNotFoundError:
         raise ArchiveError(f"{src}: no such file") from None
     except IsADirectoryError:
         raise ArchiveError(f"{src}: a directory, not an archive") from None
-    except (tarfile.TarError, OSError, EOFError, zlib.error) as e:
-        raise ArchiveError(f"{src}: not a pai archive (not a gzip'd tar: {_first(e)})") from None
+    except (OSError, EOFError, zlib.error) as e:
+        raise ArchiveError(f"{src}: not a pai archive (not gzip'd: {_first(e)})") from None
+    with gz:
+        try:
+            tar = tarfile.open(fileobj=gz, mode="r|")
+        except (tarfile.TarError, OSError, EOFError, zlib.error) as e:
+            raise ArchiveError(f"{src}: not a pai archive (not a gzip'd tar: {_first(e)})") from None
+        with tar:
+            yield tar
 
 
 def _manifest(src: Path, tar: tarfile.TarFile) -> dict:

@@ -20,7 +20,23 @@ from retrieval.ops.archive_format import ArchiveError, read_manifest, unpack
 from retrieval.params import IngestParams, SearchParams
 from retrieval.query.search import search
 
-WORDS = "river honey compiler gasket postgres valley nectar syntax index heap flower mountain token parser sea".split()
+WORDS = [
+    "river",
+    "honey",
+    "compiler",
+    "gasket",
+    "postgres",
+    "valley",
+    "nectar",
+    "syntax",
+    "index",
+    "heap",
+    "flower",
+    "mountain",
+    "token",
+    "parser",
+    "sea",
+]
 
 
 @pytest.fixture
