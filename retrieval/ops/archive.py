@@ -11,9 +11,11 @@ Not carried, because the target has its own or rebuilds it: `chunk_terms` (the f
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import platform
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -112,11 +114,20 @@ def export_store(conn: psycopg.Connection, dest: Path, pai_version: str, files: 
     return manifest
 
 
-def import_store(conn: psycopg.Connection, src: Path, workdir: Path, into_empty: bool = True) -> dict:
+def import_store(
+    conn: psycopg.Connection,
+    src: Path,
+    workdir: Path,
+    into_empty: bool = True,
+    moved: Callable[[Path], tuple[str, str] | None] = lambda files: None,
+) -> dict:
     """Load the archive `src` into the store of `conn`, all or nothing: its members are unpacked into `workdir` and
-    checked against the manifest, and the target against the archive, before anything is written. Returns the
-    manifest. Raises ArchiveError (one line); the store is then as it was."""
+    checked against the manifest, and the target against the archive, before anything is written. `moved(files)`,
+    given the unpacked files/ folder, may name (old, new): a path prefix replaced in every JSON value loaded (the
+    version records name model files under the source's home). Returns the manifest. Raises ArchiveError (one
+    line); the store is then as it was."""
     manifest = archive_format.unpack(Path(src), workdir)
+    move = moved(workdir / "files")
     target = {t.name: t for t in tables(conn)}
     plan = _plan(manifest, target, schema_version(conn))
     if into_empty:
@@ -139,6 +150,8 @@ def import_store(conn: psycopg.Connection, src: Path, workdir: Path, into_empty:
                 if t.name in plan:
                     _load(conn, t.name, plan[t.name], workdir / archive_format.table_member(t.name), manifest)
             _move_sequences(conn, list(plan))
+            if move and move[0] != move[1]:
+                _replace_in_json(conn, list(plan), *move)
             conn.execute(
                 "INSERT INTO store_imports (origin_store_id, archive_created_at, format_version, pai_version, tables)"
                 " VALUES (%s, %s, %s, %s, %s)",
@@ -222,6 +235,25 @@ def _move_sequences(conn: psycopg.Connection, names: list[str]) -> None:
                 ),
                 (seq,),
             )
+
+
+def _replace_in_json(conn: psycopg.Connection, names: list[str], old: str, new: str) -> None:
+    rows = conn.execute(
+        """
+        SELECT c.relname, a.attname FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid
+        WHERE c.relnamespace = (SELECT oid FROM pg_namespace WHERE nspname = current_schema()) AND c.relname = ANY(%s)
+          AND a.atttypid = 'jsonb'::regtype AND NOT a.attisdropped
+        """,
+        (names,),
+    ).fetchall()
+    for table, column in rows:
+        col = sql.Identifier(column)
+        conn.execute(
+            sql.SQL("UPDATE {} SET {} = replace({}::text, %s, %s)::jsonb WHERE strpos({}::text, %s) > 0").format(
+                sql.Identifier(table), col, col, col
+            ),
+            (json.dumps(old)[1:-1], json.dumps(new)[1:-1], json.dumps(old)[1:-1]),
+        )
 
 
 def _hashed(name: str, path: Path) -> Member:
