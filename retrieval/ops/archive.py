@@ -146,9 +146,12 @@ def import_store(
             for t in SEEDED:
                 if t in target and manifest["tables"].get(t, {}).get("rows"):
                     conn.execute(sql.SQL("DELETE FROM {}").format(sql.Identifier(t)))
+            rebuild = _drop_slow_indexes(conn)
             for t in target.values():  # parents first
                 if t.name in plan:
                     _load(conn, t.name, plan[t.name], workdir / archive_format.table_member(t.name), manifest)
+            for ddl in rebuild:
+                conn.execute(ddl)
             _move_sequences(conn, list(plan))
             if move and move[0] != move[1]:
                 _replace_in_json(conn, list(plan), *move)
@@ -235,6 +238,27 @@ def _move_sequences(conn: psycopg.Connection, names: list[str]) -> None:
                 ),
                 (seq,),
             )
+
+
+def _drop_slow_indexes(conn: psycopg.Connection) -> list[str]:
+    """Drop the HNSW and GIN indexes of the tables of this schema (built once after the rows are in: cheaper than row
+    by row, as a first ingest does); their definitions, to build them again in the same transaction. None for a role
+    that may not drop them: the rows are then indexed as they load."""
+    indexes = conn.execute(
+        """
+        SELECT i.relname, pg_get_indexdef(i.oid) FROM pg_index x
+        JOIN pg_class i ON i.oid = x.indexrelid JOIN pg_am am ON am.oid = i.relam
+        WHERE i.relnamespace = (SELECT oid FROM pg_namespace WHERE nspname = current_schema())
+          AND am.amname IN ('hnsw', 'gin', 'ivfflat') AND NOT x.indisprimary AND NOT x.indisunique
+        """
+    ).fetchall()
+    try:
+        with conn.transaction():  # a savepoint: a refusal leaves the indexes
+            for name, _ in indexes:
+                conn.execute(sql.SQL("DROP INDEX {}").format(sql.Identifier(name)))
+    except psycopg.errors.InsufficientPrivilege:
+        return []
+    return [ddl for _, ddl in indexes]
 
 
 def _replace_in_json(conn: psycopg.Connection, names: list[str], old: str, new: str) -> None:
