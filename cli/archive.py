@@ -49,7 +49,7 @@ def export_command(
             with connect() as conn, console.status(f"exporting to {file}"):
                 manifest = export_store(conn, file, pai_version(), files)
     except (DatabaseError, ArchiveError, RegistryError, OSError) as e:
-        _fail(str(e).splitlines()[0] if str(e) else type(e).__name__)
+        _fail(_line(e))
     rows = sum(t["rows"] for t in manifest["tables"].values())
     console.print(
         f"exported {rows:,} rows of {len(manifest['tables'])} tables and {len(manifest['files'])} registry files "
@@ -79,9 +79,12 @@ def import_command(
         with tempfile.TemporaryDirectory(dir=home, prefix=".pai-import-") as tmp:
             with connect() as conn, console.status(f"importing {file}"):
                 manifest = import_store(conn, file, Path(tmp), into_empty, moved)
-            versions = registry_archive.restore(Path(tmp) / "files")
+            try:
+                versions = registry_archive.restore(Path(tmp) / "files")
+            except (RegistryError, OSError) as e:
+                _fail(f"the store was imported, the selector registry was not: {_line(e)}")
     except (DatabaseError, ArchiveError, RegistryError, OSError) as e:
-        _fail(str(e).splitlines()[0] if str(e) else type(e).__name__)
+        _fail(_line(e))
     rows = sum(t["rows"] for t in manifest["tables"].values())
     console.print(
         f"imported {rows:,} rows of {len(manifest['tables'])} tables and {versions} registry versions from {file} "
@@ -94,3 +97,7 @@ def moved(files: Path) -> tuple[str, str] | None:
     """The source's home and this one: the version records' paths move from one to the other."""
     old = registry_archive.source_home(files)
     return None if old is None else (old, str(pai_home().resolve()))
+
+
+def _line(e: Exception) -> str:
+    return (str(e).strip().splitlines() or [type(e).__name__])[0]

@@ -184,3 +184,29 @@ def test_a_full_store_is_refused_and_a_bad_row_writes_nothing(good, target, tmp_
 def _bytes(path: Path, data: bytes) -> Path:
     path.write_bytes(data)
     return path
+
+
+def test_an_archive_of_an_older_schema_loads_by_column_name(good, target, tmp_path):
+    """As if made before migration 014 (no written_at): its documents load, the column takes the target's default."""
+    path, manifest = good
+    empty(target)
+    items = members(path)
+    at = manifest["tables"]["documents"]["columns"].index("written_at")
+    old = []
+    for info, data in items:
+        if info.name == "tables/documents.tsv":
+            data = b"".join(
+                b"\t".join(f for i, f in enumerate(line.split(b"\t")) if i != at) + b"\n" for line in data.splitlines()
+            )
+            spec = (len(data), hashlib.sha256(data).hexdigest())
+        old.append((info, data))
+
+    def older(m):
+        m["schema_version"] = 13
+        m["tables"]["documents"]["columns"].remove("written_at")
+        m["tables"]["documents"].update(bytes=spec[0], sha256=spec[1])
+
+    work = tmp_path / "work"
+    work.mkdir()
+    import_store(target, write(tmp_path / "old.tgz", with_manifest(old, older)), work)
+    assert target.execute("SELECT source, written_at IS NOT NULL FROM documents").fetchall() == [("a.md", True)]
