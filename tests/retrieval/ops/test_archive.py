@@ -13,7 +13,7 @@ import pytest
 from psycopg.conninfo import make_conninfo
 
 from retrieval.corpus.ingest import ingest_paths
-from retrieval.db import connect, store_id
+from retrieval.db import connect, grant_runtime, store_id
 from retrieval.logs.feedback import log_query, record_feedback
 from retrieval.ops.archive import NOT_CARRIED, export_store, import_store, tables
 from retrieval.ops.archive_format import ArchiveError, read_manifest, unpack
@@ -169,3 +169,29 @@ def test_export_during_writes_is_one_moment(conn, db_url, embedder, tmp_path):
     # the three exports are three moments, in order
     rows = [m["tables"]["documents"]["rows"] for m in manifests]
     assert rows == sorted(rows)
+
+
+def test_a_dml_only_role_imports_with_the_indexes_kept(conn, other_url, pg_server_url, tmp_path):
+    """A shared PostgreSQL's runtime role may not drop the indexes: the rows are indexed as they load, and all loads."""
+    conn.execute("INSERT INTO documents (source, path, content_hash, n_chunks) VALUES ('a.md', 'a.md', 'h', 1)")
+    conn.execute(
+        "INSERT INTO chunks (document_id, source, ord, start_line, end_line, text, content_hash, tokens, embedding)"
+        " SELECT id, 'a.md', 0, 1, 1, 'bees', 'c', 1, %s FROM documents",
+        ("[" + ",".join(["0.05"] * 384) + "]",),
+    )
+    export_store(conn, tmp_path / "a.tgz", "test")
+    role = f"rt_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(pg_server_url, autocommit=True) as admin:
+        admin.execute(f"CREATE ROLE {role} LOGIN")
+    try:
+        with connect(other_url) as owner:
+            grant_runtime(owner, role)
+        with connect(make_conninfo(other_url, user=role)) as rt:
+            import_store(rt, tmp_path / "a.tgz", tmp_path)
+            assert rt.execute("SELECT count(*) FROM chunk_terms").fetchone() == (1,)
+            assert rt.execute("SELECT to_regclass('chunks_embedding_hnsw') IS NOT NULL").fetchone() == (True,)
+    finally:
+        with psycopg.connect(other_url, autocommit=True) as admin:
+            admin.execute(f"DROP OWNED BY {role}")
+        with psycopg.connect(pg_server_url, autocommit=True) as admin:
+            admin.execute(f"DROP ROLE {role}")
