@@ -7,7 +7,7 @@ in its module); this module puts the modules' commands together in the order `pa
   `capture` (cli/capture.py), the `hooks` group (cli/hooks.py)
 - Retrain and deploy: `retrain`, `eval` (cli/retrain.py), `status`, `promote`, `rollback` (cli/promote.py),
   the `job` group (cli/jobs.py)
-- Upkeep: `maintain`, `migrate` (cli/maintain.py)
+- Upkeep: `maintain`, `migrate` (cli/maintain.py), `export`, `import` (cli/archive.py)
 - Measure: the `bench` group (cli/bench.py), the `lab` group (cli/lab.py)"""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import typer
 
 from eval import judged_sets
 
-from . import assistant, bench, capture, hooks, jobs, lab, maintain, memory, promote, retrain
+from . import archive, assistant, bench, capture, hooks, jobs, lab, maintain, memory, promote, retrain
 from .terminal import MEASURE, RETRAIN, USE, console
 
 app = typer.Typer(
@@ -59,6 +59,7 @@ app.add_typer(
     jobs.job_app, name="job", rich_help_panel=RETRAIN, short_help="Pipeline stages in containers (a GPU box)."
 )
 app.add_typer(maintain.app)
+app.add_typer(archive.app)  # `pai export`, `pai import`
 app.add_typer(
     bench.app,
     name="bench",

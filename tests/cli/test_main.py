@@ -89,7 +89,7 @@ def test_help_is_a_map_daily_commands_on_top_the_lab_tools_under_lab():
     assert panels(top) == {
         "Use": ["ingest", "query", "serve", "mcp", "watch", "capture", "hooks"],
         "Retrain and deploy": ["retrain", "eval", "status", "promote", "rollback", "job"],
-        "Upkeep": ["maintain", "migrate"],
+        "Upkeep": ["maintain", "migrate", "export", "import"],
         "Measure": ["bench", "lab"],
     }
     groups = {name: top.get_command(ctx, name) for name in ("bench", "lab")}
