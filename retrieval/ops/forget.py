@@ -109,10 +109,10 @@ def _where(target: Target) -> tuple[str, dict]:
 
 def check_target(target: Target) -> None:
     """ForgetError when a target cannot be run as given (empty, a NUL, an empty text, a reversed range)."""
-    if target.empty():
-        raise ForgetError("say what to forget: --doc ID, --source PATH, --scope NAME, --since/--until or --text TEXT")
     if target.text is not None and not target.text.strip():
         raise ForgetError("--text is empty: it would match every memory")
+    if target.empty():
+        raise ForgetError("say what to forget: --doc ID, --source PATH, --scope NAME, --since/--until or --text TEXT")
     for name, value in (("source", target.source), ("text", target.text), ("scope", target.scope)):
         if value and "\0" in value:
             raise ForgetError(f"--{name} holds a NUL character: no memory can hold it")
