@@ -2,7 +2,8 @@
 -- maintenance forgets it. A forget runs in two parts: the database's rows in one transaction, which also writes its
 -- journal row; then the files outside the database (staging, the pulled feedback, training data, DVC's cache, MLflow's
 -- artifacts, the vector cache), which a crash can interrupt: the journal row says what is left, and the next forget or
--- maintenance run resumes it. Its `job` holds what the files must lose until it is done, then it is emptied.
+-- maintenance run resumes it. Its `job` holds what the files must lose until it is done; then only the forgotten
+-- chunks' ids (no text), by which a query logged just after its forget is found and swept.
 ALTER TABLE documents ADD COLUMN expires_at timestamptz;
 CREATE INDEX documents_expires_at ON documents (expires_at) WHERE expires_at IS NOT NULL;
 
@@ -17,3 +18,5 @@ CREATE TABLE forget_journal (
     finished_at timestamptz
 );
 CREATE INDEX forget_journal_open ON forget_journal (id) WHERE state <> 'done';
+-- A forget finds the logged queries that listed a chunk by its id.
+CREATE INDEX query_candidates_chunk ON query_candidates (chunk_id);

@@ -5,8 +5,9 @@ chunks, vectors and full-text rows go with them), unlabels the log's candidates 
 holds of their text (answers and corrections of the queries that showed them, learned answers, captures; with a
 text target, every occurrence of the text) and writes a journal row naming what the files outside the database
 must still lose. `finish` then rewrites those files (`forget_files`), marks the selectors trained on it
-(`forget_marks`) and closes the journal row, emptying it. A crash between the two leaves an open row that `resume`
-(the next forget, or maintenance) finishes: the database never holds half a document, and the files catch up.
+(`forget_marks`) and closes the journal row, keeping only the chunk ids. A crash between the two leaves an open row
+that `resume` (the next forget, or maintenance) finishes: the database never holds half a document, and the files
+catch up. A query whose search ran just before a forget and was logged just after is swept the same way (`sweep`).
 """
 
 from __future__ import annotations
@@ -23,9 +24,8 @@ from ..contracts.passage import passage_text
 from ..corpus import store
 from ..embed import MODEL_ID
 from ..embedding_cache import key
-from . import forget_files, forget_marks
+from . import forget_files, forget_log, forget_marks
 
-FORGOTTEN = "[forgotten]"  # what stands where forgotten text was, in the log and its files
 _LOCK = 0x7A1B_0003  # one forget at a time (maintenance holds 0x7A1B_0002)
 WIDE = 10  # a target of more documents than this, and more than half the store, must be confirmed
 
@@ -165,35 +165,15 @@ def begin(
         ).fetchall()
         chunk_ids = [c[0] for c in chunks]
         scopes = None if may_write is None else sorted({s for _, s, _ in docs} | _writable(conn, may_write))
-        listed, shown, mentioned = _affected_queries(conn, chunk_ids, target.text, scopes)
-        affected = sorted(set(listed) | set(mentioned))
-        first_seen = None
-        if affected:
-            (first_seen,) = conn.execute(
-                "SELECT min(created_at) FROM queries WHERE id = ANY(%s)", (affected,)
-            ).fetchone()
-        staging = [p for (p,) in conn.execute("SELECT staging_path FROM queries WHERE id = ANY(%s)", (affected,)) if p]
         job = {
-            "chunk_ids": chunk_ids,
-            "query_ids": affected,  # their pulled records, and any copy of them, hold it
-            "trained_query_ids": sorted(set(shown) | set(mentioned)),  # their training examples hold it
-            "answer_query_ids": shown,  # their answers may quote it
-            "texts": [target.text] if target.text else [],
             "cache_keys": sorted({key(MODEL_ID, passage_text(h, t, p)).hex() for _, _, p, h, t in chunks}),
-            "staging_paths": staging,
             "global_texts": may_write is None,  # a text is removed from every file only by the store's owner
         }
-        (report.journal_id,) = conn.execute(
-            "INSERT INTO forget_journal (asked, job, first_seen) VALUES (%s, %s, %s) RETURNING id",
-            (target.describe(), Jsonb(job), first_seen),
-        ).fetchone()
+        done = forget_log.rewrite(conn, chunk_ids, target.text, scopes, job, target.describe())
         report.documents = conn.execute("DELETE FROM documents WHERE id = ANY(%s)", (ids,)).rowcount
         report.chunks = len(chunk_ids)
-        report.candidates_unlabelled = conn.execute(
-            "UPDATE query_candidates SET used = NULL, content_hash = 'forgotten' WHERE chunk_id = ANY(%s)", (chunk_ids,)
-        ).rowcount
-        report.queries_rewritten = _rewrite_queries(conn, shown, target.text, affected)
-        report.learned_answers, report.captures = _rewrite_rest(conn, shown, chunk_ids, target.text, scopes)
+        for k, v in done.items():
+            setattr(report, k, v)
     return report
 
 
@@ -201,78 +181,6 @@ def _writable(conn: psycopg.Connection, may_write: Callable[[str], bool]) -> set
     """The scopes holding any row that `may_write` allows (a text target's log rewrite stays inside them)."""
     rows = conn.execute("SELECT scope FROM documents UNION SELECT scope FROM queries").fetchall()
     return {s for (s,) in rows if may_write(s)}
-
-
-def _affected_queries(
-    conn: psycopg.Connection, chunk_ids: list[int], text: str | None, scopes: list[str] | None
-) -> tuple[list[int], list[int], list[int]]:
-    """(queries that had a forgotten chunk among their candidates, those that showed it to the consumer (in the
-    context, expanded, used, or exposure unknown), queries whose own texts hold `text`)."""
-    rows = conn.execute(
-        "SELECT query_id, bool_or(shown IS NOT FALSE OR expanded OR used IS NOT NULL) FROM query_candidates"
-        " WHERE chunk_id = ANY(%s) GROUP BY query_id ORDER BY 1",
-        (chunk_ids,),
-    ).fetchall()
-    listed, shown = [q for q, _ in rows], [q for q, s in rows if s]
-    mentioned = []
-    if text:
-        mentioned = [
-            q
-            for (q,) in conn.execute(
-                "SELECT id FROM queries WHERE (%(scopes)s::text[] IS NULL OR scope = ANY(%(scopes)s))"
-                " AND (strpos(text, %(t)s) > 0 OR strpos(coalesce(answer, ''), %(t)s) > 0"
-                " OR strpos(coalesce(correction, ''), %(t)s) > 0 OR strpos(coalesce(staging_path, ''), %(t)s) > 0)"
-                " ORDER BY id",
-                {"t": text, "scopes": scopes},
-            )
-        ]
-    return listed, shown, mentioned
-
-
-def _rewrite_queries(conn: psycopg.Connection, shown: list[int], text: str | None, affected: list[int]) -> int:
-    """The answer and correction of a query that showed a forgotten chunk may quote it: both go (its labels are
-    stored apart and stay). `text` is replaced wherever else the log holds it. Each row's updated_at moves, so the
-    pull exports its new state."""
-    n = conn.execute(
-        "UPDATE queries SET answer = NULL, correction = NULL, updated_at = now() WHERE id = ANY(%s)", (shown,)
-    ).rowcount
-    if text:
-        n += conn.execute(
-            "UPDATE queries SET text = replace(text, %(t)s, %(f)s), answer = replace(answer, %(t)s, %(f)s),"
-            " correction = replace(correction, %(t)s, %(f)s), staging_path = replace(staging_path, %(t)s, %(f)s),"
-            " updated_at = now() WHERE id = ANY(%(ids)s) AND NOT id = ANY(%(shown)s)",
-            {"t": text, "f": FORGOTTEN, "ids": affected, "shown": shown},
-        ).rowcount
-        conn.execute(
-            "UPDATE queries SET text = replace(text, %(t)s, %(f)s),"
-            " staging_path = replace(staging_path, %(t)s, %(f)s) WHERE id = ANY(%(shown)s)",
-            {"t": text, "f": FORGOTTEN, "shown": shown},
-        )
-    return n
-
-
-def _rewrite_rest(
-    conn: psycopg.Connection, shown: list[int], chunk_ids: list[int], text: str | None, scopes: list[str] | None
-) -> tuple[int, int]:
-    """Learned answers learned from a query that showed it (or holding `text`) go; a capture whose facts were
-    forgotten keeps its row (its status counts) with its texts replaced. Returns (learned answers, captures)."""
-    in_scope = "(%(scopes)s::text[] IS NULL OR scope = ANY(%(scopes)s))"
-    args = {"shown": shown, "ids": chunk_ids, "t": text or "", "f": FORGOTTEN, "scopes": scopes}
-    has = "(%(t)s <> '' AND (strpos({a}, %(t)s) > 0 OR strpos({b}, %(t)s) > 0))"
-    learned = conn.execute(
-        f"DELETE FROM learned_qa WHERE source_query_id = ANY(%(shown)s)"
-        f" OR ({in_scope} AND {has.format(a='question', b='answer')})",
-        args,
-    ).rowcount
-    captures = conn.execute(
-        f"UPDATE captures SET user_text = %(f)s, assistant_text = %(f)s, reason = NULL,"
-        f" fact_ids = array(SELECT unnest(fact_ids) EXCEPT SELECT unnest(%(ids)s::bigint[]))"
-        f" WHERE fact_ids && %(ids)s::bigint[] OR ({in_scope} AND {has.format(a='user_text', b='assistant_text')})",
-        args,
-    ).rowcount
-    if text:
-        conn.execute("DELETE FROM capture_noise_buffer WHERE strpos(text, %s) > 0", (text,))
-    return learned, captures
 
 
 def finish(
@@ -299,9 +207,9 @@ def finish(
             report.selectors_marked = mark(first_seen)
         except Exception as e:  # noqa: BLE001 - MLflow down: the forget stands; the marks are said to be missing
             report.warnings.append(f"selectors not marked (MLflow: {str(e).splitlines()[0][:200]})")
-    conn.execute(
-        "UPDATE forget_journal SET state = 'done', job = '{}', report = %s, finished_at = clock_timestamp()"
-        " WHERE id = %s",
+    conn.execute(  # the chunk ids stay (no text): a query logged after the forget is found by them (`sweep`)
+        "UPDATE forget_journal SET state = 'done', job = jsonb_build_object('chunk_ids', job->'chunk_ids'),"
+        " report = %s, finished_at = clock_timestamp() WHERE id = %s",
         (Jsonb({"files": report.files, "selectors_marked": report.selectors_marked}), journal_id),
     )
     return report
@@ -312,9 +220,27 @@ def resume(
     places: list[forget_files.Place],
     mark: Callable[[datetime], list[str]] | None = forget_marks.mark,
 ) -> list[ForgetReport]:
-    """Finish every forget a crash left open, oldest first."""
+    """Finish every forget a crash left open, oldest first; then forget what queries logged after their forget
+    still hold (`sweep`)."""
     ids = [i for (i,) in conn.execute("SELECT id FROM forget_journal WHERE state <> 'done' ORDER BY id")]
-    return [finish(conn, i, places, mark) for i in ids]
+    done = [finish(conn, i, places, mark) for i in ids]
+    late = sweep(conn)
+    return done + ([finish(conn, late.journal_id, places, mark)] if late else [])
+
+
+def sweep(conn: psycopg.Connection) -> ForgetReport | None:
+    """A query whose search ran just before a forget and was logged just after names a forgotten chunk (its staging
+    file holds the text): its log rows rewritten as the forget's were, and a journal row for its files (None: none)."""
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK,))
+        chunk_ids = forget_log.late(conn)
+        if not chunk_ids:
+            return None
+        report = ForgetReport(journal_id=0)
+        job = {"cache_keys": [], "global_texts": True}
+        for k, v in forget_log.rewrite(conn, chunk_ids, None, None, job, "queries logged after their forget").items():
+            setattr(report, k, v)
+    return report
 
 
 def forget(

@@ -32,8 +32,8 @@ from ..files import write_atomic
 from ..logs.feedback_records import FEEDBACK_FILE
 from ..params import ForgetParams
 from ..query import staging
+from .forget_log import FORGOTTEN
 
-FORGOTTEN = "[forgotten]"
 MAX_BYTES = 1 << 30  # a file larger than this is not read (a model's weights): said so by verify
 _CHUNK_ID = re.compile(r'"chunk_id": (\d+)')
 
