@@ -66,7 +66,7 @@ def dvc_local_remotes(cache: Path) -> list[str]:
     config.read([cache.parent / "config", cache.parent / "config.local"])
     out = []
     for section in config.sections():
-        url = config[section].get("url", "") if section.startswith("remote ") else ""
+        url = config[section].get("url", "") if section.strip("'").startswith("remote ") else ""  # ['remote "x"']
         if url and ("://" not in url or url.startswith("file://")):
             path = Path(url.removeprefix("file://"))
             out.append(str(path if path.is_absolute() else (cache.parent / path).resolve()))
