@@ -128,6 +128,9 @@ def counts(conn, all_text) -> tuple:
     [
         (Target(doc_ids=(987654,)), "no document 987654"),
         (Target(source="note:nothing"), "no document with source"),
+        (Target(source="note:marke"), "no document with source"),  # a look-alike of a stored source
+        (Target(source="note:marker\0"), "NUL"),
+        (Target(doc_ids=(2**62,)), "no document"),
         (Target(), "say what to forget"),
         (Target(text="   "), "--text is empty"),
         (Target(text="a\0b"), "NUL"),
@@ -166,3 +169,11 @@ def test_a_wide_target_needs_confirming(conn, world):
         forget(conn, Target(scope="default"), places(world), mark=NO_MARK)
     report = forget(conn, Target(scope="default"), places(world), confirmed=True, mark=NO_MARK)
     assert report.documents == 4 and conn.execute("SELECT count(*) FROM queries").fetchone() == (len(QUERIES),)
+
+
+def test_a_huge_text_that_matches_nothing_changes_nothing(conn, world, all_text):
+    before = counts(conn, all_text)
+    report = forget(conn, Target(text="x" * 1_000_000), places(world), mark=NO_MARK)
+    assert (report.documents, report.queries_rewritten, sum(report.files.values())) == (0, 0, 0)
+    assert counts(conn, all_text)[:2] == before[:2]
+    assert forget_files.verify(conn, MARKER, places(world)) != []  # the marker is where it was
