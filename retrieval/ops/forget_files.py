@@ -136,7 +136,7 @@ def scrub(
 
 
 def _staging(directory: Path, job: Job) -> tuple[int, dict[str, str]]:
-    n, renamed = 0, {}
+    n, renamed, changed = 0, {}, []
     for path in _files(directory):
         if not path.name.endswith(".md"):
             continue
@@ -148,6 +148,7 @@ def _staging(directory: Path, job: Job) -> tuple[int, dict[str, str]]:
             sf = staging.parse(text)
         except (staging.StagingParseError, ValueError, TypeError):
             path.unlink()  # not a file this version can rewrite, and it holds what was forgotten
+            changed.append(path)
             n += 1
             continue
         cands = tuple(
@@ -157,11 +158,16 @@ def _staging(directory: Path, job: Job) -> tuple[int, dict[str, str]]:
             for c in sf.candidates
         )
         write_atomic(path, staging.render(replace(sf, query=job.strip(sf.query), candidates=cands)))
+        changed.append(path)
         if job.holds(path.name) or any(_slug(t) and _slug(t) in path.name for t in job.texts):
             new = path.with_name(_rename(path.name, job))
             path.replace(new)
             renamed[str(path)] = str(new)
         n += 1
+    if changed and (directory / ".git").is_dir():  # staging.git: the next commit no longer holds it (history does)
+        git = ["git", "-C", str(directory), "-c", "user.name=pai", "-c", "user.email=pai@localhost"]
+        subprocess.run([*git, "add", "-A", "."], check=False, capture_output=True)
+        subprocess.run([*git, "commit", "-q", "-m", "pai forget"], check=False, capture_output=True)
     return n, renamed
 
 
@@ -275,8 +281,13 @@ def verify(conn: psycopg.Connection, text: str, places: list[Place]) -> list[Tra
         raise ValueError("--verify needs a text to look for")
     out = []
     tables = [t for (t,) in conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = current_schema()")]
+    # a row as text doubles quotes and backslashes; a jsonb value escapes them as JSON does
+    forms = sorted({text, text.replace("\\", "\\\\").replace('"', '""'), json.dumps(text)[1:-1]})
     for t in sorted(tables):
-        (n,) = conn.execute(f'SELECT count(*) FROM "{t}" t WHERE strpos(t::text, %s) > 0', (text,)).fetchone()
+        (n,) = conn.execute(
+            f'SELECT count(*) FROM "{t}" t WHERE EXISTS (SELECT 1 FROM unnest(%s::text[]) f WHERE strpos(t::text, f) > 0)',
+            (forms,),
+        ).fetchone()
         if n:
             out.append(Trace("database", f"table {t}: {n} row(s)"))
     for place in places:

@@ -177,3 +177,28 @@ def test_a_huge_text_that_matches_nothing_changes_nothing(conn, world, all_text)
     assert (report.documents, report.queries_rewritten, sum(report.files.values())) == (0, 0, 0)
     assert counts(conn, all_text)[:2] == before[:2]
     assert forget_files.verify(conn, MARKER, places(world)) != []  # the marker is where it was
+
+
+def test_verify_reads_a_text_with_quotes_and_backslashes(conn, world, embedder):
+    from tests.forget_world import ingest
+
+    odd = 'she said "open\\sesame" twice'
+    ingest(conn, embedder, "default", {"note:odd": f"# Odd\n\nAt the door {odd}.\n"})
+    assert [t.where for t in forget_files.verify(conn, odd, [])] == ["table chunks: 1 row(s)"]
+    forget(conn, Target(text=odd), places(world), mark=NO_MARK)
+    assert forget_files.verify(conn, odd, places(world)) == []
+
+
+def test_a_git_staging_dir_commits_the_rewrite_and_verify_names_its_history(conn, world):
+    import subprocess
+
+    git = ["git", "-C", str(world.staging), "-c", "user.name=t", "-c", "user.email=t@t"]
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "queries"]):
+        subprocess.run([*git, *args], check=True, capture_output=True)
+    forget(conn, Target(source="note:marker"), places(world), mark=NO_MARK)
+    head = subprocess.run([*git, "grep", "-c", MARKER, "HEAD"], capture_output=True, text=True)
+    assert head.returncode == 1  # the latest commit no longer holds it
+    traces = forget_files.verify(conn, MARKER, places(world))
+    assert [(t.place, t.where.split(": ")[-1]) for t in traces] == [
+        ("staging files", "the staging history (staging.git)")
+    ]
