@@ -27,6 +27,7 @@ from retrieval.conversation.capture import CaptureParams
 from retrieval.params import (
     SOURCE_ROOT,
     EmbedParams,
+    ForgetParams,
     IngestParams,
     MaintainParams,
     SearchParams,
@@ -59,6 +60,7 @@ SECTIONS: dict[str, type] = {
     "deploy": DeployParams,
     "trial": TrialParams,
     "maintain": MaintainParams,
+    "forget": ForgetParams,
 }
 
 # The knobs a user turns, listed first in docs/configuration.md; the rest are the lab's or the pipeline's.
@@ -92,6 +94,9 @@ USER_KNOBS = (
     "maintain.interval_minutes",
     "maintain.staging_retention_days",
     "maintain.feedback_retention_days",
+    "forget.expiry_days",
+    "forget.expiry_scopes",
+    "forget.expiry_sources",
 )
 
 COLUMN, WIDTH = 28, 120  # params.yaml: where a key's comment starts, and the line width it wraps at

@@ -4,7 +4,7 @@ Every command is registered where its body is, with its panel and its line in th
 in its module); this module puts the modules' commands together in the order `pai --help` lists them:
 
 - Use: `ingest`, `query`, `serve` (cli/memory.py), `mcp` (cli/assistant.py), `watch` (cli/hooks.py),
-  `capture` (cli/capture.py), the `hooks` group (cli/hooks.py)
+  `capture` (cli/capture.py), `forget` (cli/forget.py), the `hooks` group (cli/hooks.py)
 - Retrain and deploy: `retrain`, `eval` (cli/retrain.py), `status`, `promote`, `rollback` (cli/promote.py),
   the `job` group (cli/jobs.py)
 - Upkeep: `maintain`, `migrate` (cli/maintain.py), `export`, `import` (cli/archive.py)
@@ -18,7 +18,7 @@ import typer
 
 from eval import judged_sets
 
-from . import archive, assistant, bench, capture, hooks, jobs, lab, maintain, memory, promote, retrain
+from . import archive, assistant, bench, capture, forget, hooks, jobs, lab, maintain, memory, promote, retrain
 from .terminal import MEASURE, RETRAIN, USE, console
 
 app = typer.Typer(
@@ -50,6 +50,7 @@ for module in (memory, assistant):
     app.add_typer(module.app)
 app.add_typer(hooks.app)  # `pai watch`
 app.add_typer(capture.app)
+app.add_typer(forget.app)  # `pai forget`
 app.add_typer(
     hooks.hooks_app, name="hooks", rich_help_panel=USE, short_help="Git post-commit and assistant turn-end hooks."
 )

@@ -24,6 +24,7 @@ from retrieval.db import (
 )
 from retrieval.ops import maintain
 from retrieval.params import (
+    ForgetParams,
     MaintainParams,
     ParamsError,
     SearchParams,
@@ -48,9 +49,10 @@ def maintain_command(
     try:
         mp = load_section(params, "maintain", MaintainParams)
         sp = load_section(params, "search", SearchParams)
+        fp = load_section(params, "forget", ForgetParams)
         directory = staging_dir or load_section(params, "staging", StagingParams).path()
         with connect() as conn, console.status("maintenance" + (" (dry run)" if dry_run else "")):
-            report = maintain.run(conn, mp, sp, directory, dry_run=dry_run).as_dict()
+            report = maintain.run(conn, mp, sp, directory, dry_run=dry_run, fp=fp).as_dict()
     except (ParamsError, DatabaseError) as e:
         _fail(str(e))
     for w in report["warnings"]:
@@ -124,6 +126,13 @@ def report_table(r: dict) -> Table:
         "re-scrubbed (scrubber changed)",
         f"{rs.get('documents', 0)} documents, {rs.get('chunks_changed', 0)} chunks changed, "
         f"{sum((rs.get('redactions') or {}).values())} secrets; {rs.get('stale_documents', 0)} still to do",
+    )
+    ex = r.get("expiry") or {}
+    t.add_row(
+        "expired memories",
+        f"{ex.get('expired', 0)} would be forgotten"
+        if r["dry_run"]
+        else f"{ex.get('forgotten', 0)} forgotten ({ex.get('chunks', 0)} chunks); {ex.get('stamped', 0)} given an expiry",
     )
     t.add_row("seconds", str(r["seconds"]))
     return t

@@ -15,11 +15,14 @@ import typer
 import uvicorn
 from rich.table import Table
 
+from retrieval.corpus import expiry
 from retrieval.corpus.ingest import ingest_paths
+from retrieval.corpus.sources import resolved
 from retrieval.db import DatabaseError, connect
 from retrieval.embed import get_embedder
 from retrieval.params import (
     EmbedParams,
+    ForgetParams,
     IngestParams,
     MaintainParams,
     ParamsError,
@@ -46,10 +49,16 @@ def ingest(
     params: FoundParamsOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the report as JSON")] = False,
     scope: Annotated[str, typer.Option(help="the scope to store into, e.g. alice/notes")] = DEFAULT,
+    expires: Annotated[
+        Optional[str],
+        typer.Option(help="when these memories expire: days (30d), a date, or never; default: params forget.expiry_*"),
+    ] = None,
 ) -> None:
     """Chunk, scrub, embed and store files; unchanged files write nothing, deleted ones are removed."""
     try:
         check(scope)
+        until = expiry.parse(expires) if expires is not None else None
+        fp = load_section(params, "forget", ForgetParams)
         ip = load_section(params, "ingest", IngestParams)
         sp = load_section(params, "search", SearchParams)
         ep = load_section(params, "embed", EmbedParams)
@@ -59,7 +68,11 @@ def ingest(
             report = ingest_paths(
                 conn, paths, ip, sp, embedder, lambda done, total: bar.update(task, completed=done, total=total), scope
             )
-    except (ParamsError, DatabaseError, ScopeError) as e:
+            if expires is not None:
+                expiry.set_for_paths(conn, [resolved(p) for p in paths], scope, until)
+            else:
+                expiry.stamp_defaults(conn, fp)
+    except (ParamsError, DatabaseError, ScopeError, expiry.ExpiryError) as e:
         _fail(str(e))
     for err in report.errors:
         console.print(f"[yellow]skipped:[/yellow] {err}", soft_wrap=True)

@@ -20,8 +20,10 @@ from retrieval.conversation import capture
 from retrieval.db import DatabaseError, connect
 from retrieval.logs import deployments, trials
 from retrieval.logs.used import used_labels
+from retrieval.ops import forget_marks
 from retrieval.params import ParamsError, UsedParams, load_section
 
+from .forget import forgotten_line
 from .terminal import RETRAIN, FoundParamsOpt, _fail, console
 
 app = typer.Typer()
@@ -76,6 +78,7 @@ def status(as_json: JsonOpt = False, params: FoundParamsOpt = None) -> None:
             challenger = None
         hist = history()
         client()  # registry reachable
+        forgotten = forget_marks.marked()
         with connect() as conn:
             deps = [(d, deployments.applies(conn, d.id)) for d in deployments.deployments(conn, 8)]
             services = deployments.listening_services(conn)
@@ -90,6 +93,7 @@ def status(as_json: JsonOpt = False, params: FoundParamsOpt = None) -> None:
         "champion": champ["version"] if champ else "similarity (none promoted)",
         "challenger": challenger,
         "champion_history": hist,
+        "forgotten_data": forgotten,  # versions trained on data since forgotten -> the day
         "services_listening": services,
         "capture": captured,
         "trial": running.as_dict() | {"evidence": evidence} if running else None,
@@ -123,6 +127,8 @@ def status(as_json: JsonOpt = False, params: FoundParamsOpt = None) -> None:
         f"services listening: {services}   history: {' -> '.join(hist) or '-'}",
         soft_wrap=True,
     )
+    if line := forgotten_line(forgotten, champ["version"] if champ else None):
+        console.print(line, soft_wrap=True)
     rejected = ", ".join(f"{g} {n}" for g, n in captured["rejected"].items())
     console.print(
         f"capture: {captured['captures']} exchange(s), {captured['stored']} stored ({captured['facts_stored']} facts, "

@@ -28,12 +28,14 @@ from eval.systems import BASELINES
 from retrieval.db import DatabaseError, connect
 from retrieval.embed import get_embedder
 from retrieval.fusion import GeneralRule
+from retrieval.ops import forget_marks
 from retrieval.params import ParamsError, SearchParams, UsedParams, load_section
 from serving.interface import SelectorLoadError
 from serving.selectors import resolve
 from training.build import BuildParams
 
 from .cycle import dvc_repro, stage_metrics
+from .forget import forgotten_line
 from .terminal import RETRAIN, ParamsOpt, _fail, console, emit, progress_bar
 
 app = typer.Typer()
@@ -65,6 +67,9 @@ def retrain(
             cited = cited_queries(conn)
         for line in record_trials():
             console.print(line, soft_wrap=True)
+        champ = registry.champion()
+        if line := forgotten_line(forget_marks.marked(), champ["version"] if champ else None):
+            console.print(f"retrain: {line}", soft_wrap=True)
     except (DatabaseError, RegistryError) as e:
         _fail(str(e))
     if not (PROJECT / "dvc.yaml").exists():

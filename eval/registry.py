@@ -14,10 +14,10 @@ from pathlib import Path
 
 from retrieval.db import pai_home
 from retrieval.files import dir_sha256, files_sha256
-from retrieval.tracking import use_mlflow
+from retrieval.tracking import SELECTOR_MODEL, use_mlflow
 from serving.selectors import CE_RETIRED, FOLDER_KINDS, SIMILARITY
 
-MODEL = "pai-selector"
+MODEL = SELECTOR_MODEL
 
 
 class RegistryError(RuntimeError):

@@ -22,6 +22,11 @@ from pathlib import Path
 import numpy as np
 
 
+def key(model_id: str, text: str) -> bytes:
+    """The cache's key of a passage: sha256 of the model id and the text (no text is stored, only this)."""
+    return hashlib.sha256(f"{model_id}\0{text}".encode("utf-8", "surrogatepass")).digest()
+
+
 class EmbeddingCache:
     def __init__(self, path: Path, model_id: str, dim: int):
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -34,7 +39,16 @@ class EmbeddingCache:
         self._lock = threading.Lock()
 
     def _key(self, text: str) -> bytes:
-        return hashlib.sha256(f"{self._model}\0{text}".encode("utf-8", "surrogatepass")).digest()
+        return key(self._model, text)
+
+    def forget(self, keys: list[bytes]) -> int:
+        """Delete the vectors stored under `keys` (`key(model, text)`), then VACUUM so no freed page keeps them; the
+        number deleted."""
+        with self._lock:
+            n = sum(self._db.execute("DELETE FROM vectors WHERE key = ?", (k,)).rowcount for k in keys)
+            if n:
+                self._db.execute("VACUUM")
+        return n
 
     def encode(self, texts: list[str], compute: Callable[[list[str]], np.ndarray]) -> np.ndarray:
         """Vectors of `texts` in order: stored ones looked up, the rest computed by `compute` (once each) and stored."""

@@ -275,6 +275,50 @@ class MaintainParams:
         return out
 
 
+@dataclass(frozen=True)
+class ForgetParams:
+    """Forget and expiry (`pai forget`, maintenance): where copies of the memory live outside the database, and how long
+    a memory lives by default. Read by `pai forget`, `pai ingest` and maintenance."""
+
+    pipeline: str = "data/feedback,data/datasets"
+    """the pipeline's folders of files made from the log (the pull's export, build's training data), comma-separated;
+    relative: to the working folder"""
+    dvc_cache: str = ".dvc/cache"
+    """DVC's cache, whose old versions of those files hold what was forgotten; relative: to the working folder"""
+    expiry_days: int = 0
+    """a memory expires this many days after it was written, unless its scope, its source or `pai ingest --expires`
+    says otherwise; 0 = never"""
+    expiry_scopes: str = ""
+    """per scope, days to live: comma-separated scope=days, e.g. alice/scratch=7, bob/tmp=30 (0 = never)"""
+    expiry_sources: str = ""
+    """per source, days to live: comma-separated glob=days, e.g. */scratch/*=7; wins over the scope's"""
+
+    def problems(self) -> list[str]:
+        out = [] if self.expiry_days >= 0 else ["forget.expiry_days must be >= 0 (0 = never)"]
+        for name in ("expiry_scopes", "expiry_sources"):
+            try:
+                expiry_rules(getattr(self, name))
+            except ValueError as e:
+                out.append(f"forget.{name}: {e}")
+        return out
+
+    def pipeline_dirs(self) -> list[Path]:
+        return [Path(p.strip()) for p in self.pipeline.split(",") if p.strip()]
+
+
+def expiry_rules(text: str) -> list[tuple[str, int]]:
+    """'a=7, b/*=30' -> [('a', 7), ('b/*', 30)], in the order written; ValueError on a malformed entry."""
+    out = []
+    for entry in (e.strip() for e in text.split(",")):
+        if not entry:
+            continue
+        name, eq, days = entry.rpartition("=")
+        if not eq or not name.strip() or not days.strip().isdigit():
+            raise ValueError(f"{entry!r} is not name=days (days a whole number >= 0)")
+        out.append((name.strip(), int(days)))
+    return out
+
+
 def packaged_defaults() -> Path:
     """The params.yaml pai-brain ships: the checkout's top-level file (a checkout, an editable install), else the
     copy a wheel installs under `<prefix>/share/pai-brain` (pyproject.toml, `data-files`)."""

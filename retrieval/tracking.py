@@ -9,6 +9,7 @@ import subprocess
 from .db import pai_home
 
 EXPERIMENT = "pai-selector"
+SELECTOR_MODEL = "pai-selector"  # the registered model of selector versions (eval/registry.py registers them)
 
 
 def use_mlflow():

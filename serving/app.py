@@ -86,7 +86,9 @@ def create_app(service: Service) -> FastAPI:
         service.capture_worker.resume()  # exchanges a stop or crash left pending
         if service.swapper is not None:
             service.swapper.start()
-        service.maintenance = MaintenanceLoop(service.db_url, service.maintain, service.search, service.staging.path())
+        service.maintenance = MaintenanceLoop(
+            service.db_url, service.maintain, service.search, service.staging.path(), service.forget
+        )
         service.maintenance.start()
         yield
         service.maintenance.stop()

@@ -11,14 +11,16 @@ from pathlib import Path
 
 from retrieval.db import connect
 from retrieval.ops import maintain
-from retrieval.params import MaintainParams, SearchParams
+from retrieval.params import ForgetParams, MaintainParams, SearchParams
 
 log = logging.getLogger("uvicorn.error")  # the service's own log (`pai serve` prints it at INFO)
 
 
 class MaintenanceLoop:
-    def __init__(self, db_url: str, mp: MaintainParams, sp: SearchParams, staging_dir: Path):
-        self.db_url, self.mp, self.sp, self.staging_dir = db_url, mp, sp, staging_dir
+    def __init__(
+        self, db_url: str, mp: MaintainParams, sp: SearchParams, staging_dir: Path, fp: ForgetParams | None = None
+    ):
+        self.db_url, self.mp, self.sp, self.staging_dir, self.fp = db_url, mp, sp, staging_dir, fp
         self.last: dict | None = None  # the latest run's report (skipped runs too), or its error
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="maintenance", daemon=True)
@@ -35,7 +37,7 @@ class MaintenanceLoop:
     def run_once(self) -> dict:
         try:
             with connect(self.db_url) as conn:
-                report = maintain.run(conn, self.mp, self.sp, self.staging_dir).as_dict()
+                report = maintain.run(conn, self.mp, self.sp, self.staging_dir, fp=self.fp).as_dict()
         except Exception as e:  # noqa: BLE001 - a failed run is logged and the next one tries again
             log.exception("maintenance failed")
             report = {"error": f"{type(e).__name__}: {e}"}

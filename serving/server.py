@@ -17,6 +17,7 @@ from retrieval.embed import get_embedder
 from retrieval.logs.used import used_labels
 from retrieval.params import (
     EmbedParams,
+    ForgetParams,
     IngestParams,
     MaintainParams,
     SearchParams,
@@ -79,6 +80,7 @@ def build_service(
         capture=cp,
         extractor=build_extractor(cp),
         maintain=load_section(params, "maintain", MaintainParams),
+        forget=load_section(params, "forget", ForgetParams),
         relabel=partial(used_labels, p=load_section(params, "used", UsedParams)),
     )
 

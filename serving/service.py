@@ -26,7 +26,7 @@ from retrieval.conversation.capture import CaptureParams, Extractor
 from retrieval.embed import Embedder
 from retrieval.logs import feedback, trials
 from retrieval.logs.used import used_labels
-from retrieval.params import IngestParams, MaintainParams, SearchParams, StagingParams, UsedParams
+from retrieval.params import ForgetParams, IngestParams, MaintainParams, SearchParams, StagingParams, UsedParams
 from retrieval.query import staging
 from retrieval.query.previews import following, preview_line
 from retrieval.query.search import Candidate, keyword_rankings, newer_than, search_vector
@@ -61,6 +61,7 @@ class Service:
     capture_worker: CaptureWorker | None = None  # started with the pool
     maintain: MaintainParams = field(default_factory=lambda: MaintainParams(interval_minutes=0))  # off unless asked
     maintenance: MaintenanceLoop | None = None  # started with the app when maintain.interval_minutes > 0
+    forget: ForgetParams | None = None  # expiry and the places a forget scrubs: maintenance forgets expired memories
     # the one definition of "used" (params.yaml `used`), read into a trial's records before they are credited
     relabel: Callable[[dict], dict] = partial(used_labels, p=UsedParams())
 

@@ -15,6 +15,8 @@ lock); a run that finds it held is skipped, cleanly.
 8. documents scrubbed under an older scrubber (`retrieval.scrub.version()`: a rule added or a rule set
    upgraded) re-scrubbed, `maintain.rescrub_batch` per run, so a secret stored before a rule existed goes
    (retrieval/ops/rescrub.py)
+9. expiry, first: documents without one given their params' default (`forget.expiry_*`), expired ones forgotten
+   with every copy, and a forget a crash left half done finished (retrieval/ops/forget.py)
 """
 
 from __future__ import annotations
@@ -28,12 +30,12 @@ from pathlib import Path
 import psycopg
 from psycopg.types.json import Jsonb
 
-from ..corpus import store
+from ..corpus import expiry, store
 from ..db import first_line, store_id
 from ..logs.feedback_records import pulled_through
-from ..params import MaintainParams, SearchParams
+from ..params import ForgetParams, MaintainParams, SearchParams
 from ..query import staging
-from . import health, usage
+from . import forget, forget_files, health, usage
 from .rescrub import rescrub
 
 LOCK_ID = 0x7A1B_0002  # one maintenance run at a time (migrations hold 0x7A1B_0001)
@@ -56,6 +58,7 @@ class MaintainReport:
     analyzed: list[str] = field(default_factory=list)
     index_check: dict | None = None  # the recall check when one ran (or, dry, {"due": True})
     rescrub: dict = field(default_factory=dict)  # documents re-scrubbed under the current scrubber, chunks changed
+    expiry: dict = field(default_factory=dict)  # documents given their default expiry; expired ones forgotten
     warnings: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
@@ -64,9 +67,15 @@ class MaintainReport:
 
 
 def run(
-    conn: psycopg.Connection, mp: MaintainParams, sp: SearchParams, staging_dir: Path, dry_run: bool = False
+    conn: psycopg.Connection,
+    mp: MaintainParams,
+    sp: SearchParams,
+    staging_dir: Path,
+    dry_run: bool = False,
+    fp: ForgetParams | None = None,
 ) -> MaintainReport:
-    """One maintenance run on `conn` (autocommit; it holds the lock for the run's length)."""
+    """One maintenance run on `conn` (autocommit; it holds the lock for the run's length); `fp`: expiry and the
+    places a forget scrubs (None: no expiry step)."""
     t0 = time.perf_counter()
     report = MaintainReport(dry_run=dry_run)
     if not conn.execute("SELECT pg_try_advisory_lock(%s)", (LOCK_ID,)).fetchone()[0]:
@@ -74,6 +83,8 @@ def run(
         return report
     try:
         deleted: dict[str, int] = {}
+        if fp is not None:
+            report.expiry = _expiry(conn, fp, staging_dir, dry_run)
         _gone_files(conn, mp, report, dry_run)
         _superseded(conn, report, dry_run)
         deleted["documents"] = report.documents_deleted + report.superseded_deleted
@@ -101,6 +112,21 @@ def run(
     finally:
         conn.execute("SELECT pg_advisory_unlock(%s)", (LOCK_ID,))
     return report
+
+
+def _expiry(conn, fp: ForgetParams, staging_dir: Path, dry_run: bool) -> dict:
+    """Defaults stamped, expired documents forgotten with every copy, open forgets finished."""
+    if dry_run:
+        (n,) = conn.execute("SELECT count(*) FROM documents WHERE expires_at <= now()").fetchone()
+        return {"expired": n}
+    places = forget_files.places(fp, staging_dir)
+    out = {"stamped": expiry.stamp_defaults(conn, fp), "resumed": len(forget.resume(conn, places))}
+    (n,) = conn.execute("SELECT count(*) FROM documents WHERE expires_at <= now()").fetchone()
+    out["forgotten"] = out["chunks"] = 0
+    if n:
+        done = forget.forget(conn, forget.Target(expired=True), places, confirmed=True)
+        out |= {"forgotten": done.documents, "chunks": done.chunks}
+    return out
 
 
 def _gone_files(conn, mp: MaintainParams, report: MaintainReport, dry_run: bool) -> None:

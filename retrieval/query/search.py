@@ -189,7 +189,8 @@ def search_vector(
 ) -> SearchResult:
     """Search with an embedded query; `keyword` = rankings already fetched by `keyword_rankings` (for the same
     `scopes`); `usage` re-orders the top-k by the chunks' usage weights (maintain.usage_prior); `scopes`: the
-    scopes read (None: all)."""
+    scopes read (None: all). A document past its expiry (`documents.expires_at`) is skipped at once; until maintenance
+    forgets it, it can hold one of the top_k places."""
     with conn.transaction():
         conn.execute(f"SET LOCAL hnsw.ef_search = {int(params.ef_search)}")
         if scopes is not None:
@@ -204,7 +205,8 @@ def search_vector(
             SELECT c.id, c.source, c.heading, c.parent_heading, c.start_line, c.end_line, c.text,
                    c.content_hash, c.tokens, 1 - (c.embedding::vector <=> %s) AS score, {_WEIGHT[usage]}, c.embedding,
                    d.written_at, c.near_chunk_id
-            FROM chunks c JOIN documents d ON d.id = c.document_id {_USAGE_JOIN[usage]} WHERE c.id = ANY(%s)
+            FROM chunks c JOIN documents d ON d.id = c.document_id {_USAGE_JOIN[usage]}
+            WHERE c.id = ANY(%s) AND (d.expires_at IS NULL OR d.expires_at > now())
             """,
             (qvec, fused),
         ).fetchall()

@@ -87,7 +87,7 @@ def test_help_is_a_map_daily_commands_on_top_the_lab_tools_under_lab():
         return out
 
     assert panels(top) == {
-        "Use": ["ingest", "query", "serve", "mcp", "watch", "capture", "hooks"],
+        "Use": ["ingest", "query", "serve", "mcp", "watch", "capture", "forget", "hooks"],
         "Retrain and deploy": ["retrain", "eval", "status", "promote", "rollback", "job"],
         "Upkeep": ["maintain", "migrate", "export", "import"],
         "Measure": ["bench", "lab"],
