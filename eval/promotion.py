@@ -10,7 +10,7 @@ import json
 from dataclasses import dataclass, field
 
 from retrieval.contracts.interleaving import TrialParams
-from retrieval.db import connect
+from retrieval.db import connect, store_id
 from retrieval.logs import deployments, trials
 from serving.selectors import SIMILARITY
 
@@ -50,6 +50,8 @@ def move_champion(
     hist = previous if previous is not None else [*old_hist, record.get("registry_version", "similarity")]
     before = champion() or dict(SIMILARITY)
     with connect() as conn:  # the database first: if it is down, the alias does not move
+        if why := deployments.foreign_store(record, store_id(conn)):  # a registry shared by two stores
+            raise RegistryError(f"not moved: {why}")
         _set_champion(c, record, hist)
         try:
             dep_id = deployments.announce(conn, record, action, reason)
@@ -115,6 +117,8 @@ def start_trial(record: dict, params: TrialParams) -> trials.Trial:
     verify(record)
     before = champion() or dict(SIMILARITY)
     with connect() as conn:
+        if why := deployments.foreign_store(record, store_id(conn)):
+            raise RegistryError(f"no trial: {why}")
         trial = trials.start(conn, before, record, params)
     c = client()
     c.set_registered_model_alias(MODEL, "challenger", record["registry_version"])

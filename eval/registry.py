@@ -116,6 +116,7 @@ def register(record: dict, metrics: dict[str, float]) -> dict:
             "dataset_sha256",
             "chunk_tokens",
             "profile",
+            "store",
         )
         if record.get(k) is not None
     }
