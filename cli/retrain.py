@@ -82,9 +82,10 @@ def retrain(
     except ParamsError as e:
         _fail(str(e))
     try:  # the checkout holds this store's outputs (another's parked) until deploy's report is read
-        with workspace.held(PROJECT, me, lambda s: console.print(s, soft_wrap=True, markup=False)), Progress(
-            SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=console
-        ) as bar:
+        with (
+            workspace.held(PROJECT, me, lambda s: console.print(s, soft_wrap=True, markup=False)),
+            Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=console) as bar,
+        ):
             try:
                 dvc_repro(bar, ("deploy",) if ranker_only else ())
             except RuntimeError as e:

@@ -22,7 +22,7 @@ import subprocess
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import yaml
@@ -194,16 +194,19 @@ def switch(root: Path, me: dict, log=print) -> None:
         if held is None and how.endswith("nothing pulled"):
             pass  # nobody's outputs: the repository's files, kept
         elif present:
-            stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
+            stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
             name = held if held is not None else f"unclaimed-{stamp}"
             owner = _read(root / FOLDER / MARKER) if how == "marker" else None
             n = park(root, paths, root / FOLDER / name, owner or {"store": held, "how": how})
-            log(f"workspace: parked {n} output(s) of {'store ' + held if held else 'no known store'} ({how}) in {FOLDER}/{name}")
+            log(
+                f"workspace: parked {n} output(s) of {'store ' + held if held else 'no known store'} ({how}) in {FOLDER}/{name}"
+            )
     n = restore(root, paths, store)
     if n:
         log(f"workspace: restored {n} output(s) of store {store} from {FOLDER}/{store}")
     reference(root, paths)
-    write_atomic(root / FOLDER / MARKER, json.dumps(me | {"since": datetime.now(timezone.utc).isoformat()}) + "\n")
+    (root / FOLDER).mkdir(exist_ok=True)
+    write_atomic(root / FOLDER / MARKER, json.dumps(me | {"since": datetime.now(UTC).isoformat()}) + "\n")
 
 
 @contextmanager
@@ -254,6 +257,10 @@ def status_line(ws: dict) -> str:
     return (
         f"pipeline outputs in {ws['checkout']}: store {ws['store']}"
         + (f" ({where})" if where else "")
-        + ("; this store's" if ws["this_store"] else "; another store's: `pai retrain` parks them and restores this one's")
+        + (
+            "; this store's"
+            if ws["this_store"]
+            else "; another store's: `pai retrain` parks them and restores this one's"
+        )
         + (f"; parked: {', '.join(ws['parked'])}" if ws["parked"] else "")
     )

@@ -70,7 +70,9 @@ def deploy(p: DeployParams, log=print, chain: str = "ranker", trial: TrialParams
         metrics = {
             f"{b}/{m}": result[b]["systems"][system][m] for b in result if system in result[b]["systems"] for m in GATED
         }
-        record = registry.register({**record, "store": store}, {k.replace("@", "_at_"): v for k, v in metrics.items() if v is not None})
+        record = registry.register(
+            {**record, "store": store}, {k.replace("@", "_at_"): v for k, v in metrics.items() if v is not None}
+        )
         if record["kind"] == "llm":
             out["ollama"] = create_in_ollama(record, Path(p.export), log)
         recall = [d["recall@5"] for d in decision.details.values()]

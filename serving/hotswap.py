@@ -20,8 +20,8 @@ from concurrent.futures import TimeoutError as FutureTimeout
 import psycopg
 
 from retrieval.contracts.selection import PromptCandidate, parse_selection
-from retrieval.logs import trials
 from retrieval.db import store_id
+from retrieval.logs import trials
 from retrieval.logs.deployments import APP_NAME, CHANNEL, Deployment, foreign_store, last_good, latest, record_apply
 
 from .interface import Selector, SelectorLoadError

@@ -22,8 +22,12 @@ A, B = str(uuid.uuid4()), str(uuid.uuid4())
 def fill(root: Path, store: str, queries: int) -> dict[str, str]:
     """A store's pipeline outputs as a run leaves them: its pulled log, watermark, a model, metrics; their hashes."""
     files = {
-        "data/feedback/feedback.jsonl": "".join(json.dumps({"query_id": i, "query": f"{store} q{i}"}) + "\n" for i in range(1, queries + 1)),
-        "data/feedback/watermark.json": json.dumps({"updated_at": "2026-01-01T00:00:00", "query_id": queries, "scope": None, "store": store}),
+        "data/feedback/feedback.jsonl": "".join(
+            json.dumps({"query_id": i, "query": f"{store} q{i}"}) + "\n" for i in range(1, queries + 1)
+        ),
+        "data/feedback/watermark.json": json.dumps(
+            {"updated_at": "2026-01-01T00:00:00", "query_id": queries, "scope": None, "store": store}
+        ),
         "models/ranker/adapter.npy": f"weights of {store}",
         "models/ranker/ranker_config.json": json.dumps({"store": store}),
         "models/selector/checkpoints/step-1/state.json": f"checkpoint of {store}",
@@ -98,9 +102,7 @@ def test_a_fresh_checkout_is_claimed_and_a_new_store_starts_from_the_committed_f
     (checkout / "metrics").mkdir()
     (checkout / "metrics/eval.json").write_text('{"committed": true}')
     subprocess.run(["git", "add", "-A"], cwd=checkout, check=True)
-    subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "c"], cwd=checkout, check=True
-    )
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "c"], cwd=checkout, check=True)
     assert holder(checkout) == (None, "no marker; nothing pulled")
     switch(checkout, me(A), print)
     assert not (checkout / FOLDER / A).exists()  # nothing of anyone's to park
@@ -153,9 +155,11 @@ def test_a_folder_named_for_the_store_that_holds_another_is_refused_before_anyth
 def test_a_second_run_at_once_is_refused_in_one_line_and_nothing_is_lost(checkout):
     a = fill(checkout, A, 2)
     with held(checkout, me(A), print):
-        with pytest.raises(WorkspaceError, match=r"another pipeline run holds .*pid \d+, store " + A) as e:
-            with held(checkout, me(B), print):
-                pass
+        with (
+            pytest.raises(WorkspaceError, match=r"another pipeline run holds .*pid \d+, store " + A) as e,
+            held(checkout, me(B), print),
+        ):
+            pass
         assert "\n" not in str(e.value)
         assert digest(checkout, a) == a  # the first run's files untouched
     with held(checkout, me(B), print):  # released: the next run goes

@@ -60,10 +60,15 @@ def test_a_service_on_store_b_refuses_a_model_trained_for_store_a(db_url, second
         wait_for(lambda: picker.selector.version == f"pai-selector:1@{store_b[:8]}")
         with caplog.at_level(logging.WARNING, logger="pai.hotswap"), connect(second_url) as b:
             # A's registry counts from 1 too: the same version name, another store's model
-            theirs = deployments.announce(b, {"kind": "fixed", "version": "pai-selector:1", "store": store_a}, "promote")
+            theirs = deployments.announce(
+                b, {"kind": "fixed", "version": "pai-selector:1", "store": store_a}, "promote"
+            )
             (apply,) = wait_for(lambda: deployments.applies(b, theirs))
             assert deployments.applies(b, ours)[0]["ok"]
-        assert not apply["ok"] and apply["detail"] == f"pai-selector:1 was trained for store {store_a}, this is store {store_b}"
+        assert (
+            not apply["ok"]
+            and apply["detail"] == f"pai-selector:1 was trained for store {store_a}, this is store {store_b}"
+        )
         assert picker.selector.version == f"pai-selector:1@{store_b[:8]}"  # B's own model still serves
         (line,) = [r.getMessage() for r in caplog.records if "trained for store" in r.getMessage()]
         assert "\n" not in line and store_a in line
