@@ -86,7 +86,10 @@ def status(as_json: JsonOpt = False, params: FoundParamsOpt = None) -> None:
             relabel = partial(used_labels, p=used_params(params))
             evidence = trials.verdict(conn, running, relabel).as_dict() if running else None
             recent = [t.as_dict() for t in trials.recent(conn, 5)]
-            ws = workspace.describe(workspace.CHECKOUT, store_id(conn))  # whose pipeline outputs the checkout holds
+            store = store_id(conn)
+            ws = workspace.describe(workspace.CHECKOUT, store)  # whose pipeline outputs the checkout holds
+        if champ and champ.get("store") not in (None, store):  # a registry shared with another store: not ours
+            champ = None
     except (RegistryError, DatabaseError, ParamsError, WorkspaceError) as e:
         _fail(str(e))
     out = {

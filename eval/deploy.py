@@ -92,7 +92,7 @@ def deploy(p: DeployParams, log=print, chain: str = "ranker", trial: TrialParams
     out.update(version=record["version"], system=best, passed_gate=passed, reasons=out["challengers"][best]["reasons"])
     by_trial = out["challengers"][best]["decided_by"] == "trial"
     running = promotion.running_trial() if by_trial else None
-    if passed and p.promote and by_trial and registry.same_model(registry.champion() or {}, record):
+    if passed and p.promote and by_trial and registry.same_model(registry.champion(store) or {}, record):
         out.update(alias="champion", trial=None)  # the champion again: nothing to try
     elif passed and p.promote and by_trial and running is not None:
         # a trial gathering evidence is not restarted by each retrain (it would never end): this one waits

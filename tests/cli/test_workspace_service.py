@@ -2,6 +2,7 @@
 record stamped with store A announced in B's deployment log is refused by B's service in one log line, and B's
 `pai promote` of it (one MLflow registry shared by both) is refused before anything moves."""
 
+import io
 import json
 import logging
 import uuid
@@ -10,11 +11,12 @@ import numpy as np
 import psycopg
 import pytest
 from psycopg.conninfo import make_conninfo
+from rich.console import Console
 
-from eval import promotion
-from eval.registry import RegistryError
+from eval import promotion, registry
+from eval.evaluate import load_champion
+from eval.registry import RegistryError, folder_record
 from retrieval.db import connect, store_id
-from retrieval.files import dir_sha256
 from retrieval.logs import deployments
 from serving.hotswap import HotSwapper
 from serving.picker import Picker
@@ -82,17 +84,18 @@ def test_promote_of_another_stores_model_is_refused_before_the_alias_moves(db_ur
     folder = tmp_path / "ranker"
     folder.mkdir()
     np.save(folder / "adapter.npy", np.eye(3, dtype=np.float32))
+    (folder / "ranker_config.json").write_text("{}")
     with connect(db_url) as a:
         store_a = store_id(a)
-    record = {
-        "kind": "ranker",
-        "version": "pai-selector:7",
-        "model_dir": str(folder),
-        "model_sha256": dir_sha256(folder),
-        "store": store_a,
-    }
+    with connect(second_url) as b:
+        store_b = store_id(b)
+    record = registry.register({**folder_record("ranker", folder), "store": store_a}, {})  # A's deploy
+    promotion._set_champion(registry.client(), record, [record["registry_version"]])  # and A's champion
+    assert registry.champion(store_a)["version"] == record["version"] == registry.champion()["version"]
+    assert registry.champion(store_b) is None  # never B's baseline in evaluate, nor what B reverts to
+    assert load_champion({}, Console(file=io.StringIO()), store_b) is None
     monkeypatch.setenv("DATABASE_URL", second_url)
-    with pytest.raises(RegistryError, match=f"not moved: pai-selector:7 was trained for store {store_a}"):
+    with pytest.raises(RegistryError, match=f"not moved: {record['version']} was trained for store {store_a}"):
         promotion.move_champion(record, "promote", "by hand", 0)
     with connect(second_url) as b:
         assert deployments.latest(b) is None  # nothing announced to B's services
