@@ -54,6 +54,7 @@ from training.export import ExportParams
 from training.pull import PullParams
 from training.train import TrainParams
 
+from . import workspace
 from .cycle_steps import challenger_row, cycle_line, read_json, served_line, served_version, traffic
 from .replay import ReplayParams, load_queries, replay
 from .terminal import LAB_FEEDBACK, LOG_WIDTH, BenchDirOpt, ParamsOpt, _fail, console, emit, judged_dir, progress_bar
@@ -101,6 +102,7 @@ def run_cycle(
     queries = load_scifact(benchmark_dir, split)
     result: dict = {"cycles": []}
     with connect() as conn:
+        me = workspace.identity(conn)  # the store whose pipeline outputs the checkout must hold
         (others,) = conn.execute(
             "SELECT count(*) FROM documents WHERE source NOT LIKE %s", ("%scifact/corpus.jsonl#%",)
         ).fetchone()
@@ -116,8 +118,9 @@ def run_cycle(
     claims = load_queries(benchmark_dir, "scifact", "train")
     # the train claims in cycles + 1 parts of traffic: the first is day one's, each retrain's trial runs on the next
     parts = [claims[len(claims) * i // (cycles + 1) : len(claims) * (i + 1) // (cycles + 1)] for i in range(cycles + 1)]
-    # the service a user runs, following deployments: a promotion swaps its selector in place
-    with BackgroundServer(build_service(params)) as srv:
+    # the service a user runs, following deployments: a promotion swaps its selector in place; the checkout holds
+    # this store's outputs (another store's parked) until they are read
+    with workspace.held(Path.cwd(), me, log), BackgroundServer(build_service(params)) as srv:
         before = served_version(srv.url)
         if serve:
             task = bar.add_task(f"2. day one: serve {len(parts[0])} train claims", total=len(parts[0]))
@@ -135,11 +138,11 @@ def run_cycle(
         if not serve:
             dvc_repro(bar)
         after = served_version(srv.url)
-    result["service"] = {"before": before, "after": after, "swapped": before != after}
-    if result["cycles"]:  # the cycles' lines as data, beside the stages' metrics
-        out = Path(load_section(params, "evaluate", EvaluateParams).out) / "cycle.json"
-        write_atomic(out, json.dumps({k: result[k] for k in ("day_one", "cycles")}, indent=2, default=str) + "\n")
-    result["pipeline"] = {name: read_json(path) for name, path in stage_metrics(params).items()}
+        result["service"] = {"before": before, "after": after, "swapped": before != after}
+        if result["cycles"]:  # the cycles' lines as data, beside the stages' metrics
+            out = Path(load_section(params, "evaluate", EvaluateParams).out) / "cycle.json"
+            write_atomic(out, json.dumps({k: result[k] for k in ("day_one", "cycles")}, indent=2, default=str) + "\n")
+        result["pipeline"] = {name: read_json(path) for name, path in stage_metrics(params).items()}
     with connect() as conn:
         task = bar.add_task(f"3. search {len(queries)} {split} queries x 2 systems", total=2 * len(queries))
         result["retrieval"] = evaluate(conn, embedder, queries, sp, lambda: bar.advance(task))
@@ -280,6 +283,6 @@ def cycle(
         with progress_bar() as bar:
             log = lambda line: bar.console.print(f"   {line}", soft_wrap=True, highlight=False)  # noqa: E731
             result = run_cycle(params, benchmark_dir, split, bar, cycles, replay, log)
-    except (ParamsError, DatabaseError, FileNotFoundError, RuntimeError) as e:
+    except (ParamsError, DatabaseError, FileNotFoundError, RuntimeError) as e:  # WorkspaceError too
         _fail(str(e))
     emit(result, as_json, None, lambda c: print_cycle(result, c))

@@ -11,7 +11,7 @@ from typing import Annotated, Optional
 import typer
 from rich.table import Table
 
-from retrieval.db import DatabaseError, connect
+from retrieval.db import DatabaseError, connect, store_id
 from retrieval.ops import forget as core
 from retrieval.ops import forget_files
 from retrieval.params import ForgetParams, ParamsError, StagingParams, load_section
@@ -77,10 +77,10 @@ def forget_command(
     try:
         fp = load_section(params, "forget", ForgetParams)
         directory = staging_dir or load_section(params, "staging", StagingParams).path()
-        places = forget_files.places(fp, directory, remote=remote)
         if scope is not None:
             check(scope)
         with connect() as conn:
+            places = forget_files.places(fp, directory, remote=remote, store=store_id(conn))
             if verify is not None:
                 _verify(conn, verify, places, as_json)
                 return

@@ -17,14 +17,16 @@ from eval.promotion import record_trials
 from eval.promotion import rollback as do_rollback
 from eval.registry import RegistryError, champion, client, history, record_of
 from retrieval.conversation import capture
-from retrieval.db import DatabaseError, connect
+from retrieval.db import DatabaseError, connect, store_id
 from retrieval.logs import deployments, trials
 from retrieval.logs.used import used_labels
 from retrieval.ops import forget_marks
 from retrieval.params import ParamsError, UsedParams, load_section
 
+from . import workspace
 from .forget import forgotten_line
 from .terminal import RETRAIN, FoundParamsOpt, _fail, console
+from .workspace import WorkspaceError
 
 app = typer.Typer()
 
@@ -87,7 +89,11 @@ def status(as_json: JsonOpt = False, params: FoundParamsOpt = None) -> None:
             relabel = partial(used_labels, p=used_params(params))
             evidence = trials.verdict(conn, running, relabel).as_dict() if running else None
             recent = [t.as_dict() for t in trials.recent(conn, 5)]
-    except (RegistryError, DatabaseError, ParamsError) as e:
+            store = store_id(conn)
+            ws = workspace.describe(workspace.CHECKOUT, store)  # whose pipeline outputs the checkout holds
+        if champ and champ.get("store") not in (None, store):  # a registry shared with another store: not ours
+            champ = None
+    except (RegistryError, DatabaseError, ParamsError, WorkspaceError) as e:
         _fail(str(e))
     out = {
         "champion": champ["version"] if champ else "similarity (none promoted)",
@@ -98,6 +104,7 @@ def status(as_json: JsonOpt = False, params: FoundParamsOpt = None) -> None:
         "capture": captured,
         "trial": running.as_dict() | {"evidence": evidence} if running else None,
         "trials": recent,
+        "workspace": ws,
         "deployments": [
             {
                 "id": d.id,
@@ -129,6 +136,8 @@ def status(as_json: JsonOpt = False, params: FoundParamsOpt = None) -> None:
     )
     if line := forgotten_line(forgotten, champ["version"] if champ else None):
         console.print(line, soft_wrap=True)
+    if ws:
+        console.print(workspace.status_line(ws), soft_wrap=True, markup=False, highlight=False)
     rejected = ", ".join(f"{g} {n}" for g, n in captured["rejected"].items())
     console.print(
         f"capture: {captured['captures']} exchange(s), {captured['stored']} stored ({captured['facts_stored']} facts, "

@@ -34,13 +34,15 @@ from serving.interface import SelectorLoadError
 from serving.selectors import resolve
 from training.build import BuildParams
 
+from . import workspace
 from .cycle import dvc_repro, stage_metrics
 from .forget import forgotten_line
 from .terminal import RETRAIN, ParamsOpt, _fail, console, emit, progress_bar
+from .workspace import WorkspaceError
 
 app = typer.Typer()
 
-PROJECT = Path(__file__).resolve().parents[1]  # the folder holding dvc.yaml and params.yaml
+PROJECT = workspace.CHECKOUT  # the folder holding dvc.yaml and params.yaml
 # queries whose answer cited something shown: below this the ranker's train, calibration and held-out bands
 # are too thin to fit or to judge (train_ranker holds out 15 % of them)
 MIN_CITED_QUERIES = 30
@@ -64,7 +66,7 @@ def retrain(
     """Retrain on your store's feedback log: dvc repro; a challenger that passes the checks goes on trial."""
     try:
         with connect() as conn:
-            cited = cited_queries(conn)
+            cited, me = cited_queries(conn), workspace.identity(conn)
         for line in record_trials():
             console.print(line, soft_wrap=True)
         champ = registry.champion()
@@ -84,12 +86,18 @@ def retrain(
         deployed = stage_metrics(Path("params.yaml"))["deploy"]  # the deploy stage's report, where params.yaml puts it
     except ParamsError as e:
         _fail(str(e))
-    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=console) as bar:
-        try:
-            dvc_repro(bar, ("deploy",) if ranker_only else ())
-        except RuntimeError as e:
-            _fail(str(e).splitlines()[0] + " (the stage's log is above)")
-    out = json.loads(deployed.read_text())
+    try:  # the checkout holds this store's outputs (another's parked) until deploy's report is read
+        with (
+            workspace.held(PROJECT, me, lambda s: console.print(s, soft_wrap=True, markup=False)),
+            Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=console) as bar,
+        ):
+            try:
+                dvc_repro(bar, ("deploy",) if ranker_only else ())
+            except RuntimeError as e:
+                _fail(str(e).splitlines()[0] + " (the stage's log is above)")
+            out = json.loads(deployed.read_text())
+    except WorkspaceError as e:
+        _fail(str(e))
     if out.get("waiting_for"):
         t = out["waiting_for"]
         console.print(f"retrain: {out['version']} waits: trial {t['id']} is still running (`pai status`)")

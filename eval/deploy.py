@@ -18,6 +18,7 @@ from pathlib import Path
 from rich.console import Console
 
 from retrieval.contracts.interleaving import TrialParams
+from retrieval.db import connect, store_id
 from retrieval.files import write_atomic
 from retrieval.params import load_section
 from serving.llm_selectors import OLLAMA_TEMPLATE, ollama_reachable
@@ -61,13 +62,17 @@ def deploy(p: DeployParams, log=print, chain: str = "ranker", trial: TrialParams
         raise RegistryError(f"no challenger in {evaluated} (run train_ranker or export, then evaluate)")
     for line in promotion.record_trials():  # trials that closed since the last run, into the registry first
         log(f"deploy: {line}")
+    with connect() as conn:  # the store it was trained for: pull exported this database's log in the same run
+        store = store_id(conn)
     ranked = []
     for system, record in records.items():
         decision = gate(result, p, system, by_margin=judged(result, p, system))
         metrics = {
             f"{b}/{m}": result[b]["systems"][system][m] for b in result if system in result[b]["systems"] for m in GATED
         }
-        record = registry.register(record, {k.replace("@", "_at_"): v for k, v in metrics.items() if v is not None})
+        record = registry.register(
+            {**record, "store": store}, {k.replace("@", "_at_"): v for k, v in metrics.items() if v is not None}
+        )
         if record["kind"] == "llm":
             out["ollama"] = create_in_ollama(record, Path(p.export), log)
         recall = [d["recall@5"] for d in decision.details.values()]
@@ -87,7 +92,7 @@ def deploy(p: DeployParams, log=print, chain: str = "ranker", trial: TrialParams
     out.update(version=record["version"], system=best, passed_gate=passed, reasons=out["challengers"][best]["reasons"])
     by_trial = out["challengers"][best]["decided_by"] == "trial"
     running = promotion.running_trial() if by_trial else None
-    if passed and p.promote and by_trial and registry.same_model(registry.champion() or {}, record):
+    if passed and p.promote and by_trial and registry.same_model(registry.champion(store) or {}, record):
         out.update(alias="champion", trial=None)  # the champion again: nothing to try
     elif passed and p.promote and by_trial and running is not None:
         # a trial gathering evidence is not restarted by each retrain (it would never end): this one waits

@@ -25,6 +25,7 @@ from retrieval.contracts.metrics import METRICS, K
 from retrieval.embed import Embedder, get_embedder
 from retrieval.files import write_atomic
 from retrieval.fusion import GeneralRule
+from retrieval.logs.feedback_records import WATERMARK_FILE
 from retrieval.params import BENCHMARK_DIR, SearchParams, UsedParams, load_key, load_section
 from retrieval.progress import make_progress
 from retrieval.tracking import use_mlflow
@@ -134,7 +135,7 @@ def main(argv: list[str] | None = None) -> None:
     if chain == "ranker" and has_model("ranker", Path(p.ranker)):
         challengers["ranker"] = folder_record("ranker", Path(p.ranker))
         others["ranker"] = resolve(challengers["ranker"])
-    champion = load_champion(challengers, console)
+    champion = load_champion(challengers, console, pulled_store(Path(p.feedback)) if p.feedback else None)
     names = ", ".join(s.version for s in [selector, *others.values()] if s) or "none"
     console.print(
         f"evaluate: {chain} chain; challengers {names}; "
@@ -166,16 +167,24 @@ def main(argv: list[str] | None = None) -> None:
     print_table(result, console)
 
 
-def load_champion(challengers: dict[str, dict], console):
-    """The registry's champion as served; the name of the challenger system when it is that very
-    model (not run twice); None without one. A registry or model that cannot be reached is
-    reported and evaluation goes on without it."""
+def pulled_store(feedback: Path) -> str | None:
+    """The store the pulled feedback came from (its watermark's `store`): the store these challengers are for."""
+    try:
+        return json.loads((feedback / WATERMARK_FILE).read_text(encoding="utf-8")).get("store")
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def load_champion(challengers: dict[str, dict], console, store: str | None = None):
+    """The registry's champion as served (of `store`, given one: another store's is no baseline here); the name
+    of the challenger system when it is that very model (not run twice); None without one. A registry or model
+    that cannot be reached is reported and evaluation goes on without it."""
 
     def identity(r: dict) -> str | None:
         return r.get("gguf_sha256") or r.get("model_sha256")
 
     try:
-        record = registry.champion()
+        record = registry.champion(store)
         if record is None:
             return None
         same = [name for name, c in challengers.items() if identity(c) and identity(c) == identity(record)]

@@ -10,7 +10,7 @@ import json
 from dataclasses import dataclass, field
 
 from retrieval.contracts.interleaving import TrialParams
-from retrieval.db import connect
+from retrieval.db import connect, store_id
 from retrieval.logs import deployments, trials
 from serving.selectors import SIMILARITY
 
@@ -48,8 +48,11 @@ def move_champion(
     c = client()
     old_hist = history()
     hist = previous if previous is not None else [*old_hist, record.get("registry_version", "similarity")]
-    before = champion() or dict(SIMILARITY)
     with connect() as conn:  # the database first: if it is down, the alias does not move
+        store = store_id(conn)
+        if why := deployments.foreign_store(record, store):  # a registry shared by two stores
+            raise RegistryError(f"not moved: {why}")
+        before = champion(store) or dict(SIMILARITY)
         _set_champion(c, record, hist)
         try:
             dep_id = deployments.announce(conn, record, action, reason)
@@ -113,8 +116,11 @@ def record_trials() -> list[str]:
 def start_trial(record: dict, params: TrialParams) -> trials.Trial:
     """Put a registered challenger on trial against the champion (the similarity order before the first)."""
     verify(record)
-    before = champion() or dict(SIMILARITY)
     with connect() as conn:
+        store = store_id(conn)
+        if why := deployments.foreign_store(record, store):
+            raise RegistryError(f"no trial: {why}")
+        before = champion(store) or dict(SIMILARITY)
         trial = trials.start(conn, before, record, params)
     c = client()
     c.set_registered_model_alias(MODEL, "challenger", record["registry_version"])

@@ -116,6 +116,7 @@ def register(record: dict, metrics: dict[str, float]) -> dict:
             "dataset_sha256",
             "chunk_tokens",
             "profile",
+            "store",
         )
         if record.get(k) is not None
     }
@@ -148,11 +149,14 @@ def record_of(version: str) -> dict:
     return json.loads(mv.tags["record"])
 
 
-def champion() -> dict | None:
+def champion(store: str | None = None) -> dict | None:
+    """The champion's record; None without one, or, given `store`, where it was trained for another store (a
+    registry shared by two stores: one store's champion is never another's baseline or fallback)."""
     try:
-        return record_of("champion")
+        record = record_of("champion")
     except RegistryError:
         return None
+    return None if store and record.get("store") not in (None, store) else record
 
 
 def history() -> list[str]:

@@ -20,8 +20,9 @@ from concurrent.futures import TimeoutError as FutureTimeout
 import psycopg
 
 from retrieval.contracts.selection import PromptCandidate, parse_selection
+from retrieval.db import store_id
 from retrieval.logs import trials
-from retrieval.logs.deployments import APP_NAME, CHANNEL, Deployment, last_good, latest, record_apply
+from retrieval.logs.deployments import APP_NAME, CHANNEL, Deployment, foreign_store, last_good, latest, record_apply
 
 from .interface import Selector, SelectorLoadError
 from .picker import Picker, TrialArm
@@ -119,6 +120,7 @@ class HotSwapper:
         self.last_error: str | None = None
         self._rejected: set[int] = set()
         self._rejected_trials: set[int] = set()  # trials whose challenger did not load or failed its canary here
+        self.store: str | None = None  # this service's store, read once from its database
         self._force = False  # reload: apply the latest even if already seen
         self._stop = threading.Event()
         self._ready = threading.Event()
@@ -197,6 +199,11 @@ class HotSwapper:
             log.info("trial %d ended here", arm.id)
         if trial is None or trial.id in self._rejected_trials:
             return
+        if why := foreign_store(trial.challenger_record, self._store(conn)):
+            self._rejected_trials.add(trial.id)
+            self.last_error = f"trial {trial.id} ({trial.challenger}) not served here: {why}"
+            log.warning("%s", self.last_error)
+            return
         try:
             challenger = self.build(trial.challenger_record)
         except Exception as e:  # noqa: BLE001 - a challenger that does not load stays out; the champion serves
@@ -228,8 +235,16 @@ class HotSwapper:
                 return
             ok = self.apply(conn, dep)
 
+    def _store(self, conn: psycopg.Connection) -> str:
+        """This service's store (its database's identity): a model trained for another is never loaded."""
+        if self.store is None:
+            self.store = store_id(conn)
+        return self.store
+
     def apply(self, conn: psycopg.Connection, dep: Deployment) -> bool:
         old = self.picker.selector
+        if why := foreign_store(dep.record, self._store(conn)):  # before the version: each registry counts from 1
+            return self._reject(conn, dep, why)
         if dep.version == old.version:
             self.deployment_id = dep.id
             record_apply(conn, dep.id, self.name, True, "already serving this version")

@@ -32,6 +32,16 @@ class Deployment:
 _COLS = "id, version, record, action, reason, created_at"
 
 
+def foreign_store(record: dict, store: str) -> str | None:
+    """Why a version record may not serve on store `store` (the database's `store_identity`): it was trained for
+    another store (the deploy stage stamps `store`; a cascade's parts each). None for a record of this store, or
+    one that names none (the similarity order, a version registered before stores had ids)."""
+    for r in (record, record.get("fast") or {}, record.get("slow") or {}):
+        if r.get("store") is not None and r["store"] != store:
+            return f"{record.get('version')} was trained for store {r['store']}, this is store {store}"
+    return None
+
+
 def announce(conn: psycopg.Connection, record: dict, action: str, reason: str | None = None) -> int:
     """Record the version the services must run and NOTIFY them (delivered at commit)."""
     with conn.transaction():

@@ -13,6 +13,7 @@ from typing import TypedDict
 
 FEEDBACK_FILE = "feedback.jsonl"  # the pull stage's export: the latest state of every query, one record a line
 WATERMARK_FILE = "watermark.json"  # beside it: (updated_at, query_id) of the last row pulled, and its store
+WORKSPACES = ".pai-workspaces"  # in the checkout: each other store's pipeline files, parked under its id
 
 
 class FeedbackCandidate(TypedDict):

@@ -29,7 +29,7 @@ from ..db import pai_home
 from ..embed import DIM, MODEL_ID
 from ..embedding_cache import EmbeddingCache
 from ..files import write_atomic
-from ..logs.feedback_records import FEEDBACK_FILE
+from ..logs.feedback_records import FEEDBACK_FILE, WORKSPACES
 from ..params import ForgetParams
 from ..query import staging
 from .forget_log import FORGOTTEN
@@ -45,11 +45,17 @@ class Place:
     kind: str  # staging | pipeline | content | vectors | sqlite (the module docstring)
 
 
-def places(fp: ForgetParams, staging_dir: Path, remote: bool = False, home: Path | None = None) -> list[Place]:
-    """Every place outside the database where a memory's text may be copied: the one list forget and verify read."""
+def places(
+    fp: ForgetParams, staging_dir: Path, remote: bool = False, home: Path | None = None, store: str | None = None
+) -> list[Place]:
+    """Every place outside the database where a memory's text may be copied: the one list forget and verify read.
+    With `store` (this database's id), also the pipeline files parked for it while the checkout held another
+    store's (`pai retrain`'s workspaces: WORKSPACES/<store>/<the same folders>)."""
     home = home or pai_home()
     out = [Place("staging files", staging_dir, "staging")]
     out += [Place(f"pipeline files {d}", d, "pipeline") for d in fp.pipeline_dirs()]
+    if store:
+        out += [Place(f"parked pipeline files {d}", Path(WORKSPACES) / store / d, "pipeline") for d in fp.pipeline_dirs()]
     out.append(Place("DVC cache", Path(fp.dvc_cache), "content"))
     if remote:
         out += [Place(f"DVC remote {url}", Path(url), "content") for url in dvc_local_remotes(Path(fp.dvc_cache))]

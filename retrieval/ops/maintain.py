@@ -119,7 +119,7 @@ def _expiry(conn, fp: ForgetParams, staging_dir: Path, dry_run: bool) -> dict:
     if dry_run:
         (n,) = conn.execute("SELECT count(*) FROM documents WHERE expires_at <= now()").fetchone()
         return {"expired": n}
-    places = forget_files.places(fp, staging_dir)
+    places = forget_files.places(fp, staging_dir, store=store_id(conn))
     out = {"stamped": expiry.stamp_defaults(conn, fp), "resumed": len(forget.resume(conn, places))}
     (n,) = conn.execute("SELECT count(*) FROM documents WHERE expires_at <= now()").fetchone()
     out["forgotten"] = out["chunks"] = 0
