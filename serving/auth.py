@@ -21,6 +21,7 @@ from .grants import ADMIN_TOKEN, OWNER, READ_TOKEN, TOKENS_FILE, WRITE_TOKEN, Gr
 from .service import Service
 
 OPEN_PATHS = frozenset({"/health"})  # beyond loopback, the only route without a token
+UI_PATHS = "/ui"  # the web page checks its own callers (a login that sets a cookie: serving/ui/session.py)
 _NAMES = f"{READ_TOKEN}, {WRITE_TOKEN}, {ADMIN_TOKEN} or a token of {TOKENS_FILE}"
 
 
@@ -48,7 +49,9 @@ class TokenGate:
         self.app, self.service = app, service
 
     async def __call__(self, scope, receive, send):
-        if scope["type"] != "http" or scope["path"] in OPEN_PATHS or is_loopback(self.service.host):
+        path = scope.get("path", "")
+        page = path == UI_PATHS or path.startswith(UI_PATHS + "/")
+        if scope["type"] != "http" or path in OPEN_PATHS or page or is_loopback(self.service.host):
             return await self.app(scope, receive, send)
         try:
             known = tokens()
