@@ -15,6 +15,7 @@ import typer
 import uvicorn
 from rich.table import Table
 
+from retrieval.corpus import runs
 from retrieval.corpus.ingest import ingest_paths
 from retrieval.db import DatabaseError, connect
 from retrieval.embed import get_embedder
@@ -59,6 +60,7 @@ def ingest(
             report = ingest_paths(
                 conn, paths, ip, sp, embedder, lambda done, total: bar.update(task, completed=done, total=total), scope
             )
+            runs.record(conn, "cli", scope, report)  # the web page's health lists the last ingests and their errors
     except (ParamsError, DatabaseError, ScopeError) as e:
         _fail(str(e))
     for err in report.errors:
