@@ -49,6 +49,7 @@ def browser():
 
 def shot(driver, name: str) -> None:
     SHOTS.mkdir(parents=True, exist_ok=True)
+    driver.execute_script("window.scrollTo(0, 0)")
     driver.save_screenshot(str(SHOTS / f"{name}.png"))
 
 
