@@ -12,7 +12,23 @@ import pytest
 from serving.server import BackgroundServer
 
 CHUNKS, PER_DOC, RUNS = 10_000, 5, 15
-WORDS = "honey wax comb nest larder fungus leaf hive queen drone worker nectar pollen colony swarm".split()
+WORDS = [
+    "honey",
+    "wax",
+    "comb",
+    "nest",
+    "larder",
+    "fungus",
+    "leaf",
+    "hive",
+    "queen",
+    "drone",
+    "worker",
+    "nectar",
+    "pollen",
+    "colony",
+    "swarm",
+]
 
 
 def fill(conn) -> None:
