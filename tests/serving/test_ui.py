@@ -230,17 +230,22 @@ def test_hostile_content_renders_as_text(serve, db_url):
     with serve() as srv, httpx.Client(base_url=srv.url, timeout=120) as client:
         csrf = csrf_of(client)
         doc = add_note(client, csrf, HOSTILE_TITLE, HOSTILE_TEXT)
+        api = {"source": "titled", "title": HOSTILE_TITLE, "text": "<i>x</i> \u202e" + "z" * 1_000_000}
+        assert client.post("/ingest", json=api).status_code == 200  # a title from the API: the chunks' heading
+        titled = re.search(r'/ui/documents/(\d+)"><bdi>webhook:titled', client.get("/ui/memory").text).group(1)
         qid = ask(client, csrf, "<script>alert('q')</script> bold \u202e")
         post(client, f"/ui/queries/{qid}/answer", csrf, answer="<script>alert('a')</script> [1]")
         chunk = int(re.search(r"/ui/chunks/(\d+)", client.get(f"/ui/documents/{doc}").text).group(1))
-        for path in ("/ui/memory", f"/ui/documents/{doc}", f"/ui/queries/{qid}", f"/ui/chunks/{chunk}", "/ui/ask"):
+        titled_chunk = re.search(r"/ui/chunks/(\d+)", client.get(f"/ui/documents/{titled}").text).group(1)
+        pages = ["/ui/memory", f"/ui/documents/{doc}", f"/ui/queries/{qid}", f"/ui/chunks/{chunk}", "/ui/ask"]
+        for path in pages + [f"/ui/documents/{titled}", f"/ui/chunks/{titled_chunk}", "/ui/health"]:
             r = client.get(path)
             assert r.status_code == 200, path
             assert "default-src 'none'" in r.headers["content-security-policy"]
             body = r.text
             assert "<script" not in body.lower() and "<img" not in body and "<b>bold" not in body, path
             assert "javascript:alert" not in body or "&#34;javascript:alert(1)&#34;" in body, path
-            assert "&lt;script&gt;" in body, path
+            assert "&lt;script&gt;" in body or path == "/ui/health", path
             assert len(body) < 200_000, path  # the 1 MB line is cut on the page
         assert "\u202eevil" in html.unescape(client.get("/ui/memory").text)  # kept as text, isolated by <bdi>
         # NUL: refused with one line, nothing stored
@@ -256,3 +261,44 @@ def test_hostile_content_renders_as_text(serve, db_url):
         assert client.get("/ui/documents/99999999999999999999").status_code in (404, 422)
         assert client.get("/ui/memory?page_no=-1&since=notadate&kind=<x>").status_code == 200
         assert post(client, "/ui/documents/abc/forget", csrf).status_code == 404
+
+
+def test_the_loop_page(serve, conn, embedder, monkeypatch, tmp_path, db_url):
+    """The deployments (champion first), Recall@5 beside the baseline as a plot, the running trial's wins and
+    losses over its cited queries; a scoped login sees the versions but not the trial (it spans every scope)."""
+    from retrieval.contracts.interleaving import TrialParams
+    from retrieval.corpus.ingest import ingest_documents
+    from retrieval.corpus.sources import Document
+    from retrieval.logs import deployments, feedback, trials
+    from retrieval.params import IngestParams, SearchParams
+    from retrieval.query.search import search
+
+    old = {"version": "pai-selector:1", "kind": "ranker", "recall@5": 0.61, "hybrid_recall@5": 0.58}
+    new = {"version": "pai-selector:2", "kind": "ranker", "recall@5": 0.66, "hybrid_recall@5": 0.58}
+    deployments.announce(conn, old, "promote", "passed the gate")
+    deployments.announce(conn, new, "promote", "won a trial")
+    trial = trials.start(conn, new, {"version": "pai-selector:3", "kind": "ranker"}, TrialParams())
+    docs = [
+        Document(f"webhook:n{i}", "webhook:", f"# N{i}\n\nBees note number {i} about honey.", "markdown")
+        for i in range(3)
+    ]
+    ingest_documents(conn, docs, IngestParams(), SearchParams(threshold=0.0), embedder)
+    cands = search(conn, embedder, "bees honey", SearchParams(threshold=0.0)).candidates
+    for used_rank in (1, 1, 2):  # two wins for the challenger (rank 1), one loss
+        qid = feedback.log_query(
+            conn, "bees honey", cands, "pai-selector:2", [1, 2], shown=[1, 2], trial_id=trial.id,
+            teams={1: "challenger", 2: "champion"},
+        )  # fmt: skip
+        feedback.record_feedback(conn, qid, used_chunk_ids=[cands[used_rank - 1].chunk_id])
+    tokens = tmp_path / "tokens.yaml"
+    tokens.write_text(TOKENS)
+    monkeypatch.setenv("PAI_TOKENS_FILE", str(tokens))
+    with serve() as srv, httpx.Client(base_url=srv.url, timeout=60) as client:
+        page = client.get("/ui/loop").text
+        assert page.index("pai-selector:2 (champion)") < page.index("pai-selector:1<")
+        assert "pai-selector:3" in page and "2 · 1 · 0" in page  # wins · losses · ties
+        assert "wins: 2" in page and "losses: 1" in page and "<polyline" in page
+        assert "recall@5: 0.66" in page and "hybrid_recall@5: 0.58" in page
+        client.headers["authorization"] = "Bearer alice-" + "a" * 20
+        scoped = client.get("/ui/loop").text
+        assert "pai-selector:2" in scoped and "an admin sees them" in scoped and "2 · 1 · 0" not in scoped
