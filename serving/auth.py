@@ -3,6 +3,8 @@ bearer token: the read token, or the write or admin one (a read of a memory laye
 routes (ingest, feedback, capture) need the write or admin token, the admin routes the admin one. A scoped token
 (`serving.grants`, the file `PAI_TOKENS_FILE` names) is held to its scopes on loopback too: `caller` says which
 scopes a request may read and write, and the routes check each scope they touch.
+The web page (`/ui`) passes the gate and checks its own callers against the same tokens (a login that sets a
+cookie, CSRF on every write: `serving.ui.session`).
 `check_exposure` refuses to start beyond loopback with no token set; `TokenGate` (ASGI middleware) checks
 the read side before a body is read; `admin_only` and `writers_only` make the route dependencies that
 check the rest. Tokens are compared in constant time, as bytes.

@@ -302,3 +302,17 @@ def test_the_loop_page(serve, conn, embedder, monkeypatch, tmp_path, db_url):
         client.headers["authorization"] = "Bearer alice-" + "a" * 20
         scoped = client.get("/ui/loop").text
         assert "pai-selector:2" in scoped and "an admin sees them" in scoped and "2 · 1 · 0" not in scoped
+
+
+def test_health_counts_redactions_never_secrets(serve, db_url):
+    secret = "ghp_" + "x7Kq2" * 7 + "a"
+    with serve() as srv, httpx.Client(base_url=srv.url, timeout=60) as client:
+        csrf = csrf_of(client)
+        doc = add_note(client, csrf, "deploy", f"# Deploy\n\nThe deploy token is {secret} for the CI runner.")
+        assert post(client, "/ui/memory/notes", csrf, source="bad", text="x\x00").status_code == 422
+        health = client.get("/ui/health").text
+        rows = re.findall(r"<tr><td>([A-Z0-9_]+)</td><td>(\d+)</td><td>(\d+)</td>", health)
+        assert rows and all(int(stored) >= 1 and int(ingested) >= 1 for _, stored, ingested in rows), health
+        assert "<td>ui</td>" in health and "<td>default</td><td>1</td>" in health
+        for path in ("/ui/health", f"/ui/documents/{doc}", "/ui/memory"):
+            assert secret not in client.get(path).text
