@@ -71,25 +71,32 @@ def edit_document(
     text = text.replace("\r\n", "\n")
     if not text.strip():
         raise EditError("the correction is blank: to remove a memory, forget it")
-    row = conn.execute(
-        "SELECT source, path, content_hash, written_at FROM documents WHERE id = %s AND scope = %s",
-        (document_id, scope),
-    ).fetchone()
-    if row is None:
-        raise EditError(f"no document {document_id} in scope {scope}")
-    source, path, source_hash, written_at = row
-    old = document_text(conn, document_id)
-    if text == old:
-        raise EditError("the correction is the same text: nothing to store")
-    kind = kind_for_suffix(PurePath(source).suffix) if PurePath(source).suffix else "markdown"
-    doc = Document(source, path, text, kind)
-    report = ingest_documents(conn, [doc], ingest, search, embedder, scope)
-    if report.errors:
-        raise EditError(report.errors[0])
+    # one transaction holding the document's row: two corrections at once are two versions, one after the other
+    # (the second supersedes the first), and a forget waits for the edit or makes it fail cleanly
     with conn.transaction():
+        row = conn.execute(
+            "SELECT source, path, content_hash, written_at FROM documents WHERE id = %s AND scope = %s FOR UPDATE",
+            (document_id, scope),
+        ).fetchone()
+        if row is None:
+            raise EditError(f"no document {document_id} in scope {scope}")
+        source, path, source_hash, written_at = row
+        old = document_text(conn, document_id)
+        if text == old:
+            raise EditError("the correction is the same text: nothing to store")
+        kind = kind_for_suffix(PurePath(source).suffix) if PurePath(source).suffix else "markdown"
+        # the stored hash is the source's (below): a correction back to the source's own text must still be written
+        conn.execute("UPDATE documents SET content_hash = '' WHERE id = %s", (document_id,))
+        # dated after the row's lock is held (not at the transaction's start): versions are dated in the order written
+        (now,) = conn.execute("SELECT clock_timestamp()").fetchone()
+        doc = Document(source, path, text, kind, written=now)
+        report = ingest_documents(conn, [doc], ingest, search, embedder, scope)
+        if report.errors:
+            raise EditError(report.errors[0])
         conn.execute(
-            "INSERT INTO document_versions (document_id, text, written_at, reason) VALUES (%s, %s, %s, %s)",
-            (document_id, old, written_at, EDIT_REASON),
+            "INSERT INTO document_versions (document_id, text, written_at, superseded_at, reason)"
+            " VALUES (%s, %s, %s, %s, %s)",
+            (document_id, old, written_at, now, EDIT_REASON),
         )
         conn.execute("UPDATE documents SET content_hash = %s WHERE id = %s", (source_hash, document_id))
     return report

@@ -91,3 +91,39 @@ def test_a_rating_labels_one_candidate_of_its_scope(conn, embedder):
     assert used is False and rated is not None
     assert browse.history(conn, chunk, ["alice"])[0].rated_at == rated
     assert browse.history(conn, chunk, ["bob"]) == []
+
+
+def test_two_corrections_at_once_are_two_versions(db_url, embedder):
+    """Two edits racing on one document: one waits for the other, each superseded text is kept once, and a
+    correction back to the source's own text is written too."""
+    import threading
+
+    from retrieval.db import connect
+
+    with connect(db_url) as conn:
+        ingest_documents(conn, [Document("webhook:dentist", "webhook:", OLD, "markdown")], IngestParams(), SP, embedder)
+        did = doc_id(conn, "webhook:dentist")
+    texts_in = [NEW, "# Dentist\n\nThe dentist appointment is on Friday at noon."]
+    errors = []
+
+    def edit(text):
+        try:
+            with connect(db_url) as c:
+                edit_document(c, did, "default", text, IngestParams(), SP, embedder)
+        except Exception as e:  # noqa: BLE001 - the test reports any
+            errors.append(e)
+
+    threads = [threading.Thread(target=edit, args=(t,)) for t in texts_in]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert not errors
+    with connect(db_url) as conn:
+        vs = versions(conn, did)
+        assert len(vs) == 3 and "Tuesday" in vs[2].text
+        assert vs[0].text == document_text(conn, did) and vs[1].superseded_at == vs[0].written_at > vs[1].written_at
+        assert sorted(("Thursday" in v.text, "Friday" in v.text) for v in vs[:2]) == [(False, True), (True, False)]
+        edit_document(conn, did, "default", OLD, IngestParams(), SP, embedder)  # back to the source's own text
+        assert "Tuesday" in document_text(conn, did) and len(versions(conn, did)) == 4
+        assert any("Tuesday" in t for t in texts(conn, embedder, "when is the dentist"))
