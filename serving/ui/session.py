@@ -23,7 +23,7 @@ from ..grants import OWNER, Grant, grant_for
 
 COOKIE = "pai_ui"
 SESSION_S = 12 * 3600  # a session's life
-MAX_SESSIONS = 10_000  # the oldest go first past this (a flood of anonymous visits cannot grow memory)
+MAX_SESSIONS = 10_000  # of each kind, anonymous and logged in; the oldest go first past this
 
 
 @dataclass
@@ -34,29 +34,38 @@ class Session:
 
 
 class Sessions:
+    """The sessions of this process: anonymous ones (a first visit, the login form) and logged-in ones kept apart,
+    each bounded, so a flood of anonymous visits evicts only anonymous sessions, never a person's login."""
+
     def __init__(self):
-        self._by_id: dict[str, Session] = {}
+        self._anon: dict[str, Session] = {}
+        self._logged: dict[str, Session] = {}
         self._lock = threading.Lock()
 
     def get(self, sid: str | None) -> Session | None:
         with self._lock:
-            s = self._by_id.get(sid or "")
-            if s is not None and time.monotonic() - s.started > SESSION_S:
-                del self._by_id[sid]
-                return None
-            return s
+            for table in (self._logged, self._anon):
+                s = table.get(sid or "")
+                if s is not None and time.monotonic() - s.started > SESSION_S:
+                    del table[sid]
+                    return None
+                if s is not None:
+                    return s
+            return None
 
     def new(self, token: str | None = None) -> tuple[str, Session]:
         sid, s = secrets.token_urlsafe(32), Session(token=token)
+        table = self._anon if token is None else self._logged
         with self._lock:
-            while len(self._by_id) >= MAX_SESSIONS:
-                self._by_id.pop(next(iter(self._by_id)))
-            self._by_id[sid] = s
+            while len(table) >= MAX_SESSIONS:
+                table.pop(next(iter(table)))
+            table[sid] = s
         return sid, s
 
     def end(self, sid: str | None) -> None:
         with self._lock:
-            self._by_id.pop(sid or "", None)
+            self._anon.pop(sid or "", None)
+            self._logged.pop(sid or "", None)
 
 
 def bearer(token: str) -> bytes:

@@ -316,3 +316,17 @@ def test_health_counts_redactions_never_secrets(serve, db_url):
         assert "<td>ui</td>" in health and "<td>default</td><td>1</td>" in health
         for path in ("/ui/health", f"/ui/documents/{doc}", "/ui/memory"):
             assert secret not in client.get(path).text
+
+
+def test_a_flood_of_anonymous_visits_never_logs_a_person_out(monkeypatch):
+    from serving.ui import session
+
+    monkeypatch.setattr(session, "MAX_SESSIONS", 50)
+    sessions = session.Sessions()
+    sid, _ = sessions.new("a-token-of-twenty-chars")
+    anonymous = [sessions.new()[0] for _ in range(500)]
+    assert sessions.get(sid).token == "a-token-of-twenty-chars"
+    assert sessions.get(anonymous[0]) is None and sessions.get(anonymous[-1]) is not None
+    assert sessions.get(None) is None and sessions.get("") is None and sessions.get("\x00" * 9999) is None
+    sessions.end(sid)
+    assert sessions.get(sid) is None
