@@ -15,7 +15,7 @@ import typer
 import uvicorn
 from rich.table import Table
 
-from retrieval.corpus import expiry
+from retrieval.corpus import expiry, runs
 from retrieval.corpus.ingest import ingest_paths
 from retrieval.corpus.sources import resolved
 from retrieval.db import DatabaseError, connect
@@ -72,6 +72,7 @@ def ingest(
                 expiry.set_for_paths(conn, [resolved(p) for p in paths], scope, until)
             else:
                 expiry.stamp_defaults(conn, fp)
+            runs.record(conn, "cli", scope, report)  # the web page's health lists the last ingests and their errors
     except (ParamsError, DatabaseError, ScopeError, expiry.ExpiryError) as e:
         _fail(str(e))
     for err in report.errors:

@@ -1,6 +1,6 @@
 """The HTTP API (FastAPI): the app factory, its lifespan (migrations, the connection pool, warm-up, the
 capture worker, hot-swap and maintenance started and stopped), the body-size limit, how errors become
-`{"error": ...}` responses, and the ten routes. Each route decodes its body (`serving.schemas`), is
+`{"error": ...}` responses, and the ten routes (and the web page's, `serving.ui`). Each route decodes its body (`serving.schemas`), is
 checked for its caller (`serving.auth`) and calls into the `Service` (`serving.service`), where the query
 path and its policy live: decode request -> retrieve -> pick -> log -> encode response.
 """
@@ -23,6 +23,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from retrieval.contracts.selection import PROMPT_VERSION
 from retrieval.conversation import capture, intake
 from retrieval.conversation.intake import CaptureInputError, parse_exchange
+from retrieval.corpus import runs as ingest_runs
 from retrieval.corpus.ingest import ingest_documents, scrub_names
 from retrieval.corpus.sources import Document
 from retrieval.db import DatabaseError, connect
@@ -34,6 +35,7 @@ from .grants import Grant
 from .maintenance import MaintenanceLoop
 from .schemas import MAX_BODY_BYTES, MAX_ID, CaptureIn, ExpandIn, FeedbackIn, IngestIn, QueryIn
 from .service import Service, expand_preview, readable_scopes, run_query, scope_of, settle_trial, trial_status
+from .ui.routes import ui_router
 
 READY_WAIT_S = 5.0  # how long a /query waits for the champion to load before a 503 "loading"
 
@@ -102,6 +104,7 @@ def create_app(service: Service) -> FastAPI:
     app = FastAPI(title="pai-brain retrieval service", version="0.1.0", lifespan=lifespan)
     app.add_middleware(BodyLimit, limit=MAX_BODY_BYTES)
     app.add_middleware(TokenGate, service=service)  # added last: runs first, before a body is read
+    app.include_router(ui_router(service))  # the web page, /ui: its own login (a cookie) under the same tokens
 
     @app.exception_handler(RequestValidationError)
     async def bad_request(request: Request, exc: RequestValidationError):
@@ -272,6 +275,7 @@ def create_app(service: Service) -> FastAPI:
             return JSONResponse({"error": why}, 422)
         with service.pool.connection() as conn:
             report = ingest_documents(conn, [doc], service.ingest, service.search, service.embedder, scope)
+            ingest_runs.record(conn, "http", scope, report)
         if report.errors:
             return JSONResponse({"error": report.errors[0]}, 422)
         return {

@@ -3,6 +3,8 @@ bearer token: the read token, or the write or admin one (a read of a memory laye
 routes (ingest, feedback, capture) need the write or admin token, the admin routes the admin one. A scoped token
 (`serving.grants`, the file `PAI_TOKENS_FILE` names) is held to its scopes on loopback too: `caller` says which
 scopes a request may read and write, and the routes check each scope they touch.
+The web page (`/ui`) passes the gate and checks its own callers against the same tokens (a login that sets a
+cookie, CSRF on every write: `serving.ui.session`).
 `check_exposure` refuses to start beyond loopback with no token set; `TokenGate` (ASGI middleware) checks
 the read side before a body is read; `admin_only` and `writers_only` make the route dependencies that
 check the rest. Tokens are compared in constant time, as bytes.
@@ -21,6 +23,7 @@ from .grants import ADMIN_TOKEN, OWNER, READ_TOKEN, TOKENS_FILE, WRITE_TOKEN, Gr
 from .service import Service
 
 OPEN_PATHS = frozenset({"/health"})  # beyond loopback, the only route without a token
+UI_PATHS = "/ui"  # the web page checks its own callers (a login that sets a cookie: serving/ui/session.py)
 _NAMES = f"{READ_TOKEN}, {WRITE_TOKEN}, {ADMIN_TOKEN} or a token of {TOKENS_FILE}"
 
 
@@ -48,7 +51,9 @@ class TokenGate:
         self.app, self.service = app, service
 
     async def __call__(self, scope, receive, send):
-        if scope["type"] != "http" or scope["path"] in OPEN_PATHS or is_loopback(self.service.host):
+        path = scope.get("path", "")
+        page = path == UI_PATHS or path.startswith(UI_PATHS + "/")
+        if scope["type"] != "http" or path in OPEN_PATHS or page or is_loopback(self.service.host):
             return await self.app(scope, receive, send)
         try:
             known = tokens()
