@@ -103,9 +103,11 @@ def merge(model_dir: Path, p: ExportParams, dest: Path):
     from peft import PeftModel
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    local = model_dir / "base" / "config.json"
-    base = str(model_dir / "base") if local.exists() else p.gpu_merge_base
-    dtype = torch.float32 if local.exists() else torch.bfloat16  # the tiny CPU base is fp32; 14B merges in bf16
+    source = model_dir / "base" / "source.json"
+    cached = json.loads(source.read_text()).get("base_path") if source.exists() else None  # CPU: the cache's base
+    local = (model_dir / "base" / "config.json").exists() or cached
+    base = str(model_dir / "base") if (model_dir / "base" / "config.json").exists() else cached or p.gpu_merge_base
+    dtype = torch.float32 if local else torch.bfloat16  # the CPU bases are fp32; 14B merges in bf16
     tok = AutoTokenizer.from_pretrained(model_dir / "adapter")
     model = AutoModelForCausalLM.from_pretrained(base, dtype=dtype)
     model = PeftModel.from_pretrained(model, model_dir / "adapter").merge_and_unload().eval()

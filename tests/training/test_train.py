@@ -34,6 +34,7 @@ def test_cpu_profile_trains_saves_and_resumes(tmp_path, monkeypatch):
         grad_accum=1,
         epochs=1.0,
         cpu_max_length=400,
+        cpu_base="tiny",
     )
     m = train(p)
     assert (m["profile"], m["train_examples"], m["steps"]) == ("cpu", 4, 2)
