@@ -20,6 +20,7 @@ from typing import Annotated
 import numpy as np
 import typer
 
+from eval.reader import answer_quality, make_reader
 from eval.systems import run_systems, similarity_ranking
 from retrieval.contracts.metrics import paired_bootstrap, per_query
 from retrieval.contracts.selection import PromptCandidate, render_answer, render_messages
@@ -58,6 +59,7 @@ def load(path: Path, n: int) -> list[dict]:
 def main(
     train_examples: Annotated[int, typer.Option(help="HotpotQA train items fine-tuned on")] = 48,
     test_queries: Annotated[int, typer.Option(help="HotpotQA test items scored (the first this many)")] = 150,
+    reader_queries: Annotated[int, typer.Option(help="of those, answered by the reader from each pick")] = 20,
     judged: Annotated[Path, typer.Option(help="the judged sets")] = Path("data/judged"),
     out: Annotated[Path, typer.Option(help="where the figures go")] = Path("metrics/llm_study.json"),
     params: Annotated[Path, typer.Option(help="params.yaml")] = Path("params.yaml"),
@@ -93,6 +95,11 @@ def main(
         picks = run_systems(items, embedder, bp.k, others={"base": base, "fine-tuned": tuned})
         result["eval_wall_s"] = round(time.perf_counter() - t0, 1)
         base.close(), tuned.close()
+        t0 = time.perf_counter()
+        reader = make_reader("")
+        result["answers"] = answer_quality(items, picks, reader, reader_queries)
+        reader.close()
+        result["reader_wall_s"] = round(time.perf_counter() - t0, 1)
     relevant = {it["qid"]: set(it["relevant_ids"]) for it in items}
     recall = {s: per_query(relevant, {q: p.ids for q, p in by_q.items()})["recall@5"] for s, by_q in picks.items()}
     result["recall@5"] = {s: round(float(np.mean(v)), 4) for s, v in recall.items()}

@@ -79,3 +79,29 @@ def test_the_real_base_loads_offline_as_a_134m_llama_with_the_training_template(
         out = model.generate(**ids, max_new_tokens=8, do_sample=False, pad_token_id=tok.pad_token_id)
     assert "paris" in tok.decode(out[0, ids["input_ids"].shape[1] :]).lower()
     assert os.environ["HF_HUB_OFFLINE"] == "1" and shutil.which("true")
+
+
+@pytest.mark.slow  # the real base trained 1 step, merged, converted, quantized and compared: ~3 min on 2 cores
+def test_the_real_base_fine_tuned_exports_with_parity(tmp_path, monkeypatch):
+    from retrieval.contracts.selection import PromptCandidate, render_answer, render_messages
+    from training.export import ExportParams, export
+    from training.train import TrainParams, train
+
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path}/mlflow.db")
+    data = tmp_path / "data"
+    data.mkdir()
+    for name, n in (("train.jsonl", 2), ("val.jsonl", 4)):
+        rows = []
+        for i in range(n):
+            cands = [PromptCandidate(f"/d/{j}.md", None, f"passage {j} about topic {i}") for j in range(1, 6)]
+            msgs = render_messages(f"which passage is about topic {i}?", cands, 2, 16)
+            rows.append({"messages": [*msgs, {"role": "assistant", "content": render_answer([1 + i % 5])}]})
+        (data / name).write_text("".join(json.dumps(r) + "\n" for r in rows))
+    p = TrainParams(profile="cpu", data=str(data), out=str(tmp_path / "model"), cpu_max_examples=2, grad_accum=2)
+    m = train(p)
+    assert m["base_model"].startswith("SmolLM2-135M-Instruct") and m["steps"] == 1
+    cfg = json.loads((tmp_path / "model" / "train_config.json").read_text())
+    assert Path(cfg["base_path"]).is_dir() and not (tmp_path / "model" / "base" / "config.json").exists()
+    e = export(ExportParams(model=str(tmp_path / "model"), out=str(tmp_path / "export"), parity_prompts=4), data)
+    assert e["quant"] == "q8_0" and e["pick_agreement"] >= ExportParams().parity_min
+    assert e["served_parse_rate"] == 1.0 and e["forced_top1_agreement"] >= 0.9
