@@ -70,4 +70,4 @@ def test_examples_too_long_are_dropped_and_counted(tmp_path):
     import pytest
 
     with pytest.raises(SystemExit, match="no example fits max_length 50"):
-        train(TrainParams(profile="cpu", data=str(data), out=str(tmp_path / "m"), cpu_max_length=50))
+        train(TrainParams(profile="cpu", data=str(data), out=str(tmp_path / "m"), cpu_max_length=50, cpu_base="tiny"))
