@@ -34,6 +34,7 @@ from serving.selectors import resolve
 
 from . import registry
 from .items import bench_name, feedback_items, load_items
+from .reader import ReaderError, answer_quality, make_reader
 from .registry import RegistryError, folder_record, has_model
 from .scoring import recall_curve, score
 from .systems import chain_arg, chain_file, passage_texts, prefill_vectors, run_systems
@@ -69,8 +70,15 @@ class EvaluateParams:
     """feedback/val-ips: a used label weighs 1 / max(propensity, this) (its self-normalised Recall@5 per query); 1 = the
     naive figure"""
 
+    reader: str = ""
+    """the reader that answers from each system's context (eval/reader.py): empty = the packaged SmolLM2-135M-Instruct
+    through llama.cpp, ollama:<model> on a GPU box, or a GGUF path"""
+    reader_queries: int = 20
+    """the first this many questions with gold answers per benchmark are answered by the reader from every system's
+    context (EM, F1, the gold-evidence ceiling); 0 = off"""
+
     def problems(self) -> list[str]:
-        ok = self.max_queries >= 0 and self.llm_max_queries >= 0 and 0 < self.ipw_clip <= 1
+        ok = self.max_queries >= 0 and self.llm_max_queries >= 0 and 0 < self.ipw_clip <= 1 and self.reader_queries >= 0
         return [] if ok else ["evaluate: need max_queries >= 0, llm_max_queries >= 0 and 0 < ipw_clip <= 1"]
 
 
@@ -86,6 +94,7 @@ def evaluate(
     val_fraction: float,
     used: UsedParams,
     rule: GeneralRule = GeneralRule(),
+    reader=None,
 ) -> tuple[dict, list[dict]]:
     """Every benchmark's table; a selector's pick is topped up to `floor` (search.min_chunks), as served, and the
     `general` baseline orders by `rule` (search.general_* and the ramps, as the first stage does).
@@ -108,6 +117,8 @@ def evaluate(
         advance = progress_factory(name, len(items)) if progress_factory else (lambda: None)
         picks = run_systems(items, embedder, K, selector, advance, champion, others, p.llm_max_queries, floor, rule)
         result[name] = score(items, picks, p.seed)
+        if reader is not None and p.reader_queries and any(it.get("answers") for it in items):
+            result[name]["answers"] = answer_quality(items, picks, reader, p.reader_queries, p.seed)
         if name == FEEDBACK_VAL:  # beside the naive figure, the unbiased one the gate reads
             result[FEEDBACK_VAL_IPS] = score(items, picks, p.seed, ips=True)
         if len(items) < len(all_items):
@@ -142,6 +153,11 @@ def main(argv: list[str] | None = None) -> None:
         f"champion {champion if isinstance(champion, str) else getattr(champion, 'version', 'none')}"
     )
     search = load_section("params.yaml", "search", SearchParams)
+    try:
+        reader = make_reader(p.reader) if p.reader_queries else None
+    except ReaderError as e:
+        console.print(f"[red]evaluate:[/red] {e}", soft_wrap=True)
+        raise SystemExit(1) from None
     with make_progress(*Progress.get_default_columns(), console=console) as bar:
         result, curve = evaluate(
             p,
@@ -154,7 +170,10 @@ def main(argv: list[str] | None = None) -> None:
             val_fraction=val_fraction,
             used=load_section("params.yaml", "used", UsedParams),
             rule=GeneralRule.of(search),
+            reader=reader,
         )
+    if reader is not None:
+        reader.close()
     out_json.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(out_json, json.dumps(result, indent=2) + "\n")
     write_atomic(
@@ -208,6 +227,8 @@ def log_to_mlflow(run_id: str | None, result: dict) -> None:
                         if m in row  # feedback/val-ips has Recall@5 alone
                     }
                 )
+            for system, row in r.get("answers", {}).get("systems", {}).items():  # the reader's EM and F1
+                mlflow.log_metrics({f"{bench}/{system}/answer_{m}": row[m] for m in ("em", "f1")})
 
 
 def print_table(result: dict, console) -> None:
@@ -222,6 +243,10 @@ def print_table(result: dict, console) -> None:
         console.print(t)
         if r.get("skipped_no_relevant"):
             console.print(f"  skipped {r['skipped_no_relevant']} queries with no relevant candidate")
+        if r.get("answers"):
+            a = r["answers"]
+            figures = ", ".join(f"{s} {row['em']:.2f}/{row['f1']:.2f}" for s, row in a["systems"].items())
+            console.print(f"  answers by {a['reader']} on {a['queries']} questions, EM/F1: {figures}", soft_wrap=True)
         for name, v in r["paired_bootstrap"].items():
             if name.startswith(("selector", "champion", "ranker")):
                 console.print(

