@@ -55,7 +55,9 @@ def places(
     out = [Place("staging files", staging_dir, "staging")]
     out += [Place(f"pipeline files {d}", d, "pipeline") for d in fp.pipeline_dirs()]
     if store:
-        out += [Place(f"parked pipeline files {d}", Path(WORKSPACES) / store / d, "pipeline") for d in fp.pipeline_dirs()]
+        out += [
+            Place(f"parked pipeline files {d}", Path(WORKSPACES) / store / d, "pipeline") for d in fp.pipeline_dirs()
+        ]
     out.append(Place("DVC cache", Path(fp.dvc_cache), "content"))
     if remote:
         out += [Place(f"DVC remote {url}", Path(url), "content") for url in dvc_local_remotes(Path(fp.dvc_cache))]
