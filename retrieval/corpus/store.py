@@ -54,13 +54,18 @@ def chunk_hashes_of(conn: psycopg.Connection, document_ids: list[int]) -> dict[i
 
 
 def delete_chunks_except(conn: psycopg.Connection, keep: dict[int, list[str]]) -> int:
-    """Delete each document's chunks whose hash is not in its `keep` list; the number deleted."""
+    """Delete each document's chunks whose hash is not in its `keep` list (their ids kept in `retired_chunks`: the
+    log still names them); the number deleted."""
     if not keep:
         return 0
     return conn.execute(
         """
-        DELETE FROM chunks c WHERE c.document_id = ANY(%s)
-        AND (c.document_id, c.content_hash) NOT IN (SELECT * FROM unnest(%s::bigint[], %s::text[]))
+        WITH gone AS (
+            DELETE FROM chunks c WHERE c.document_id = ANY(%s)
+            AND (c.document_id, c.content_hash) NOT IN (SELECT * FROM unnest(%s::bigint[], %s::text[]))
+            RETURNING c.document_id, c.id
+        )
+        INSERT INTO retired_chunks (document_id, chunk_id) SELECT document_id, id FROM gone ON CONFLICT DO NOTHING
         """,
         (list(keep), *_pairs(keep.items())),
     ).rowcount
@@ -136,9 +141,13 @@ def write_documents(
         deleted = {i: 0 for i in doc_ids}
         for (i,) in conn.execute(
             """
-            DELETE FROM chunks c WHERE c.document_id = ANY(%s)
-            AND (c.document_id, c.content_hash) NOT IN (SELECT * FROM unnest(%s::bigint[], %s::text[]))
-            RETURNING c.document_id
+            WITH gone AS (
+                DELETE FROM chunks c WHERE c.document_id = ANY(%s)
+                AND (c.document_id, c.content_hash) NOT IN (SELECT * FROM unnest(%s::bigint[], %s::text[]))
+                RETURNING c.document_id, c.id
+            )
+            INSERT INTO retired_chunks (document_id, chunk_id) SELECT document_id, id FROM gone
+            RETURNING document_id
             """,
             (doc_ids, *_pairs((i, [c.content_hash for c in d.chunks]) for i, d in zip(doc_ids, docs))),
         ).fetchall():

@@ -163,7 +163,8 @@ def begin(
         chunks = conn.execute(
             "SELECT id, content_hash, parent_heading, heading, text FROM chunks WHERE document_id = ANY(%s)", (ids,)
         ).fetchall()
-        chunk_ids = [c[0] for c in chunks]
+        retired = conn.execute("SELECT chunk_id FROM retired_chunks WHERE document_id = ANY(%s)", (ids,)).fetchall()
+        chunk_ids = [c[0] for c in chunks] + [c for (c,) in retired]  # earlier versions' chunks: the log names them
         scopes = None if may_write is None else sorted({s for _, s, _ in docs} | _writable(conn, may_write))
         job = {
             "cache_keys": sorted({key(MODEL_ID, passage_text(h, t, p)).hex() for _, _, p, h, t in chunks}),
@@ -171,7 +172,7 @@ def begin(
         }
         done = forget_log.rewrite(conn, chunk_ids, target.text, scopes, job, target.describe())
         report.documents = conn.execute("DELETE FROM documents WHERE id = ANY(%s)", (ids,)).rowcount
-        report.chunks = len(chunk_ids)
+        report.chunks = len(chunks)
         for k, v in done.items():
             setattr(report, k, v)
     return report

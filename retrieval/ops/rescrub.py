@@ -68,7 +68,11 @@ def _rescrub_document(conn, doc_id: int, current: str) -> tuple[int, dict[str, i
             new_hash = Chunk(body.text, 0, 0, new_heading, new_parent).content_hash
             taken.discard(old_hash)
             if new_hash in taken:
-                conn.execute("DELETE FROM chunks WHERE id = %s", (cid,))
+                conn.execute(  # its id stays retired: the log and the staging files still name it
+                    "WITH gone AS (DELETE FROM chunks WHERE id = %s RETURNING document_id, id)"
+                    " INSERT INTO retired_chunks (document_id, chunk_id) SELECT * FROM gone ON CONFLICT DO NOTHING",
+                    (cid,),
+                )
             else:
                 conn.execute(
                     "UPDATE chunks SET text = %s, heading = %s, parent_heading = %s, content_hash = %s WHERE id = %s",

@@ -30,11 +30,11 @@ class Bar:
         pass
 
 
-def test_the_traffic_goes_on_until_the_trial_decides(db_url, embedder, tmp_path, monkeypatch):
+def test_the_traffic_goes_on_until_the_trial_decides(db_url, similarity_service, monkeypatch):
     monkeypatch.setenv("DATABASE_URL", db_url)  # the demo reads its trial where the service logs it
     claims = [ReplayQuery(n, f"Tell me about {n}.", frozenset({f"webhook:{n}"})) for n in NOTES]
     consumer = ReplayParams(miss_rate=0.0, false_cite_rate=0.0, previews_read=0)
-    with running_service(db_url, embedder, tmp_path) as client:
+    with running_service(similarity_service, db_url) as client:
         for n in NOTES:
             client.post("/ingest", json={"source": n, "text": f"# {n}\n\nA note about {n}."}).raise_for_status()
         with connect(db_url) as conn:

@@ -12,6 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from retrieval.db import connect, store_id
+from retrieval.ops import forget_files
+from retrieval.params import ForgetParams
 from serving.server import BackgroundServer
 
 webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed (pip install -e '.[dev]')")
@@ -43,6 +46,7 @@ def browser():
     except WebDriverException as e:
         pytest.skip(f"chromium did not start: {str(e).splitlines()[0]}")
     driver.set_page_load_timeout(120)
+    driver.implicitly_wait(20)  # an element looked for is waited for: a submit's page may still be loading
     yield driver
     driver.quit()
 
@@ -86,7 +90,8 @@ def test_the_flow_in_a_browser(similarity_service, browser, db_url, monkeypatch)
     for name in ("PAI_TOKENS_FILE", "PAI_READ_TOKEN", "PAI_WRITE_TOKEN", "PAI_ADMIN_TOKEN"):
         monkeypatch.delenv(name, raising=False)
     b = browser
-    with BackgroundServer(similarity_service()) as srv:
+    svc = similarity_service()
+    with BackgroundServer(svc) as srv:
         # 1. notes, added from the memory page
         for source, text in NOTES.items():
             b.get(srv.url + "/ui/memory")
@@ -142,6 +147,12 @@ def test_the_flow_in_a_browser(similarity_service, browser, db_url, monkeypatch)
         assert cited_source not in b.find_element(By.ID, "documents").text
         b.get(srv.url + "/ui/memory?q=larder")
         assert "0 documents" in b.find_element(By.ID, "total").text
+        # and nowhere else: no table, staging file or cache holds either version (pai forget --verify's scan)
+        with connect(db_url) as conn:
+            places = forget_files.places(ForgetParams(), svc.staging.path(), store=store_id(conn))
+            original = next(t for name, t in NOTES.items() if name in cited_source).split("\n\n")[1]
+            for text in ("Corrected: they keep their food in the larder", original):
+                assert forget_files.verify(conn, text, places) == [], text
         b.get(srv.url + "/ui/ask")
         submit_by_keyboard(b, "query", "the larder of the nest")
         assert cited_source not in b.find_element(By.TAG_NAME, "main").text and "Corrected:" not in b.page_source

@@ -100,6 +100,24 @@ def test_forget_a_text_rewrites_the_query_that_asked_it(conn, world, embedder):
     assert texts[-1] == "when was [forgotten] set?" and len(texts) == len(QUERIES) + 1
 
 
+def test_an_earlier_version_that_was_served_is_forgotten_with_the_note(conn, world, embedder):
+    """The note served (its staging file and log name its chunk), then changed and ingested again: its old chunk
+    is gone from the store, yet forgetting the note forgets that version's copies too."""
+    from tests.forget_world import ingest
+
+    old = conn.execute("SELECT id FROM chunks WHERE source = 'note:marker'").fetchall()
+    ingest(conn, embedder, notes={"note:marker": "# Shed\n\nThe shed has no padlock any more.\n"})
+    assert conn.execute("SELECT count(*) FROM chunks WHERE text LIKE %s", (f"%{MARKER}%",)).fetchone() == (0,)
+    assert {"staging files", "database"} <= {t.place for t in forget_files.verify(conn, MARKER, places(world))}
+    retired = conn.execute("SELECT chunk_id FROM retired_chunks WHERE document_id = %s", (world.docs["note:marker"],))
+    assert {c for (c,) in retired} == {c for (c,) in old}
+    report = forget(conn, Target(source="note:marker"), places(world), mark=NO_MARK)
+    assert report.documents == 1
+    assert forget_files.verify(conn, MARKER, places(world)) == []
+    assert forget_files.verify(conn, "no padlock any more", places(world)) == []
+    assert conn.execute("SELECT count(*) FROM retired_chunks").fetchone() == (0,)
+
+
 def test_an_interrupted_forget_resumes(conn, world):
     """A crash after the database's part: the rows are gone at once, the files still hold it until a resume."""
     report = begin(conn, Target(source="note:marker"))
