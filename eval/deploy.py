@@ -37,7 +37,7 @@ def challengers(p: DeployParams, result: dict, skipped: dict | None = None) -> d
         record = json.loads((Path(p.export) / "selector.json").read_text())
         if record.get("profile") == "cpu" and not p.register_cpu_llm:
             (skipped if skipped is not None else {})["selector"] = (
-                "the CPU profile's tiny LLM: evaluated to prove the path (export, GGUF, grammar), "
+                "the CPU profile's LLM (SmolLM2-135M): evaluated to prove the path (export, GGUF, grammar), "
                 "not registered (deploy.register_cpu_llm)"
             )
         else:
@@ -56,7 +56,7 @@ def deploy(p: DeployParams, log=print, chain: str = "ranker", trial: TrialParams
     skipped: dict[str, str] = {}
     records = challengers(p, result, skipped)
     out: dict = {"challengers": {}, "not_registered": skipped}
-    if not records and skipped:  # evaluated, kept out of the registry on purpose (the CPU profile's tiny LLM)
+    if not records and skipped:  # evaluated, kept out of the registry on purpose (the CPU profile's LLM)
         return out | {"version": None, "system": None, "passed_gate": False, "alias": None, "reasons": []}
     if not records:
         raise RegistryError(f"no challenger in {evaluated} (run train_ranker or export, then evaluate)")

@@ -62,7 +62,7 @@ class DeployParams:
     most this where the paired 95 % CI is below 0 too (set before measuring; a 135 M reader on 20 questions is
     noisy)"""
     register_cpu_llm: bool = False
-    """the CPU profile's tiny LLM proves the code path (evaluated, json_valid), not registered as a challenger"""
+    """the CPU profile's LLM (SmolLM2-135M, far below the first stage) proves the code path (evaluated, json_valid), not registered as a challenger"""
 
     def problems(self) -> list[str]:
         out = []

@@ -148,7 +148,7 @@ def test_a_chain_names_its_own_result_files():
 
 
 def test_the_llm_chain_on_cpu_writes_a_decision_and_registers_nothing(tmp_path):
-    """deploy_llm after an evaluate_llm of the CPU tiny LLM: a decision that says why, no registry call."""
+    """deploy_llm after an evaluate_llm of the CPU profile's LLM: a decision that says why, no registry call."""
     export = tmp_path / "export"
     export.mkdir()
     (export / "selector.json").write_text(json.dumps({"kind": "llm", "version": "v", "profile": "cpu"}))
