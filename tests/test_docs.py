@@ -39,7 +39,7 @@ def test_mkdocs_nav_lists_every_page_and_only_pages_that_exist():
 
 
 def test_readme_gives_the_two_commands_and_the_test_command_ci_runs():
-    assert "bash .ci/install && .venv/bin/pai lab cycle" in README
+    assert "bash .ci/install --user && .venv/bin/pai lab cycle" in README
     assert "bash .ci/run" in README
     ci = (REPO / ".ci" / "run").read_text(encoding="utf-8")
     pytest_lines = [line for line in ci.splitlines() if line.startswith(".venv/bin/python -m pytest")]
