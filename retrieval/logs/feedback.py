@@ -223,18 +223,24 @@ def record_feedback(
     return out
 
 
+def lock_query(conn: psycopg.Connection, query_id: int, scopes: list[str] | None) -> None:
+    """Lock query `query_id`'s row for this transaction; one FeedbackError line where there is no such query in
+    `scopes` (None: any), naming nothing of another scope."""
+    row = conn.execute(
+        "SELECT 1 FROM queries WHERE id = %s AND (%s::text[] IS NULL OR scope = ANY(%s::text[])) FOR UPDATE",
+        (query_id, scopes, scopes),
+    ).fetchone()
+    if row is None:
+        raise FeedbackError(f"unknown query id {query_id}")
+
+
 def expand(conn: psycopg.Connection, query_id: int, rank: int, scopes: list[str] | None = None) -> Candidate:
     """The whole chunk of candidate `rank` of `query_id`, one of the previews it listed (or of its context), marked
     expanded: read whole, so not citing it is a label too (ignored). A query outside `scopes` (None: any) reads as
     unknown; a rank that query did not list, or a chunk changed or forgotten since, is one FeedbackError line that
     names nothing of another query or scope."""
     with conn.transaction():
-        row = conn.execute(
-            "SELECT 1 FROM queries WHERE id = %s AND (%s::text[] IS NULL OR scope = ANY(%s::text[])) FOR UPDATE",
-            (query_id, scopes, scopes),
-        ).fetchone()
-        if row is None:
-            raise FeedbackError(f"unknown query id {query_id}")
+        lock_query(conn, query_id, scopes)
         found = conn.execute(
             "SELECT c.chunk_id, c.score, ch.source, ch.heading, ch.parent_heading, ch.text, ch.start_line, ch.end_line,"
             " ch.content_hash, ch.tokens, d.written_at, c.shown, c.previewed"

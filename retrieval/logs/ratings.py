@@ -6,19 +6,14 @@ from __future__ import annotations
 
 import psycopg
 
-from .feedback import FeedbackError
+from .feedback import FeedbackError, lock_query
 
 
 def rate(conn: psycopg.Connection, query_id: int, chunk_id: int, useful: bool, scopes: list[str] | None) -> int:
     """Label candidate `chunk_id` of query `query_id` (of a query in `scopes`; None: any) used or not; its rank.
     A query outside `scopes`, or a chunk that was not its candidate, is one FeedbackError line."""
     with conn.transaction():
-        row = conn.execute(
-            "SELECT 1 FROM queries WHERE id = %s AND (%s::text[] IS NULL OR scope = ANY(%s::text[])) FOR UPDATE",
-            (query_id, scopes, scopes),
-        ).fetchone()
-        if row is None:
-            raise FeedbackError(f"unknown query id {query_id}")
+        lock_query(conn, query_id, scopes)
         ranked = conn.execute(
             "UPDATE query_candidates SET used = %s, rated_at = now() WHERE query_id = %s AND chunk_id = %s"
             " RETURNING rank",
