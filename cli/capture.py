@@ -1,5 +1,5 @@
 """`pai capture FILE|-` (exchanges as one JSON object or JSONL, taken through the gates in-process)
-and `pai capture noise` (the learned noise prototypes). `pai bench capture` is cli/bench_capture.py."""
+and `pai capture noise` (the learned noise prototypes). `pai lab bench capture` is cli/lab/bench_capture.py."""
 
 from __future__ import annotations
 

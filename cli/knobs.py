@@ -17,8 +17,8 @@ from pathlib import Path
 
 import yaml
 
-from cli.replay import ReplayParams
 from eval.code_bench import CodeBenchParams
+from eval.consumer import ReplayParams
 from eval.evaluate import EvaluateParams
 from eval.gate import DeployParams
 from eval.scifact_bench import BenchmarkParams

@@ -8,7 +8,9 @@ in its module); this module puts the modules' commands together in the order `pa
 - Retrain and deploy: `retrain`, `eval` (cli/retrain.py), `status`, `promote`, `rollback` (cli/promote.py),
   the `job` group (cli/jobs.py)
 - Upkeep: `maintain`, `migrate` (cli/maintain.py), `export`, `import` (cli/archive.py)
-- Measure: the `bench` group (cli/bench.py), the `lab` group (cli/lab.py)"""
+- The lab: the `lab` group (cli/lab/group.py): the benchmarks (`pai lab bench`, cli/lab/bench.py), the demo cycle,
+  the loops, the GPU path. The lab lives apart in cli/lab/ (docs/architecture.md); `pai bench` is the hidden
+  deprecated alias of `pai lab bench` for one release."""
 
 from __future__ import annotations
 
@@ -18,8 +20,9 @@ import typer
 
 from eval import judged_sets
 
-from . import archive, assistant, bench, capture, forget, hooks, jobs, lab, maintain, memory, promote, retrain
-from .terminal import MEASURE, RETRAIN, USE, console
+from . import archive, assistant, capture, forget, hooks, jobs, maintain, memory, promote, retrain
+from .lab import bench, group
+from .terminal import LAB, RETRAIN, USE, console
 
 app = typer.Typer(
     add_completion=False,
@@ -62,17 +65,19 @@ app.add_typer(
 app.add_typer(maintain.app)
 app.add_typer(archive.app)  # `pai export`, `pai import`
 app.add_typer(
-    bench.app,
-    name="bench",
-    rich_help_panel=MEASURE,
-    short_help="Benchmarks: ingest, the store, ranking, the service, capture.",
-)
-app.add_typer(
-    lab.app,
+    group.app,
     name="lab",
-    rich_help_panel=MEASURE,
-    short_help="Lab tools: simulate, loop report, gpu-smoke.",
+    rich_help_panel=LAB,
+    short_help="Benchmarks, the demo cycle, the loops, the GPU path.",
 )
+
+
+def bench_moved() -> None:
+    print("`pai bench` is now `pai lab bench`", file=sys.stderr)
+
+
+# `pai bench`: the same group as `pai lab bench`, hidden, kept one release for the scripts that call it
+app.add_typer(bench.app, name="bench", hidden=True, callback=bench_moved)
 
 
 def main() -> None:  # pragma: no cover - console entry

@@ -35,8 +35,8 @@ from serving.selectors import resolve
 from training.build import BuildParams
 
 from . import workspace
-from .cycle import dvc_repro, stage_metrics
 from .forget import forgotten_line
+from .repro import dvc_repro, stage_metrics
 from .terminal import RETRAIN, ParamsOpt, _fail, console, emit, progress_bar
 from .workspace import WorkspaceError
 

@@ -51,16 +51,16 @@ BenchDirOpt = Annotated[
     ),
 ]
 
-# The panels of the help maps: each command names its own where it is registered (`pai --help`, `pai bench
+# The panels of the help maps: each command names its own where it is registered (`pai --help`, `pai lab bench
 # --help`, `pai lab --help` list them in this order).
-USE, RETRAIN, UPKEEP, MEASURE = "Use", "Retrain and deploy", "Upkeep", "Measure"
+USE, RETRAIN, UPKEEP, LAB = "Use", "Retrain and deploy", "Upkeep", "The lab"
 BENCH_INGEST, BENCH_RANKING, BENCH_SERVICE, BENCH_SETS = (
     "Ingest, capture and the store",
     "Ranking",
     "The service",
     "Benchmark sets",
 )
-LAB_FEEDBACK, LAB_GPU = "The feedback loop", "The GPU path"
+LAB_FEEDBACK, LAB_GPU, LAB_BENCH = "The feedback loop", "The GPU path", "Benchmarks"
 
 
 def _fail(msg: str) -> None:

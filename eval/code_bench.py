@@ -1,5 +1,5 @@
 """A lexical-mismatch benchmark built from material on this machine: code search, natural-language query ->
-function (`pai bench build-code`).
+function (`pai lab bench build-code`).
 
 The Python packages installed beside pai-brain hold thousands of documented functions. Each query is the
 first sentence of a function's docstring; its relevant passage is that function's source *with the

@@ -1,7 +1,7 @@
-"""The day-one domain set (`pai bench build-domains`): judged sets from several domains, each a contract-5 file
+"""The day-one domain set (`pai lab bench build-domains`): judged sets from several domains, each a contract-5 file
 (`{"qid", "query", "candidates": [{"id", "title"?, "text"}], "relevant_ids"}`), on which the orders a store
 serves before any feedback (the first stage's fusion, the ranker's general weights) are held to the best of
-cosine, BM25 and their reciprocal-rank fusion (`pai bench general --domains`). Sources, licences and each
+cosine, BM25 and their reciprocal-rank fusion (`pai lab bench general --domains`). Sources, licences and each
 set's weakness: docs/domains.md. Generated, never committed.
 
 Mined sets take every judged passage of a query plus distractors found by a hybrid first stage (cosine top

@@ -1,4 +1,4 @@
-"""A paraphrase benchmark built from material on this machine: the manual pages (`pai bench build-man`).
+"""A paraphrase benchmark built from material on this machine: the manual pages (`pai lab bench build-man`).
 
 A system's manual pages say what each command does twice: once in a line of plain words (the NAME
 section's "tar - an archiving utility", what `whatis` prints) and once at length in the DESCRIPTION, in the

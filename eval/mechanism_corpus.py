@@ -1,4 +1,4 @@
-"""A mechanism corpus for the scrubber (`pai bench scrub`): each input holds one or more secrets placed by one of
+"""A mechanism corpus for the scrubber (`pai lab bench scrub`): each input holds one or more secrets placed by one of
 four mechanisms, and every one of them must go.
 
 - `copies`: a secret found once (by its name, its shape or a provider rule), then a bare second copy of it

@@ -1,4 +1,4 @@
-"""Forms for three of the mechanism corpus's mechanisms as issue 57 names what is still missed (`pai bench scrub`):
+"""Forms for three of the mechanism corpus's mechanisms as issue 57 names what is still missed (`pai lab bench scrub`):
 
 - `pairs`: the other half of a credential pair: an organisation or project id (a UUID) beside an API key, a key
   id beside a session secret, the account name in a storage connection string, the user in a database URL or

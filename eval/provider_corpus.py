@@ -1,4 +1,4 @@
-"""A provider corpus for the scrubber (`pai bench scrub`): synthetic secrets, two per provider rule of three
+"""A provider corpus for the scrubber (`pai lab bench scrub`): synthetic secrets, two per provider rule of three
 scanners' published rule sets, each placed in a different file syntax (Makefile, Go, PHP, Java, XML, Kubernetes,
 shell, JSON, curl, a note), with the secret the rule captures. Secrets are random strings generated from the rule's
 own regex (`rstr.xeger`), so they are shaped like the provider's but belong to no one.

@@ -6,7 +6,7 @@ at most 256 word pieces, as sentence-transformers does for this model):
 - `openvino` (the default where it is installed): the packaged checkpoint converted once to OpenVINO IR under
   $PAI_HOME/models/, run by OpenVINO's CPU plugin. On a CPU with native bfloat16 (AVX512_BF16, AMX) the plugin
   computes in bf16 unless `precision: f32` is asked for. ~4x the torch path's passages/s on 2 cores, cosine
-  >= 0.9999 to it (`pai bench embed` measures both, side by side; a test holds the parity).
+  >= 0.9999 to it (`pai lab bench embed` measures both, side by side; a test holds the parity).
 - `torch`: sentence-transformers in fp32, the reference, and the fallback where OpenVINO is missing.
 """
 

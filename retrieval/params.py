@@ -36,7 +36,7 @@ class EmbedParams:
     batch_size: int = 32
     """passages per forward pass of all-MiniLM-L6-v2"""
     backend: str = "auto"
-    """auto: openvino where installed (faster on CPU: `pai bench embed`), else torch (the fp32 reference); or name one"""
+    """auto: openvino where installed (faster on CPU: `pai lab bench embed`), else torch (the fp32 reference); or name one"""
     precision: str = "auto"
     """auto: bf16 where the CPU has it natively (AVX512_BF16/AMX); f32: always fp32"""
 
@@ -63,11 +63,11 @@ class IngestParams:
     batch_docs: int = 64
     """documents written in one transaction (one per document where it fails)"""
     embed_docs: int = 512
-    """documents embedded in one call, their passages sorted by length together so that batches pad little (`pai bench
+    """documents embedded in one call, their passages sorted by length together so that batches pad little (`pai lab bench
     ingest`)"""
     bulk_max_chunks: int = 50_000
     """a first load into an empty store defers the HNSW and full-text indexes, built at its end or after this many
-    chunks (dedup exact in memory meanwhile; `pai bench ingest`); 0 = indexes kept throughout"""
+    chunks (dedup exact in memory meanwhile; `pai lab bench ingest`); 0 = indexes kept throughout"""
     conversation_window: int = 80
     """a chat log's chunk: adjacent turns of one session up to this size, headed by date, session and speakers
     (retrieval/dialogue.py); a question keeps its answer, a sign-off joins its neighbours"""
@@ -101,7 +101,7 @@ class SearchParams:
     hnsw_ef_construction: int = 64
     """HNSW build-time beam width (index rebuilt when changed)"""
     ef_search: int = 100
-    """HNSW query-time beam width: recall against latency (`pai bench retrieval`)"""
+    """HNSW query-time beam width: recall against latency (`pai lab bench retrieval`)"""
     hybrid: bool = True
     """fuse a keyword side with the vector side by reciprocal rank"""
     keyword: str = "bm25"
@@ -111,7 +111,7 @@ class SearchParams:
     """reciprocal-rank-fusion constant: score = sum 1 / (rrf_k + rank)"""
     fusion: str = "general"
     """how the fused top_k is ordered: general (retrieval/fusion.py: standardised cosine + BM25 as far as its evidence
-    goes, the ranker's general weights' rule; `pai bench general --domains`) or rrf (reciprocal rank)"""
+    goes, the ranker's general weights' rule; `pai lab bench general --domains`) or rrf (reciprocal rank)"""
     general_bm25: float = 1.0
     """the general order's BM25 weight; with the four knobs below, the one rule of the first stage's order and the
     ranker's general weights (train_ranker's general_bm25, bm25_sd_floor, general_plain_floor, name_ramp and
@@ -125,7 +125,7 @@ class SearchParams:
     """share of capitalised words after the first at which a query names things (linear below)"""
     rare_ramp: float = 0.3
     """share of the query's words the embedder has no single token for at which a query counts as naming things too (0 =
-    not read); fitted leave-one-domain-out by `pai bench general --domains data/domains`"""
+    not read); fitted leave-one-domain-out by `pai lab bench general --domains data/domains`"""
     threshold: float = 0.2
     """cosine below which a candidate does not enter context beyond min_chunks: it trims the tail, never cuts the
     context below the floor (the best-fused candidates below it top it up)"""
@@ -238,7 +238,7 @@ class MaintainParams:
     max_gone_fraction: float = 0.5
     """when more than this share of stored files is missing (an unmounted disk?), delete none and warn"""
     usage_prior: bool = True
-    """re-order the top_k candidates by chunk usage weights (never adds or drops one; `pai bench usage`)"""
+    """re-order the top_k candidates by chunk usage weights (never adds or drops one; `pai lab bench usage`)"""
     usage_bound: float = 0.1
     """usage weights lie in [-bound, +bound]; a candidate's fused score is multiplied by exp(weight) (set before
     measuring: docs/measurements.md, "Does the usage prior help?")"""

@@ -1,7 +1,7 @@
 """The import graph is the one docs/architecture.md draws ("Packages and who may import whom"), read from every
 module's imports (ast, no import runs): the layers hold, our own imports sit at module top, no module cycles,
 each DVC stage's `deps` cover every project module its `python -m` imports (so a code change re-runs the stage),
-and inside `retrieval` the rooms keep their arrows."""
+inside `retrieval` the rooms keep their arrows, and the product never imports the lab (cli.lab, eval.bench)."""
 
 import ast
 from pathlib import Path
@@ -17,6 +17,8 @@ ALLOWED = {
     "eval": {"retrieval", "serving"},
     "cli": {"retrieval", "serving", "training", "eval"},
 }
+LAB = ("cli.lab", "eval.bench")  # the lab, apart: it may import the product, the product never imports it
+ENTRY = "cli.main"  # `pai` itself, the one module that puts the user's commands and `pai lab` side by side
 # retrieval's rooms and the rooms each may import; every room may import the shared modules at the top of
 # retrieval (db, params, embed, embedding_cache, chunking, files, progress, tracking, scrub/), which import no room
 ROOMS = {
@@ -109,6 +111,21 @@ def test_dvc_stage_deps_cover_every_module_the_stage_imports():
             if not rel.endswith("__init__.py") and not any(rel == d or rel.startswith(d + "/") for d in deps):
                 missing.append(f"{stage}: {rel}")
     assert not missing, "dvc.yaml deps miss modules their stage imports:\n" + "\n".join(missing)
+
+
+def in_lab(name: str) -> bool:
+    return any(name == lab or name.startswith(lab + ".") for lab in LAB)
+
+
+def test_the_product_never_imports_the_lab():
+    bad = [
+        f"{path.relative_to(REPO)}:{node.lineno} imports {target}: the product may not import the lab"
+        for name, path in modules().items()
+        if not in_lab(name) and name != ENTRY
+        for target, node, _ in imports(name, path)
+        if in_lab(target)
+    ]
+    assert not bad, "\n".join(bad)
 
 
 def room(name: str) -> str | None:

@@ -102,7 +102,7 @@ def test_each_path_is_declared_once_and_every_reader_follows_it(tmp_path, declar
 
 
 def test_the_cycle_reads_every_stage_metrics_file_where_params_yaml_puts_it(tmp_path):
-    from cli.cycle import stage_metrics
+    from cli.repro import stage_metrics
 
     assert stage_metrics(REPO / "params.yaml")["eval"] == Path("metrics/eval.json")
     params = tmp_path / "params.yaml"

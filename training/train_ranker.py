@@ -97,10 +97,10 @@ class RankerParams:
     """the domain gate's lo = hi - ramp: at or below it the general weights score alone"""
     general_bm25: float = 1.0
     """the general weights (for queries unlike the feedback's): standardised cosine 1.0 + BM25 this much; the same
-    number as search.general_bm25 (`pai bench general`)"""
+    number as search.general_bm25 (`pai lab bench general`)"""
     bm25_sd_floor: float = 0.2
     """BM25 feature = (raw - mean) / max(sd, this): candidates that all contain the query's words carry no keyword
-    evidence, and it gets no weight instead of standardised noise (`pai bench general --sd-floor`); also the general
+    evidence, and it gets no weight instead of standardised noise (`pai lab bench general --sd-floor`); also the general
     weights' floor for a query that names things"""
     general_plain_floor: float = 2.0
     """the general weights' BM25 sd floor for a query in plain words (no capitalised or rare word after its first): its

@@ -1,7 +1,7 @@
 """Day one: the orders a store serves before any feedback, per domain, against plain vector search
-(`pai bench general --domains DIR_OR_FILES`).
+(`pai lab bench general --domains DIR_OR_FILES`).
 
-Per domain (a contract-5 file, `pai bench build-domains`), Recall@5 over each query's candidates of: cosine,
+Per domain (a contract-5 file, `pai lab bench build-domains`), Recall@5 over each query's candidates of: cosine,
 BM25, hybrid (reciprocal-rank fusion of the two, the first stage's order before `search.fusion: general`), the
 first stage replayed (RRF's top_k of the candidates, then ordered as `retrieval.query.order.fused_order` orders
 them) and the general order (`retrieval.fusion.general_scores`, the ranker's general weights), each with the

@@ -1,11 +1,11 @@
-"""The embedder's backends side by side (`pai bench embed`): speed, parity with the torch fp32 reference, and
+"""The embedder's backends side by side (`pai lab bench embed`): speed, parity with the torch fp32 reference, and
 Recall@5 of the cosine order, all in one run on one machine.
 
 Passages are a contract-5 file's distinct candidates (SciFact test by default: real abstracts, most of them cut
 at 256 word pieces), embedded by each backend afresh (no vector cache); queries are embedded one at a time, as
 the service does. The first backend is the reference every other is compared with.
 
-    pai bench embed --backends torch:f32,openvino:f32,openvino:auto --max-queries 100
+    pai lab bench embed --backends torch:f32,openvino:f32,openvino:auto --max-queries 100
 """
 
 from __future__ import annotations

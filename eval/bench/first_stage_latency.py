@@ -71,7 +71,7 @@ def main() -> None:
     ap.add_argument("--old", type=Path, help="the search.py to compare with (e.g. /work/main's)")
     ap.add_argument("--old-keyword", help="or: the old one is ours with this search.keyword (e.g. fts)")
     ap.add_argument("--old-fusion", type=Path, help="the fusion.py the old search.py orders by (default: ours)")
-    ap.add_argument("--domain", type=Path, required=True, help="a contract-5 file (`pai bench build-domains`)")
+    ap.add_argument("--domain", type=Path, required=True, help="a contract-5 file (`pai lab bench build-domains`)")
     ap.add_argument("--queries", type=int, default=300)
     args = ap.parse_args()
     if (args.old is None) == (args.old_keyword is None):

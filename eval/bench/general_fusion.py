@@ -7,7 +7,7 @@ answer paragraph named in the question) equal weights beat cosine alone by ~0.04
 on contract-5 files: the three baselines and the fusion at each w, Recall@5 on all queries with the
 paired 95 % CI against the best baseline of that file.
 
-    pai bench general [--benchmark FILE ...] [--weights 0,0.25,0.5,0.75,1] [--sd-floor 0,0.2] [--plain-floor 1]
+    pai lab bench general [--benchmark FILE ...] [--weights 0,0.25,0.5,0.75,1] [--sd-floor 0,0.2] [--plain-floor 1]
 
 `--sd-floor` (train_ranker.bm25_sd_floor): BM25 standardised by max(sd, floor), so candidates that all
 contain the query's words (no keyword evidence among them) give the fusion no BM25 weight. `--plain-floor`

@@ -1,4 +1,4 @@
-"""`pai bench retrieval`: pgvector HNSW at scale, measured side by side in one run.
+"""`pai lab bench retrieval`: pgvector HNSW at scale, measured side by side in one run.
 
 Vectors are real all-MiniLM-L6-v2 embeddings of the benchmark texts (SciFact abstracts, HotpotQA
 paragraphs; cut to their first 300 characters so embedding takes ~2 min once, then cached), topped

@@ -1,4 +1,4 @@
-"""Bulk ingest against the embedder's own speed (`pai bench ingest`), side by side in one run on one machine.
+"""Bulk ingest against the embedder's own speed (`pai lab bench ingest`), side by side in one run on one machine.
 
 The corpus is read, scrubbed and chunked as ingest does, and the chunks' texts are embedded once by the embedder
 alone (no vector cache, no database): the raw rate. Then the same corpus is ingested into a fresh database with an
@@ -8,7 +8,7 @@ first load, which builds the HNSW index after the vectors are in (`retrieval.cor
 once more with the index kept throughout (`ingest.bulk_max_chunks: 0`, what a store that has chunks does), and
 twice with the vectors cached (no embedding: a GPU embedder's case), index after and index kept.
 
-    pai bench ingest --corpus data/judged/scifact/corpus.jsonl
+    pai lab bench ingest --corpus data/judged/scifact/corpus.jsonl
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# `pai bench ingest`'s measurement on an older revision and on this working tree, one after the other on one
+# `pai lab bench ingest`'s measurement on an older revision and on this working tree, one after the other on one
 # machine: SciFact's corpus embedded alone, then ingested into a fresh database. A revision from before
-# `pai bench ingest` gets this tree's eval/bench/ingest.py and retrieval/db.py's scratch_database() copied in
+# `pai lab bench ingest` gets this tree's eval/bench/ingest.py and retrieval/db.py's scratch_database() copied in
 # (the bench; its ingest code stays its own).   usage: [MAX_DOCS=N] eval/bench/ingest_side_by_side.sh OLD_REV
 # MAX_DOCS: the corpus's first N documents only (0, the default: all of it)
 set -euo pipefail

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The main job of two commits side by side on this machine (issue 26): a fresh clone of each, installed
-# (`bash .ci/install`), then `pai cycle` with an empty PAI_HOME, one after the other; then `pai bench policy`
+# (`bash .ci/install`), then `pai cycle` with an empty PAI_HOME, one after the other; then `pai lab bench policy`
 # in each workspace. Usage: eval/bench/main_job_side_by_side.sh OLD_REV NEW_REV [WORKDIR]
 # Times land in WORKDIR/times; logs in WORKDIR/cycle-{old,new}.log. Keep the machine otherwise idle.
 set -uo pipefail
@@ -19,6 +19,6 @@ for v in old new; do
   echo "cycle $v rc=$? $(( $(date +%s) - s )) s" >> "$B/times"
 done
 for v in old new; do
-  (cd "$B/$v" && PAI_HOME="$B/home-$v" .venv/bin/pai bench policy --queries 200 --out "$B/policy-$v.json" > "$B/policy-$v.log" 2>&1)
+  (cd "$B/$v" && PAI_HOME="$B/home-$v" .venv/bin/pai lab bench policy --queries 200 --out "$B/policy-$v.json" > "$B/policy-$v.log" 2>&1)
 done
 cat "$B/times"

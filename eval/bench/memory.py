@@ -1,10 +1,10 @@
-"""A memory of conversations (`pai bench memory`): LoCoMo conversations kept as chat logs, their questions asked
+"""A memory of conversations (`pai lab bench memory`): LoCoMo conversations kept as chat logs, their questions asked
 through the service, scored by whether the evidence turns reach the served context.
 
 This module is the pure part: reading a LoCoMo conversation, writing it as a user keeps it (markdown chat logs,
 one file per session, dated heading, one paragraph per turn; or the generic JSONL transcript), reading its
 questions' evidence leniently, scoring a context by containment of the evidence turns' text, and the plain
-baselines (BM25 and MiniLM cosine over single turns, top-down to the same token count). `cli/bench_memory.py`
+baselines (BM25 and MiniLM cosine over single turns, top-down to the same token count). `cli/lab/bench_memory.py`
 ingests, serves and times.
 
 Categories (the dataset's README): 1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop, 5 adversarial (its

@@ -1,7 +1,7 @@
-"""Orders of a conversation's chunks, replayed (`pai bench memory-orders`): what each order puts into the served
-context of every LoCoMo question, scored as `pai bench memory` scores it, in milliseconds per order.
+"""Orders of a conversation's chunks, replayed (`pai lab bench memory-orders`): what each order puts into the served
+context of every LoCoMo question, scored as `pai lab bench memory` scores it, in milliseconds per order.
 
-A conversation is ingested once into a scratch store (`cli/bench_memory.py`); `read_store` reads what an order can
+A conversation is ingested once into a scratch store (`cli/lab/bench_memory.py`); `read_store` reads what an order can
 use: every chunk, its stored vector and text, each question's cosine to every chunk, BM25 of the question with the
 store's word statistics (`retrieval.query.store_bm25`), and the keyword side's ranking. An order is a function of
 that and a question: chunk positions, best first. Its context is cut as the service cuts a first-stage order with

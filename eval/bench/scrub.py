@@ -1,4 +1,4 @@
-"""The secret scrubber measured: `pai bench scrub`. Recall on a provider corpus (synthetic secrets per provider
+"""The secret scrubber measured: `pai lab bench scrub`. Recall on a provider corpus (synthetic secrets per provider
 rule of three scanners' rule sets, in ten file syntaxes: `tests/data/provider_corpus.jsonl`, made by
 `eval/provider_corpus.py`), overall and per source, with and without the maintained rule set; redactions of
 placeholder-looking strings; false positives on real prose and code.

@@ -1,11 +1,11 @@
-"""Can ingest embed less? Passages embedded at fewer word pieces (`pai bench seq-length`).
+"""Can ingest embed less? Passages embedded at fewer word pieces (`pai lab bench seq-length`).
 
 Ingest's time is MiniLM's forward pass over every chunk, up to `max_seq_length` (256) word pieces. One
 run, side by side on a contract-5 file: each length's embedding speed over the file's distinct passages
 and the cosine order's Recall@5 over each query's candidates, with the paired 95 % CI against the first
 length (the one stored).
 
-    pai bench seq-length --benchmark data/benchmarks/scifact-test.jsonl --lengths 256,128
+    pai lab bench seq-length --benchmark data/benchmarks/scifact-test.jsonl --lengths 256,128
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
-"""What a user's query gets end to end on SciFact (`pai bench served-recall`): each claim of a split asked through the
+"""What a user's query gets end to end on SciFact (`pai lab bench served-recall`): each claim of a split asked through the
 service's query path, scored by the share of its relevant abstracts (all of its qrels, whether the first stage found
 them or not) in the served context. Evaluate's figures are over the claims whose candidates hold a relevant
 abstract, a set that moves with the first stage; this one is over every claim, so two first stages, and the rankers
-trained on their logs, compare on the same claims. This module is the pure part; `cli/bench_served.py` serves."""
+trained on their logs, compare on the same claims. This module is the pure part; `cli/lab/bench_served.py` serves."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`pai bench usage`: does the usage prior (maintain.usage_prior) help, and whom does it hurt?
+"""`pai lab bench usage`: does the usage prior (maintain.usage_prior) help, and whom does it hurt?
 
 On a store holding the SciFact corpus and its train queries replayed as feedback (`pai lab simulate`),
 the weights come from that log; a held-out query whose text is in the log (SciFact repeats two test

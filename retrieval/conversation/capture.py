@@ -42,7 +42,7 @@ class CaptureParams:
     prefilter_max_chars: int = 200
     """only turns this short can be judged procedural ("ok", "I'll update that") by string rules"""
     noise_threshold: float = 0.35
-    """max cosine to a learned noise prototype at/above which a text is rejected (see pai bench capture)"""
+    """max cosine to a learned noise prototype at/above which a text is rejected (see pai lab bench capture)"""
     noise_buffer: int = 500
     """the last this many rejections (any gate) are what the prototypes are learned from"""
     noise_rebuild_every: int = 25

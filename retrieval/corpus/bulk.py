@@ -1,6 +1,6 @@
 """A first load into an empty store builds the HNSW index once, after the vectors are in, as pgvector advises
 ("create the index after loading initial data"): inserting each vector into the graph costs ~1 ms on 2 cores,
-building the graph over 9,300 SciFact chunks at the end ~1.4 s in all (`pai bench ingest`).
+building the graph over 9,300 SciFact chunks at the end ~1.4 s in all (`pai lab bench ingest`).
 
 While the index is away, dedup compares each new chunk with the chunks this run has committed, exactly, in
 memory (`RunIndex`): in a store that was empty there is nothing else to compare with. Another writer's

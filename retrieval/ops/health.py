@@ -88,7 +88,7 @@ def sample_queries(conn: psycopg.Connection, n: int) -> np.ndarray:
 
 
 def measure_recall(conn: psycopg.Connection, queries: np.ndarray, ef_search: int, k: int) -> float:
-    """HNSW top-k (the index forced, as `pai bench retrieval` does) against the exact scan's top-k."""
+    """HNSW top-k (the index forced, as `pai lab bench retrieval` does) against the exact scan's top-k."""
     sql = "SELECT id FROM chunks ORDER BY embedding <=> %s::halfvec LIMIT %s"
     found, truth = [], []
     for q in queries:

@@ -5,7 +5,7 @@ judged by `names`, a value by `values`; credentials in an encoding, `encoded`: a
 `auth`), the maintained rule sets (`rule_sets`: kingfisher's provider rules, detect-secrets' provider plugins),
 then context rules (`context`: "password is X", a token beside a key id, a call that takes a credential), and
 last the partners and copies of what was found (`pairs`: the id half of a pair; `copies`: every copy). Replacements keep the number of lines, so chunk line ranges still point into the original file.
-`version()` names the rules that scrubbed a text; `pai bench scrub` measures recall and the false positives.
+`version()` names the rules that scrubbed a text; `pai lab bench scrub` measures recall and the false positives.
 """
 
 from __future__ import annotations

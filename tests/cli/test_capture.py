@@ -6,7 +6,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from cli.capture_data import noise
+from cli.lab.capture_data import noise
 from cli.main import app
 
 runner = CliRunner()

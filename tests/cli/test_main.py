@@ -3,6 +3,8 @@ map `pai --help` shows."""
 
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 from typer.testing import CliRunner
@@ -83,27 +85,48 @@ def test_help_is_a_map_daily_commands_on_top_the_lab_tools_under_lab():
     def panels(group: click.Group) -> dict[str, list[str]]:
         out: dict[str, list[str]] = {}
         for name in group.list_commands(ctx):
-            out.setdefault(group.get_command(ctx, name).rich_help_panel, []).append(name)
+            if not group.get_command(ctx, name).hidden:  # what the help lists
+                out.setdefault(group.get_command(ctx, name).rich_help_panel, []).append(name)
         return out
 
     assert panels(top) == {
         "Use": ["ingest", "query", "serve", "mcp", "watch", "capture", "forget", "hooks"],
         "Retrain and deploy": ["retrain", "eval", "status", "promote", "rollback", "job"],
         "Upkeep": ["maintain", "migrate", "export", "import"],
-        "Measure": ["bench", "lab"],
+        "The lab": ["lab"],
     }
-    groups = {name: top.get_command(ctx, name) for name in ("bench", "lab")}
-    assert panels(groups["lab"]) == {
+    lab = top.get_command(ctx, "lab")
+    groups = {"lab": lab, "lab bench": lab.get_command(ctx, "bench")}
+    assert panels(lab) == {
         "The feedback loop": ["cycle", "simulate", "grounding", "notes", "teacher", "trial", "loop"],
         "The GPU path": ["gpu-smoke"],
+        "Benchmarks": ["bench"],
     }
-    assert len(groups["bench"].list_commands(ctx)) == 17
-    listed = [top.get_command(ctx, n) for n in top.list_commands(ctx)]
+    assert len(groups["lab bench"].list_commands(ctx)) == 17
+    listed = [c for c in map(lambda n: top.get_command(ctx, n), top.list_commands(ctx)) if not c.hidden]
     listed += [g.get_command(ctx, n) for g in groups.values() for n in g.list_commands(ctx)]
     lines = [(c.name, c.short_help or c.help) for c in listed]  # what the listings print: one line each
     assert [(n, t) for n, t in lines if "\n" in t or len(t) > 66] == []
     r = runner.invoke(app, ["--help"])
-    assert r.exit_code == 0 and all(p in r.output for p in ("Use", "Retrain and deploy", "Upkeep", "Measure"))
+    assert r.exit_code == 0 and all(p in r.output for p in ("Use", "Retrain and deploy", "Upkeep", "The lab"))
+    assert top.get_command(ctx, "bench").hidden and "│ bench" not in r.output  # the benchmarks are the lab's
+
+
+def test_pai_bench_is_a_hidden_alias_of_pai_lab_bench_that_says_so(tmp_path):
+    """For one release `pai bench ...` still runs `pai lab bench ...`, with one line on stderr."""
+    old, new = (
+        subprocess.run(
+            [sys.executable, "-m", "cli.main", *group, "build-man", "--man-root", str(tmp_path / "none")]
+            + ["--out", str(tmp_path / "m.jsonl")],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        for group in (["bench"], ["lab", "bench"])
+    )
+    assert old.returncode == new.returncode != 0, (old.stderr, new.stderr)
+    assert old.stderr.splitlines()[0] == "`pai bench` is now `pai lab bench`" and "pai bench" not in new.stderr
+    assert old.stderr.strip().splitlines()[-1] == new.stderr.strip().splitlines()[-1]  # the same command's error
 
 
 def test_a_command_unpacks_the_judged_sets_first_in_one_line(tmp_path, monkeypatch):
@@ -125,6 +148,8 @@ def _options(group, path: tuple[str, ...] = ()):
     ctx = click.Context(group)
     for name in group.list_commands(ctx):
         command = group.get_command(ctx, name)
+        if command.hidden:  # `pai bench`: the alias of `pai lab bench`, walked there
+            continue
         if hasattr(command, "list_commands"):
             yield from _options(command, (*path, name))
         else:
@@ -147,7 +172,10 @@ def test_no_option_default_restates_a_params_yaml_value():
             if isinstance(value, str) and value:
                 words.add(value)
     not_knobs = {"max_queries"}  # 0 = all: a cap on a run, not a knob
-    other_seeds = {("bench", "build-man"), ("bench", "build-domains")}  # sets with no params section of their own
+    other_seeds = {
+        ("lab", "bench", "build-man"),
+        ("lab", "bench", "build-domains"),
+    }  # sets with no params section of their own
     copies = [
         (" ".join(path), p.name, p.default)
         for path, p in _options(typer.main.get_command(app))
@@ -168,7 +196,7 @@ def test_a_value_changed_in_params_yaml_changes_the_commands_default(tmp_path, b
     r = runner.invoke(app, ["lab", "notes", str(tmp_path / "notes"), "--params", str(params)])
     assert r.exit_code == 2 and str(tmp_path / "elsewhere" / "scifact") in r.output, r.output
     dev = str(benchmark_dir / "hotpotqa" / "dev.jsonl")
-    embed = ["bench", "embed", "--benchmark", dev, "--backends", "torch:f32", "--max-queries", "2", "--json"]
+    embed = ["lab", "bench", "embed", "--benchmark", dev, "--backends", "torch:f32", "--max-queries", "2", "--json"]
     r = runner.invoke(app, [*embed, "--params", str(params)])
     assert r.exit_code == 0 and json.loads(r.stdout)["batch_size"] == 3, r.output
     r = runner.invoke(app, [*embed, "--params", str(params), "--batch-size", "5"])
@@ -176,9 +204,9 @@ def test_a_value_changed_in_params_yaml_changes_the_commands_default(tmp_path, b
     notes = ["lab", "notes", str(tmp_path / "notes")]
     for bad, argv in (
         ("benchmark:\n  benchmark_dir: [1, 2]\n", notes),
-        ("benchmark:\n  benchmark_dir: [1, 2]\n", ["bench", "general"]),  # its default file is under it
+        ("benchmark:\n  benchmark_dir: [1, 2]\n", ["lab", "bench", "general"]),  # its default file is under it
         ('benchmark:\n  split: "test\\u0000"\n', notes),
-        ("embed:\n  batch_size: lots\n", ["bench", "embed"]),
+        ("embed:\n  batch_size: lots\n", ["lab", "bench", "embed"]),
     ):
         params.write_text(bad)
         r = runner.invoke(app, [*argv, "--params", str(params)])

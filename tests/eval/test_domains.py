@@ -112,7 +112,7 @@ def test_unknown_domain_and_empty_folder_are_one_line(tmp_path):
     with pytest.raises(ValueError, match="unknown domain nope"):
         domains.build(["nope"], tmp_path, None, 1, 0)
     run = subprocess.run(
-        [sys.executable, "-m", "cli.main", "bench", "general", "--domains", str(tmp_path)],
+        [sys.executable, "-m", "cli.main", "lab", "bench", "general", "--domains", str(tmp_path)],
         capture_output=True,
         text=True,
         timeout=120,

@@ -111,7 +111,7 @@ def test_no_false_redactions_on_real_corpora(benchmark_dir):
 
 
 def test_the_provider_corpus_is_redacted_and_the_rule_set_adds_to_our_rules():
-    """`pai bench scrub`'s provider figures as floors: 799 synthetic secrets of 400 rules (gitleaks, and two
+    """`pai lab bench scrub`'s provider figures as floors: 799 synthetic secrets of 400 rules (gitleaks, and two
     sources independent of the scrubber's rule set: credsweeper, classifinder) over 157 providers, ten syntaxes."""
     from eval.bench.scrub import providers
 

@@ -2,7 +2,7 @@
 shell, code, URLs, PEM and fenced blocks) is redacted 100 % by the scrubber and at every entry
 point that stores text: files, JSONL records (text, title, id), the watcher, `pai ingest` (what the
 git hook runs), query logging and staging files, feedback answers and corrections, and the
-training export. The false-positive side is measured on real prose and code by `pai bench scrub` (eval.bench.scrub,
+training export. The false-positive side is measured on real prose and code by `pai lab bench scrub` (eval.bench.scrub,
 tests/eval/bench/test_scrub.py)."""
 
 import json

@@ -1,4 +1,4 @@
-"""The embedder's backends side by side (`pai bench embed`): the backend list as typed, and a run whose first
+"""The embedder's backends side by side (`pai lab bench embed`): the backend list as typed, and a run whose first
 row is the reference it is compared with (parity 1, no difference), on literal items and the real model."""
 
 import pytest

@@ -1,4 +1,4 @@
-"""`pai bench general`: the ranker's general weights beside the baselines, on real HotpotQA items."""
+"""`pai lab bench general`: the ranker's general weights beside the baselines, on real HotpotQA items."""
 
 import numpy as np
 import pytest

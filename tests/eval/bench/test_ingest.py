@@ -1,4 +1,4 @@
-"""Bulk ingest against the embedder's own speed (`pai bench ingest`): the corpus read as ingest reads it, and one
+"""Bulk ingest against the embedder's own speed (`pai lab bench ingest`): the corpus read as ingest reads it, and one
 run into a fresh scratch database beside a real Postgres, with an empty vector cache that is gone afterwards."""
 
 import json

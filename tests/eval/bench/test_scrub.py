@@ -1,4 +1,4 @@
-"""The secret scrubber measured (`pai bench scrub`): its false positives on real prose (SciFact's abstracts) and
+"""The secret scrubber measured (`pai lab bench scrub`): its false positives on real prose (SciFact's abstracts) and
 on this repository's code, counted and low."""
 
 from pathlib import Path

@@ -1,4 +1,4 @@
-"""`pai bench seq-length`: passages embedded at fewer word pieces, on real HotpotQA items."""
+"""`pai lab bench seq-length`: passages embedded at fewer word pieces, on real HotpotQA items."""
 
 import pytest
 

@@ -1,4 +1,4 @@
-"""`pai bench usage` on a miniature SciFact (same file layout) in a real Postgres: it measures the
+"""`pai lab bench usage` on a miniature SciFact (same file layout) in a real Postgres: it measures the
 prior against the no-prior baseline, on held-out queries and on fresh copies of their documents,
 and leaves the store exactly as it found it."""
 

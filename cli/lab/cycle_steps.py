@@ -1,0 +1,122 @@
+"""A cycle's steps in `pai lab cycle` (cli/lab/cycle.py): what the retrain made (the challenger against general, what
+deploy did with it), the traffic that follows it until its trial decides, and the line the demo prints."""
+
+from __future__ import annotations
+
+import functools
+import json
+import random
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import httpx
+
+from eval.consumer import ReplayParams
+from eval.evaluate import EvaluateParams
+from eval.gate import DeployParams
+from retrieval.db import connect
+from retrieval.logs import trials
+from retrieval.params import load_section
+
+from .replay import replay
+
+
+def challenger_row(params: Path) -> dict:
+    """What this cycle's retrain made: the challenger against general on the in-domain judged split (SciFact test)
+    and the other judged sets, and what deploy did with it (a trial started, or why not)."""
+    evaluated = read_json(Path(load_section(params, "evaluate", EvaluateParams).out) / "eval.json") or {}
+    deployed = read_json(Path(load_section(params, "deploy", DeployParams).metrics) / "deploy.json") or {}
+    vs = {
+        bench: r["paired_bootstrap"].get("ranker_vs_general")
+        for bench, r in evaluated.items()
+        if not bench.startswith("feedback") and "ranker_vs_general" in r.get("paired_bootstrap", {})
+    }
+    trial = deployed.get("trial") or {}
+    return {
+        "challenger": deployed.get("version"),
+        "vs_general": vs,
+        "deploy": "trial" if trial else deployed.get("alias") or "nothing registered",
+        "deploy_reasons": deployed.get("reasons") or [],
+        "trial_id": trial.get("id"),
+    }
+
+
+def traffic(
+    url: str, claims: list, trial_id: int | None, consumer: ReplayParams, cycle: int, bar, cap: int = 10_000
+) -> tuple[dict, dict | None]:
+    """The traffic after a retrain: `claims` the challenger never learned from, asked once (what users got: the
+    champion, with the trial's share interleaved), then again in fresh passes (new consumer draws, another order)
+    until trial `trial_id` decides by its own rule (`max_judged` cited trial queries); past `cap` queries (a trial
+    that gathers no evidence) the demo stops it. (the first pass's summary, the trial as it closed, with the queries
+    it took); a promotion is waited for until the service serves it."""
+    task = bar.add_task(f"2. cycle {cycle}: serve {len(claims)} new train claims", total=len(claims))
+    first = replay(url, claims, functools.partial(bar.advance, task), replace(consumer, seed=consumer.seed + cycle))
+    if trial_id is None:
+        return first.as_dict(), None
+    rng = random.Random(f"trial:{consumer.seed}:{cycle}")
+    asked, trial = len(claims), _trial(trial_id)
+    task = bar.add_task(f"2. cycle {cycle}: the traffic goes on until trial {trial_id} decides", total=None)
+    while trial is not None and trial.status == "running" and asked < cap:
+        again = rng.sample(claims, len(claims))
+        replay(url, again, functools.partial(bar.advance, task), replace(consumer, seed=rng.randrange(2**31)))
+        asked += len(again)
+        trial = _trial(trial_id)
+    if trial is not None and trial.status == "running":
+        with connect() as conn:
+            trial = trials.stop(conn, f"the demo's traffic cap: {asked} queries without a decision")
+    if trial is not None and trial.status == "promoted":  # announced: the service swaps it in (load, canary)
+        deadline = time.monotonic() + 120
+        while served_version(url) != trial.challenger and time.monotonic() < deadline:
+            time.sleep(0.2)
+    closed = trial.as_dict() if trial else {"id": trial_id, "status": "gone"}
+    return first.as_dict(), {**closed, "queries_asked": asked}
+
+
+def _trial(trial_id: int) -> trials.Trial | None:
+    with connect() as conn:
+        return trials.get(conn, trial_id)
+
+
+def served_line(what: str, served_by: str, s: dict) -> str:
+    return (
+        f"{what}: served {s['queries']} claims by {served_by}: Recall {s['served_recall']:.3f} (general alone "
+        f"{s['general_recall']:.3f}), previews read whole {s['expanded']} ({s['expanded_relevant']} relevant), "
+        f"+{s['preview_token_share']:.1%} tokens"
+    )
+
+
+def cycle_line(row: dict) -> str:
+    """One cycle, as the demo prints it: the retrain against general, the traffic that followed, the trial."""
+    vs = row["vs_general"].get("scifact-test")
+    head = f"cycle {row['cycle']}: retrained {row['challenger']}"
+    if vs:
+        head += (
+            f", vs general on SciFact test {vs['recall@5_diff']:+.3f} [{vs['ci95_low']:+.3f}, {vs['ci95_high']:+.3f}]"
+        )
+    t = row.get("trial")
+    if not t:
+        decided = f"deploy: {row['deploy']}" + (
+            f" ({'; '.join(row['deploy_reasons'])})" if row["deploy_reasons"] else ""
+        )
+    else:
+        ev = t.get("evidence") or {}
+        decided = (
+            f"trial {t.get('id')}: {t['status']} after {ev.get('judged', '?')} cited trial queries "
+            f"({ev.get('wins', '?')} wins, {ev.get('losses', '?')} losses; {t['queries_asked']} queries)"
+        )
+    return (
+        f"{head}; {decided}; "
+        + served_line("then", row["served_by"], row["served"])
+        + f"; champion now {row['champion']}"
+    )
+
+
+def served_version(url: str) -> str:
+    """The selector version a running service answers with now."""
+    return httpx.get(f"{url}/selector", timeout=30).json()["version"]
+
+
+def read_json(path: str) -> dict | None:
+    p = Path(path)
+    return json.loads(p.read_text()) if p.exists() else None

@@ -1,0 +1,55 @@
+"""The demo's traffic after a retrain (`cli.lab.cycle_steps.traffic`), against a real service running a real trial: the new
+claims are served once (what users got), then asked again in fresh passes until the trial's own rule decides; a
+challenger that buries every relevant note is rejected, and the champion stays."""
+
+from __future__ import annotations
+
+from cli.lab.cycle_steps import traffic
+from cli.lab.replay import ReplayQuery
+from eval.consumer import ReplayParams
+from retrieval.contracts.interleaving import TrialParams
+from retrieval.db import connect
+from retrieval.logs import trials
+from serving.selectors import SIMILARITY
+from tests.serving.test_trial import NOTES, running_service
+from tests.waiting import wait_for
+
+
+class Bar:
+    """The progress bar's calls, counted."""
+
+    def __init__(self):
+        self.advanced = 0
+
+    def add_task(self, *a, **kw):
+        return 0
+
+    def advance(self, task, n=1):
+        self.advanced += n
+
+    def update(self, *a, **kw):
+        pass
+
+
+def test_the_traffic_goes_on_until_the_trial_decides(db_url, similarity_service, monkeypatch):
+    monkeypatch.setenv("DATABASE_URL", db_url)  # the demo reads its trial where the service logs it
+    claims = [ReplayQuery(n, f"Tell me about {n}.", frozenset({f"webhook:{n}"})) for n in NOTES]
+    consumer = ReplayParams(miss_rate=0.0, false_cite_rate=0.0, previews_read=0)
+    with running_service(similarity_service, db_url) as client:
+        for n in NOTES:
+            client.post("/ingest", json={"source": n, "text": f"# {n}\n\nA note about {n}."}).raise_for_status()
+        with connect(db_url) as conn:
+            trial = trials.start(
+                conn,
+                dict(SIMILARITY),
+                {"kind": "reverse", "version": "buries-v2"},
+                TrialParams(share=0.5, max_judged=40),
+            )
+        wait_for(lambda: client.get("/selector").json()["trial"] == trial.id)
+        bar = Bar()
+        first, closed = traffic(str(client.base_url), claims, trial.id, consumer, 1, bar)
+        served = client.get("/selector").json()["version"]
+    assert first["queries"] == len(NOTES) and first["errors"] == 0  # the first pass: what users got
+    assert closed["id"] == trial.id and closed["status"] == "rejected", closed
+    assert closed["queries_asked"] > len(NOTES) and closed["queries_asked"] % len(NOTES) == 0  # whole passes
+    assert bar.advanced == closed["queries_asked"] and served == "similarity"  # the champion stays
