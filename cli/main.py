@@ -77,7 +77,13 @@ def bench_moved() -> None:
 
 
 # `pai bench`: the same group as `pai lab bench`, hidden, kept one release for the scripts that call it
-app.add_typer(bench.app, name="bench", hidden=True, callback=bench_moved)
+app.add_typer(
+    bench.app,
+    name="bench",
+    hidden=True,
+    callback=bench_moved,
+    help=f"Deprecated: `pai bench` is now `pai lab bench`.\n\n{bench.app.info.help}",
+)
 
 
 def main() -> None:  # pragma: no cover - console entry
