@@ -135,21 +135,35 @@ def answer_quality(items: list[dict], picks: dict[str, dict[str, Pick]], reader,
     """EM and F1 per system on the first `n` items with answers (the same contexts read once), the ceiling (the gold
     evidence alone), and each system's F1 against each other system's by a paired bootstrap."""
     items = [it for it in items if it.get("answers") and all(it["qid"] in by_q for by_q in picks.values())][:n]
-    if not items:
+    systems = {s: {it["qid"]: by_q[it["qid"]].ids for it in items} for s, by_q in picks.items()}
+    systems["ceiling"] = {it["qid"]: tuple(it["relevant_ids"]) for it in items}
+    contexts = {}
+    for system, ids_by_q in systems.items():
+        for it in items:
+            texts = {c["id"]: c["text"] for c in it["candidates"]}
+            contexts.setdefault(system, {})[it["qid"]] = [texts[i] for i in ids_by_q[it["qid"]] if i in texts]
+    questions = [(it["qid"], it["query"], it["answers"]) for it in items]
+    return answer_contexts(questions, contexts, reader, seed)
+
+
+def answer_contexts(
+    questions: list[tuple[str, str, list[str]]], contexts: dict[str, dict[str, list[str]]], reader, seed: int = 0
+) -> dict:
+    """EM and F1 per system: `questions` (qid, question, gold answers), `contexts` system -> qid -> the passages it
+    served (`ceiling`: the gold evidence alone, if given). A context two systems share is read once. Each system's
+    F1 against each other's by a paired bootstrap over the questions."""
+    if not questions:
         return {}
     cache: dict[tuple, str] = {}
     per: dict[str, dict[str, np.ndarray]] = {}
-    systems = {**{s: {it["qid"]: by_q[it["qid"]].ids for it in items} for s, by_q in picks.items()}}
-    systems["ceiling"] = {it["qid"]: tuple(it["relevant_ids"]) for it in items}
-    for system, ids_by_q in systems.items():
+    for system, by_q in contexts.items():
         em, f1 = [], []
-        for it in items:
-            texts = {c["id"]: c["text"] for c in it["candidates"]}
-            key = (it["qid"], tuple(sorted(ids_by_q[it["qid"]])))
+        for qid, question, answers in questions:
+            key = (question, tuple(by_q[qid]))
             if key not in cache:
-                cache[key] = reader.answer(it["query"], [texts[i] for i in ids_by_q[it["qid"]] if i in texts])
-            em.append(exact_match(cache[key], it["answers"]))
-            f1.append(token_f1(cache[key], it["answers"]))
+                cache[key] = reader.answer(question, by_q[qid])
+            em.append(exact_match(cache[key], answers))
+            f1.append(token_f1(cache[key], answers))
         per[system] = {"em": np.array(em), "f1": np.array(f1)}
     table = {s: {"em": round(float(m["em"].mean()), 4), "f1": round(float(m["f1"].mean()), 4)} for s, m in per.items()}
     versus = {}
@@ -160,7 +174,7 @@ def answer_quality(items: list[dict], picks: dict[str, dict[str, Pick]], reader,
                 versus[f"{a}_vs_{b}"] = {"f1_diff": round(d, 4), "ci95_low": round(lo, 4), "ci95_high": round(hi, 4)}
     return {
         "reader": reader.name,
-        "queries": len(items),
+        "queries": len(questions),
         "contexts_read": len(cache),
         "systems": table,
         "paired_f1": versus,

@@ -16,6 +16,7 @@ import numpy as np
 import typer
 
 from eval.bench import memory, memory_orders
+from eval.reader import ReaderError, answer_contexts, make_reader
 from retrieval.chunking import approx_tokens
 from retrieval.corpus.ingest import ingest_paths
 from retrieval.db import DatabaseError, connect, scratch_database
@@ -66,8 +67,9 @@ def serve_conversation(
                 ms = (time.perf_counter() - t0) * 1000
                 context = [c["text"] for c in body["context"]]
                 tokens = sum(approx_tokens(t) for t in context)
-                rec = {"system": "served", "category": q.category, "ms": ms, "tokens": tokens}
-                records.append(rec | {"found": memory.found(q.evidence, turns, context), "dated": _dated(body)})
+                rec = {"system": "served", "category": q.category, "ms": ms, "tokens": tokens, "question": q}
+                rec |= {"found": memory.found(q.evidence, turns, context), "dated": _dated(body), "context": context}
+                records.append(rec)
                 if log_to is not None:
                     _cite(service, body, memory.found_in(q.evidence, turns, context))
                 ids = [c["chunk_id"] for c in body["candidates"]]
@@ -81,8 +83,11 @@ def serve_conversation(
                     }
                 )
                 for name, f in baselines.items():
-                    found = memory.found(q.evidence, turns, f(q.text, tokens))
-                    records.append({"system": name, "category": q.category, "found": found})
+                    ctx = f(q.text, tokens)
+                    found = memory.found(q.evidence, turns, ctx)
+                    records.append(
+                        {"system": name, "category": q.category, "found": found, "question": q, "context": ctx}
+                    )
                 if i % 50 == 0:
                     say(f"{conv.name}: {i}/{len(conv.questions)} questions")
             if log_to is not None:
@@ -133,8 +138,16 @@ def _dated(body: dict) -> float:
     return sum(bool(re.search(r"\d{4}-\d{2}-\d{2}", c["text"])) for c in ctx) / len(ctx) if ctx else 1.0
 
 
-def run(convs: list[memory.Conversation], params: Path, k: int | None, fmt: str, selector: str, say) -> dict:
-    records = [r for c in convs for r in serve_conversation(c, params, k, fmt, selector, say)]
+def run(
+    convs: list[memory.Conversation],
+    params: Path,
+    k: int | None,
+    fmt: str,
+    selector: str,
+    say,
+    reader_questions: int = 0,
+) -> dict:
+    records = [r | {"conv": c} for c in convs for r in serve_conversation(c, params, k, fmt, selector, say)]
     systems = {}
     for name in ("served", "top20_candidates", "bm25_turns", "minilm_turns"):
         mine = [r for r in records if r["system"] == name]
@@ -154,7 +167,32 @@ def run(convs: list[memory.Conversation], params: Path, k: int | None, fmt: str,
         "format": fmt,
         "selector": selector,
         "systems": systems,
+        "answers": read_answers(records, reader_questions, say) if reader_questions else {},
     }
+
+
+def read_answers(records: list[dict], n: int, say) -> dict:
+    """The reader (params `evaluate.reader`'s default: the packaged SmolLM2 through llama.cpp) answers the first `n`
+    questions with a gold answer of each conversation from each system's context, and from the evidence turns alone
+    (its ceiling); EM and F1 against LoCoMo's answers (eval/reader.py)."""
+    questions, contexts = [], {}
+    convs = {r["conv"].name: r["conv"] for r in records}
+    for conv, c in convs.items():
+        mine = [r for r in records if r["conv"].name == conv and "context" in r]
+        asked = [r["question"] for r in mine if r["system"] == "served" and r["question"].answers][:n]
+        for i, q in enumerate(asked):
+            qid = f"{conv}/{i}"
+            questions.append((qid, q.text, list(q.answers)))
+            for r in mine:
+                if r["question"] is q:
+                    contexts.setdefault(r["system"], {})[qid] = r["context"]
+            contexts.setdefault("ceiling", {})[qid] = [c.turns[e] for e in q.evidence]
+    say(f"reader: {len(questions)} questions x {len(contexts)} contexts")
+    reader = make_reader("")
+    try:
+        return answer_contexts(questions, contexts, reader)
+    finally:
+        reader.close()
 
 
 @app.command(
@@ -175,11 +213,19 @@ def bench_memory_command(
             help="a conversation served first; its consumer's citations train the ranker that serves the others"
         ),
     ] = None,
+    reader_questions: Annotated[
+        int,
+        typer.Option(
+            help="the reader (the packaged SmolLM2) answers the first this many answered questions of each "
+            "conversation from every system's context and from the evidence alone: EM, F1; 0 = off"
+        ),
+    ] = 0,
     params: ParamsOpt = Path("params.yaml"),
     as_json: JsonOpt = False,
     out: OutOpt = None,
 ) -> None:
-    """A memory of conversations: evidence turns in the served context, per category, beside single-turn baselines."""
+    """A memory of conversations: evidence turns in the served context, per category, beside single-turn baselines;
+    with `--reader-questions`, answer quality by a reader."""
     data_dir = judged_dir(params, None) / "locomo" if data_dir is None else data_dir  # eval.judged_sets unpacks it
     try:
         if fmt not in ("markdown", "jsonl"):
@@ -190,8 +236,8 @@ def bench_memory_command(
                 if learn_from in names:
                     raise ValueError(f"--learn-from {learn_from}: also among --conversations (never in-sample)")
                 selector = learned_ranker(memory.load(data_dir / f"{learn_from}.json"), params, fmt, Path(tmp), say)
-            result = run(convs, params, k or None, fmt, selector, say) | {"learned_from": learn_from}
-    except (OSError, ValueError, KeyError, DatabaseError) as e:
+            result = run(convs, params, k or None, fmt, selector, say, reader_questions) | {"learned_from": learn_from}
+    except (OSError, ValueError, KeyError, DatabaseError, ReaderError) as e:
         _fail(str(e) if not isinstance(e, KeyError) else f"not a LoCoMo conversation: no {e}")
     emit(result, as_json, out, memory.table(result) + f"\nserved chunks that name a date: {_share(result)}")
 

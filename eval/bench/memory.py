@@ -35,6 +35,7 @@ class Question:
     text: str
     category: int
     evidence: list[str]  # dia_ids that exist in the conversation
+    answers: tuple[str, ...] = ()  # the gold answer (categories 1-4; an adversarial question has none)
 
 
 @dataclass
@@ -67,7 +68,9 @@ def load(path: Path) -> Conversation:
     for q in d["qa"]:
         ids = [f"D{s}:{t}" for e in q.get("evidence", []) for s, t in _EVIDENCE.findall(str(e))]
         dropped += sum(i not in known for i in ids) + sum(not _EVIDENCE.search(str(e)) for e in q.get("evidence", []))
-        questions.append(Question(q["question"], int(q["category"]), [i for i in dict.fromkeys(ids) if i in known]))
+        evidence = [i for i in dict.fromkeys(ids) if i in known]
+        answers = (str(q["answer"]),) if q.get("answer") is not None else ()
+        questions.append(Question(q["question"], int(q["category"]), evidence, answers))
     return Conversation(path.stem, (conv["speaker_a"], conv["speaker_b"]), sessions, questions, dropped)
 
 
@@ -165,4 +168,8 @@ def table(result: dict) -> str:
             f" {c['single-hop']:>7.3f} {s['all_evidence']:>7.3f} {s['adversarial_premise_in_context']:>8.3f}"
             f" {s.get('tokens_mean', 0):>7.0f} {s.get('p50_ms', 0):>7.1f}"
         )
+    if result.get("answers"):
+        a = result["answers"]
+        lines.append(f"reader {a['reader']}, first {a['queries']} answered questions: EM / F1")
+        lines += [f"{name:<16} {m['em']:>7.3f} / {m['f1']:.3f}" for name, m in a["systems"].items()]
     return "\n".join(lines)

@@ -12,11 +12,11 @@ import pytest
 from tests.eval.bench.test_memory import CONV
 
 
-def cli(tmp_path, db_url, *a, command="memory"):
+def cli(tmp_path, db_url, *a, command="memory", timeout=300):
     (tmp_path / "conv-1.json").write_text(json.dumps(CONV))
     env = os.environ | {"DATABASE_URL": db_url, "PAI_HOME": str(tmp_path / "home")}
     cmd = [sys.executable, "-m", "cli.main", "lab", "bench", command, "--data-dir", str(tmp_path), *a]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
 
 
 def test_bad_input_is_one_line(tmp_path, db_url):
@@ -40,6 +40,19 @@ def test_a_conversation_is_ingested_served_and_scored(tmp_path, db_url):
         assert 0.5 <= served["recall"] <= 1 and served["adversarial_questions"] == 1  # under threshold: never shown
         assert set(r["systems"]) == {"served", "top20_candidates", "bm25_turns", "minilm_turns"}
         assert r["systems"]["top20_candidates"]["recall"] >= served["recall"]
+        assert r["answers"] == {}  # no reader unless asked
+
+
+@pytest.mark.slow
+def test_the_reader_answers_from_each_context_and_from_the_evidence_alone(tmp_path, db_url):
+    out = cli(tmp_path, db_url, "--conversations", "conv-1", "--reader-questions", "2", "--json", timeout=900)
+    assert out.returncode == 0, out.stderr
+    a = json.loads(out.stdout)["answers"]
+    # the first two questions with a gold answer, read by the packaged model from every context and the ceiling
+    assert a["reader"].startswith("llamacpp:SmolLM2") and a["queries"] == 2
+    assert set(a["systems"]) == {"served", "bm25_turns", "minilm_turns", "ceiling"}
+    assert all(0 <= m["em"] <= m["f1"] <= 1 for m in a["systems"].values())
+    assert "served_vs_bm25_turns" in a["paired_f1"] and "served_vs_ceiling" not in a["paired_f1"]
 
 
 @pytest.mark.slow

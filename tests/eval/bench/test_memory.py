@@ -81,3 +81,9 @@ def test_the_score_per_category_and_the_adversarial_premise_apart():
     assert (s["questions"], s["recall"], s["all_evidence"]) == (3, 0.5, 0.333)
     assert s["by_category"] == {"multi-hop": 0.5, "temporal": 0.0, "open-domain": 0.0, "single-hop": 1.0}
     assert (s["adversarial_premise_in_context"], s["adversarial_questions"]) == (1.0, 1)
+
+
+def test_the_gold_answers_are_read_and_an_adversarial_question_has_none(tmp_path):
+    (tmp_path / "conv-1.json").write_text(json.dumps(CONV))
+    conv = memory.load(tmp_path / "conv-1.json")
+    assert [q.answers for q in conv.questions] == [("Miso",), ("salmon",), ("June 2023",), ()]
