@@ -32,7 +32,7 @@ def test_pai_eval_prints_all_baselines_as_json(tmp_path, monkeypatch):
     assert r.exit_code == 0, r.output
     out = next(iter(json.loads(r.stdout).values()))
     assert set(out["systems"]) == set(BASELINES)  # every baseline of the table, none other
-    assert out["systems"]["similarity"]["recall@5"] == 1.0 and out["systems"]["similarity"]["queries"] == 4
+    assert out["systems"]["cosine"]["recall@5"] == 1.0 and out["systems"]["cosine"]["queries"] == 4
     for b in BASELINES:  # each baseline by name, alone
         one = runner.invoke(app, ["eval", "--benchmark", str(bench), "--selector", b, "--model", "none", "--json"])
         assert one.exit_code == 0, one.output

@@ -78,7 +78,7 @@ def test_a_bad_edit_changes_nothing(conn, embedder, text, scope, why):
 def test_a_rating_labels_one_candidate_of_its_scope(conn, embedder):
     ingest_documents(conn, [Document("webhook:dentist", "webhook:", OLD, "markdown")], IngestParams(), SP, embedder)
     cands = search(conn, embedder, "dentist", SP).candidates
-    qid = log_query(conn, "dentist", cands, "similarity", [1], shown=[1], scope="alice")
+    qid = log_query(conn, "dentist", cands, "first-stage", [1], shown=[1], scope="alice")
     chunk = cands[0].chunk_id
     with pytest.raises(FeedbackError, match="unknown query id"):
         rate(conn, qid, chunk, True, ["bob"])
