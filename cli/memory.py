@@ -166,7 +166,7 @@ def serve(
     selector: Annotated[
         str,
         typer.Option(
-            help="champion: follow the promoted version (hot-swap); or pin one: similarity, "
+            help="champion: follow the promoted version (hot-swap); or pin one: first-stage, "
             "models/export, a .gguf, models/selector (transformers)"
         ),
     ] = "champion",

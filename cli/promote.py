@@ -5,6 +5,7 @@ retrieval/logs/deployments.py). Each says what changed, or one line why not."""
 from __future__ import annotations
 
 import json
+import sys
 from functools import partial
 from pathlib import Path
 from typing import Annotated
@@ -16,6 +17,7 @@ from eval.promotion import promote as do_promote
 from eval.promotion import record_trials
 from eval.promotion import rollback as do_rollback
 from eval.registry import RegistryError, champion, client, history, record_of
+from retrieval.contracts.selection import FIRST_STAGE, OLD_FIRST_STAGE
 from retrieval.conversation import capture
 from retrieval.db import DatabaseError, connect, store_id
 from retrieval.logs import deployments, trials
@@ -96,7 +98,7 @@ def status(as_json: JsonOpt = False, params: FoundParamsOpt = None) -> None:
     except (RegistryError, DatabaseError, ParamsError, WorkspaceError) as e:
         _fail(str(e))
     out = {
-        "champion": champ["version"] if champ else "similarity (none promoted)",
+        "champion": champ["version"] if champ else f"{FIRST_STAGE} (none promoted)",
         "challenger": challenger,
         "champion_history": hist,
         "forgotten_data": forgotten,  # versions trained on data since forgotten -> the day
@@ -162,12 +164,15 @@ def status(as_json: JsonOpt = False, params: FoundParamsOpt = None) -> None:
 
 @app.command("promote", rich_help_panel=RETRAIN, short_help="Make VERSION the champion; running services hot-swap it.")
 def promote(
-    version: Annotated[str, typer.Argument(help="registry version (3 or pai-selector:3), challenger, or similarity")],
+    version: Annotated[str, typer.Argument(help="registry version (3 or pai-selector:3), challenger, or first-stage")],
     reason: Annotated[str, typer.Option(help="why, recorded with the deployment")] = "manual promote",
     wait: WaitOpt = 60.0,
     as_json: JsonOpt = False,
 ) -> None:
     """Make VERSION the champion and hot-swap it into running services (moved back if their canary fails)."""
+    if version == OLD_FIRST_STAGE:  # deprecated alias, for one release
+        print(f"pai promote {OLD_FIRST_STAGE} is deprecated: say pai promote {FIRST_STAGE}", file=sys.stderr)
+        version = FIRST_STAGE
     try:
         _report(do_promote(version, reason, wait), "promoted", as_json)
     except (RegistryError, DatabaseError) as e:
@@ -176,7 +181,7 @@ def promote(
 
 @app.command("rollback", rich_help_panel=RETRAIN, short_help="Move the champion back to the previous one.")
 def rollback(wait: WaitOpt = 60.0, as_json: JsonOpt = False) -> None:
-    """Move the champion back to the previous one (the similarity order before the first)."""
+    """Move the champion back to the previous one (the first-stage order before the first)."""
     try:
         _report(do_rollback(wait), "rolled back to", as_json)
     except (RegistryError, DatabaseError) as e:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Optional
@@ -24,7 +25,7 @@ from eval.evaluate import EvaluateParams, evaluate, load_champion
 from eval.evaluate import print_table as print_eval_table
 from eval.promotion import record_trials
 from eval.registry import RegistryError
-from eval.systems import BASELINES
+from eval.systems import BASELINES, OLD_NAMES
 from retrieval.db import DatabaseError, connect
 from retrieval.embed import get_embedder
 from retrieval.fusion import GeneralRule
@@ -143,6 +144,9 @@ def eval_command(
         )
         model = Path(p.model) if model is None else model
         systems = ("all", *BASELINES, "selector", "champion")
+        if selector in OLD_NAMES:  # a baseline's name before issue 59, for one release
+            print(f"pai eval --selector {selector} is deprecated: say {OLD_NAMES[selector]}", file=sys.stderr)
+            selector = OLD_NAMES[selector]
         if selector not in systems:  # a path (a model folder, an export, a .gguf) or a registry version, as served
             sel = resolve(selector if Path(selector).exists() else registry.record_of(selector))
             selector = "selector"

@@ -102,7 +102,7 @@ def mine(
 ) -> list[dict]:
     """Contract-5 items from a pool of (id, query, passage): `queries` of them sampled, each with its own passage
     and n - 1 distractors from our hybrid first stage (cosine + BM25 over the whole pool, reciprocal rank fused),
-    handed over in similarity order, as retrieval hands candidates to a selector."""
+    handed over in cosine order, as retrieval hands candidates to a selector."""
     texts = [b for _, _, b in pool]
     vecs = np.concatenate([embedder.encode_passages(texts[i : i + 256]) for i in range(0, len(texts), 256)])
     picked = random.Random(seed).sample(range(len(pool)), min(queries, len(pool)))
@@ -114,7 +114,7 @@ def mine(
         lexical = lexical_scores(query, texts)  # BM25 over the whole pool, as a keyword side would
         sparse = list(np.argsort(-np.asarray(lexical))[: 4 * n])
         mined = [int(i) for i in rrf([dense, sparse], 60) if i != qi][: n - 1]
-        cands = sorted([qi, *mined], key=lambda i: -float(vecs[i] @ q))  # handed over in similarity order
+        cands = sorted([qi, *mined], key=lambda i: -float(vecs[i] @ q))  # handed over in cosine order
         items.append(
             {
                 "qid": fid,

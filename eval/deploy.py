@@ -26,7 +26,7 @@ from serving.llm_selectors import OLLAMA_TEMPLATE, ollama_reachable
 from . import promotion, registry
 from .gate import GATED, DeployParams, gate, judged
 from .registry import RegistryError, folder_record, has_model
-from .systems import chain_arg, chain_file
+from .systems import chain_arg, chain_file, current_result
 
 
 def challengers(p: DeployParams, result: dict, skipped: dict | None = None) -> dict[str, dict]:
@@ -52,7 +52,7 @@ def deploy(p: DeployParams, log=print, chain: str = "ranker", trial: TrialParams
     mean Recall@5 over the gated benchmarks) becomes champion, or, where no judged split speaks for the
     store (`judged`), enters a trial (`trial`) that the user's traffic decides; the best of the rest challenger."""
     evaluated = chain_file(Path(p.metrics) / "eval.json", chain)
-    result = json.loads(evaluated.read_text())
+    result = current_result(json.loads(evaluated.read_text()))  # an older one's baselines as named now
     skipped: dict[str, str] = {}
     records = challengers(p, result, skipped)
     out: dict = {"challengers": {}, "not_registered": skipped}

@@ -6,7 +6,7 @@ set's weakness: docs/domains.md. Generated, never committed.
 
 Mined sets take every judged passage of a query plus distractors found by a hybrid first stage (cosine top
 4n and BM25 top 4n over the whole pool, fused by reciprocal rank), so the distractors are the ones retrieval
-would really hand over, in similarity order.
+would really hand over, in cosine order.
 """
 
 from __future__ import annotations

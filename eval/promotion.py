@@ -10,9 +10,10 @@ import json
 from dataclasses import dataclass, field
 
 from retrieval.contracts.interleaving import TrialParams
+from retrieval.contracts.selection import FIRST_STAGE
 from retrieval.db import connect, store_id
 from retrieval.logs import deployments, trials
-from serving.selectors import SIMILARITY
+from serving.selectors import FIRST_STAGE_RECORD
 
 from .registry import MODEL, RegistryError, champion, client, history, record_of, verify
 
@@ -30,7 +31,7 @@ class MoveResult:
 
 
 def _set_champion(c, record: dict, hist: list[str]) -> None:
-    if record["kind"] == "similarity":
+    if record["kind"] == FIRST_STAGE:
         try:
             c.delete_registered_model_alias(MODEL, "champion")
         except Exception:  # noqa: BLE001 - no alias to delete
@@ -47,12 +48,12 @@ def move_champion(
     verify(record)
     c = client()
     old_hist = history()
-    hist = previous if previous is not None else [*old_hist, record.get("registry_version", "similarity")]
+    hist = previous if previous is not None else [*old_hist, record.get("registry_version", FIRST_STAGE)]
     with connect() as conn:  # the database first: if it is down, the alias does not move
         store = store_id(conn)
         if why := deployments.foreign_store(record, store):  # a registry shared by two stores
             raise RegistryError(f"not moved: {why}")
-        before = champion(store) or dict(SIMILARITY)
+        before = champion(store) or dict(FIRST_STAGE_RECORD)
         _set_champion(c, record, hist)
         try:
             dep_id = deployments.announce(conn, record, action, reason)
@@ -80,11 +81,11 @@ def promote(version: str, reason: str | None = None, wait_s: float = 60.0) -> Mo
 
 
 def rollback(wait_s: float = 60.0) -> MoveResult:
-    """Back to the champion before the current one (the similarity order before the first)."""
+    """Back to the champion before the current one (the first-stage order before the first)."""
     hist = history()
     if not hist:
         raise RegistryError("nothing to roll back: no champion has been promoted")
-    target = hist[-2] if len(hist) >= 2 else "similarity"
+    target = hist[-2] if len(hist) >= 2 else FIRST_STAGE
     return move_champion(record_of(target), "rollback", f"rollback from {hist[-1]}", wait_s, previous=hist[:-1])
 
 
@@ -114,13 +115,13 @@ def record_trials() -> list[str]:
 
 
 def start_trial(record: dict, params: TrialParams) -> trials.Trial:
-    """Put a registered challenger on trial against the champion (the similarity order before the first)."""
+    """Put a registered challenger on trial against the champion (the first-stage order before the first)."""
     verify(record)
     with connect() as conn:
         store = store_id(conn)
         if why := deployments.foreign_store(record, store):
             raise RegistryError(f"no trial: {why}")
-        before = champion(store) or dict(SIMILARITY)
+        before = champion(store) or dict(FIRST_STAGE_RECORD)
         trial = trials.start(conn, before, record, params)
     c = client()
     c.set_registered_model_alias(MODEL, "challenger", record["registry_version"])

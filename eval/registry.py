@@ -12,10 +12,11 @@ import os
 import shutil
 from pathlib import Path
 
+from retrieval.contracts.selection import FIRST_STAGE, current_name, current_record
 from retrieval.db import pai_home
 from retrieval.files import dir_sha256, files_sha256
 from retrieval.tracking import SELECTOR_MODEL, use_mlflow
-from serving.selectors import CE_RETIRED, FOLDER_KINDS, SIMILARITY
+from serving.selectors import CE_RETIRED, FIRST_STAGE_RECORD, FOLDER_KINDS
 
 MODEL = SELECTOR_MODEL
 
@@ -130,9 +131,10 @@ def register(record: dict, metrics: dict[str, float]) -> dict:
 
 
 def record_of(version: str) -> dict:
-    """The record of a version ('3', 'pai-selector:3', 'champion', 'challenger' or 'similarity')."""
-    if version == "similarity":
-        return dict(SIMILARITY)
+    """The record of a version ('3', 'pai-selector:3', 'champion', 'challenger' or 'first-stage', also by its old
+    name); a record registered before the first stage's order was renamed reads as named now."""
+    if current_name(version) == FIRST_STAGE:
+        return dict(FIRST_STAGE_RECORD)
     c = client()
     v = version.split(":")[-1]
     try:
@@ -146,7 +148,7 @@ def record_of(version: str) -> dict:
         ) from e
     if "record" not in mv.tags:
         raise RegistryError(f"{MODEL} version {mv.version} has no record tag (not registered by pai deploy)")
-    return json.loads(mv.tags["record"])
+    return current_record(json.loads(mv.tags["record"]))
 
 
 def champion(store: str | None = None) -> dict | None:
@@ -160,13 +162,15 @@ def champion(store: str | None = None) -> dict | None:
 
 
 def history() -> list[str]:
-    """Registry versions that were champion, oldest first ("similarity" for none)."""
-    return json.loads(client().get_registered_model(MODEL).tags.get("champion_history", "[]"))
+    """Registry versions that were champion, oldest first ("first-stage" for none; its old name read as it)."""
+    return [
+        current_name(v) for v in json.loads(client().get_registered_model(MODEL).tags.get("champion_history", "[]"))
+    ]
 
 
 def verify(record: dict) -> None:
     """The GGUF a record names exists and is the one that was registered."""
-    if record.get("kind") == "similarity":
+    if current_name(record.get("kind")) == FIRST_STAGE:
         return
     if record.get("kind") == "cascade":
         verify(record["fast"])

@@ -1,6 +1,6 @@
 """The systems the evaluation compares, run on the same items: the baselines (`BASELINE_TABLE`, the one list
 eval, the gate, the CLI and the benches read), and the selectors (the challengers and the champion) run exactly
-as served, through the same contract: unparsable output falls back to similarity and is counted, a pick is
+as served, through the same contract: unparsable output falls back to the order they were handed and is counted, a pick is
 topped up to the context's floor."""
 
 from __future__ import annotations
@@ -65,17 +65,17 @@ def _cosine_order(c: Candidates) -> list[str]:
 
 def _general_order(c: Candidates, rule: GeneralRule) -> list[str]:
     """The first stage's general order (`retrieval.fusion`: standardised cosine, and BM25 as far as its evidence
-    goes), the texts as the ranker and `similarity` read them."""
+    goes), the texts as the ranker and `cosine` read them."""
     return c.ranked(general_order(c.item["query"], c.cosines, c.texts, rule))
 
 
 BASELINE_TABLE = (
-    Baseline("similarity", "MiniLM cosine order", lambda c, before, rule: _cosine_order(c)),
+    Baseline("cosine", "MiniLM cosine order", lambda c, before, rule: _cosine_order(c)),
     Baseline("bm25", "BM25 over the query's candidates (bm25s)", lambda c, before, rule: bm25_ranking(c.item)),
     Baseline(
         "hybrid",
-        "similarity and bm25 by reciprocal rank (k 60)",
-        lambda c, before, rule: rrf([before["similarity"], before["bm25"]], 60),
+        "cosine and bm25 by reciprocal rank (k 60)",
+        lambda c, before, rule: rrf([before["cosine"], before["bm25"]], 60),
     ),
     Baseline(
         "general",
@@ -86,6 +86,21 @@ BASELINE_TABLE = (
 )
 BASELINES = tuple(b.name for b in BASELINE_TABLE)
 FIRST_STAGE = tuple(b.name for b in BASELINE_TABLE if b.first_stage)
+OLD_NAMES = {"similarity": "cosine"}  # baselines renamed (issue 59): in results written before, read as named now
+
+
+def current_name(name: str) -> str:
+    """A system's name as named now, and a pair's (`a_vs_b`, the paired bootstrap's keys) with each side's."""
+    return "_vs_".join(OLD_NAMES.get(part, part) for part in name.split("_vs_"))
+
+
+def current_result(result: dict) -> dict:
+    """An evaluate result (eval.json, eval-llm.json) as named now: each benchmark's `systems` and `paired_bootstrap`
+    keyed by the systems' current names, so a result written before a baseline was renamed still gates."""
+    return {
+        bench: r | {k: {current_name(n): v for n, v in r[k].items()} for k in ("systems", "paired_bootstrap") if k in r}
+        for bench, r in result.items()
+    }
 
 
 def baseline_orders(
@@ -131,7 +146,7 @@ def chain_file(path: str | Path, chain: str) -> Path:
     return p if chain == "ranker" else p.with_name(f"{p.stem}-{chain}{p.suffix}")
 
 
-def similarity_ranking(embedder: Embedder, item: dict) -> list[str]:
+def cosine_ranking(embedder: Embedder, item: dict) -> list[str]:
     """The candidates by MiniLM cosine to the query."""
     return _cosine_order(Candidates(embedder, item))
 
@@ -163,11 +178,11 @@ def bm25_ranking(item: dict) -> list[str]:
     return [cands[i]["id"] for i in np.argsort(-np.asarray(scores), kind="stable")]
 
 
-def selector_pick(selector, item: dict, sim_order: list[str], k: int, floor: int = 0) -> Pick:
-    """The selector sees the candidates in similarity order (as retrieval hands them over); its pick is
+def selector_pick(selector, item: dict, handed: list[str], k: int, floor: int = 0) -> Pick:
+    """The selector sees the candidates in `handed` order (cosine order, as retrieval hands them over); its pick is
     topped up to `floor` from that order, as the service does (`retrieval.contracts.selection.top_up`)."""
     by_id = {c["id"]: c for c in item["candidates"]}
-    shown = [by_id[i] for i in sim_order]
+    shown = [by_id[i] for i in handed]
     cands = [
         PromptCandidate(
             c.get("source") or c.get("title") or c["id"], c.get("title"), c["text"], c.get("parent_heading")
@@ -214,10 +229,10 @@ def run_systems(
         orders = baseline_orders(embedder, item, rule, seconds)
         for b in BASELINES:
             picks[b][q] = Pick(tuple(orders[b][:k]), seconds=seconds[b])
-        sim = orders["similarity"]
+        handed = orders["cosine"]
         for name, sel in models.items():
             if not isinstance(sel, ChatSelector) or not llm_max_queries or n < llm_max_queries:
-                picks[name][q] = selector_pick(sel, item, sim, k, floor)
+                picks[name][q] = selector_pick(sel, item, handed, k, floor)
         if isinstance(champion, str) and q in picks[champion]:
             picks.setdefault("champion", {})[q] = picks[champion][q]
         progress()

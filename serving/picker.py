@@ -1,5 +1,5 @@
 """Running the selector without ever failing the query: timeouts, crashes and garbage become the
-similarity order, counted; picks are cached by query so the next same query is served the pick.
+first-stage order, counted; picks are cached by query so the next same query is served the pick.
 
 The serving policy lives here (`Picker.serve`), not in the HTTP handler: a fast selector (`answers_inline`:
 the ranker, a cascade's fast side) answers on the query path; a slow one (an LLM) answers
@@ -30,7 +30,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from retrieval.contracts.interleaving import draft_propensity, sides, team_draft
-from retrieval.contracts.selection import Pick, PromptCandidate, choose, similarity_order, top_up
+from retrieval.contracts.selection import FIRST_STAGE, Pick, PromptCandidate, choose, first_stage_order, top_up
 from retrieval.logs.feedback_records import normalize_query
 from retrieval.query.previews import following, listed_propensity
 from retrieval.query.search import Candidate, take_budget
@@ -46,7 +46,7 @@ class Served:
     """What `Picker.serve` decided for one query."""
 
     chosen: list[Candidate]  # the served order, best first (before the token budget), at least the floor
-    version: str  # what chose them: a selector version, or "similarity" (the first-stage order)
+    version: str  # what chose them: a selector version, or "first-stage" (no selector)
     status: str  # the selection's status: ok / repaired / fallback / cached / pending (a slow pick to come)
     later: Selector | None  # the slow selector to run in the background for next time (None: nothing to run)
     active: str  # the version of the selector this query ran (inline) or queued (background)
@@ -140,7 +140,7 @@ class Picker:
             if fast is None:  # the slow selector answered inline: nothing left to refine
                 later = None
         if pick is None:
-            numbers, version = list(similarity_order(len(shown), self.k)), "similarity"
+            numbers, version = list(first_stage_order(len(shown), self.k)), FIRST_STAGE
         else:
             at = {c.chunk_id: i for i, c in enumerate(shown, start=1)}
             numbers, version = [at[i] for i in pick.ids], pick.version
@@ -287,7 +287,7 @@ class Picker:
     ) -> None:
         """Select in the background; `done` gets the pick (its errors are counted, not raised). While
         `max_pending` selections wait or run (a slow selector under a flood of queries), a new one is skipped
-        and counted (`skipped_backlog`): its query keeps the similarity order, and the backlog (memory,
+        and counted (`skipped_backlog`): its query keeps the first-stage order, and the backlog (memory,
         staleness, shutdown time) stays bounded."""
         selector = selector or self.selector
         with self._lock:

@@ -1,5 +1,5 @@
-"""Building a selector from a *version record*, and the selectors that need no model (the similarity order, the
-cascade). A record (written by export, registered by deploy, announced to the service) names the model; `resolve`
+"""Building a selector from a *version record*, and the selectors that need no model (the first-stage order,
+the cascade). A record (written by export, registered by deploy, announced to the service) names the model; `resolve`
 turns a record, a name or a path into a selector (the one way, for the service, eval, deploy and the CLI), for a
 GGUF Ollama when it is reachable, else llama.cpp (`serving.llm_selectors`). Parsing, repair and fallback are the
 contract's (`retrieval.contracts.selection.parse_selection`), never a backend's, so every backend is judged by the
@@ -12,21 +12,28 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from retrieval.contracts.selection import PromptCandidate, render_answer, similarity_order
+from retrieval.contracts.selection import (
+    FIRST_STAGE,
+    PromptCandidate,
+    current_name,
+    current_record,
+    first_stage_order,
+    render_answer,
+)
 
 from .interface import Selector, SelectorLoadError
 from .llm_selectors import LlamaCppSelector, OllamaSelector, TransformersSelector, ollama_reachable
 from .ranker import RankerSelector
 
 
-class SimilaritySelector:
-    """The baseline: keep retrieval order."""
+class FirstStageSelector:
+    """No selector: the first-stage order, the candidates as retrieval handed them over."""
 
-    version = "similarity"
+    version = FIRST_STAGE
     answers_inline = True
 
     def answer(self, query: str, candidates: Sequence[PromptCandidate], k: int, query_vec=None) -> str:
-        return render_answer(list(similarity_order(len(candidates), k)))
+        return render_answer(list(first_stage_order(len(candidates), k)))
 
 
 class CascadeSelector:
@@ -51,7 +58,7 @@ class CascadeSelector:
 FOLDER_KINDS = {
     "ranker": ("ranker_config.json", "ranker"),
 }  # kind: (config file, version prefix) of the selectors that are a trained folder, not a GGUF
-SIMILARITY = {"kind": "similarity", "version": "similarity"}
+FIRST_STAGE_RECORD = {"kind": FIRST_STAGE, "version": FIRST_STAGE}
 # a record (registry, announcement) or folder (ce_config.json) of the retired cross-encoder: refused in one line
 CE_RETIRED = (
     "the cross-encoder selector was retired (the learned ranker beat it everywhere): serve a ranker, e.g. models/ranker"
@@ -67,12 +74,12 @@ def resolve(spec: dict | str | Path, backend: str = "auto") -> Selector:
 
 
 def path_record(name: str | Path) -> dict:
-    """The record a name or path stands for: `similarity`; a trained LLM folder (train stage output, run by
-    transformers); a ranker folder; an export folder or its `selector.json` (run as served); a bare `.gguf`.
+    """The record a name or path stands for: `first-stage` (or its old name); a trained LLM folder (train stage
+    output, run by transformers); a ranker folder; an export folder or its `selector.json` (run as served); a bare `.gguf`.
     A retired cross-encoder's folder stands for its record, which `resolve` refuses (`CE_RETIRED`)."""
     path = Path(name)
-    if str(name) == "similarity":
-        return dict(SIMILARITY)
+    if current_name(str(name)) == FIRST_STAGE:  # or its old name
+        return dict(FIRST_STAGE_RECORD)
     if path.is_dir() and (path / "train_config.json").exists():
         return {"kind": "transformers", "model_dir": str(path), "version": f"transformers:{path.name}"}
     for kind, (config, prefix) in FOLDER_KINDS.items():
@@ -87,14 +94,15 @@ def path_record(name: str | Path) -> dict:
     if path.suffix == ".gguf" and path.is_file():
         return {"version": f"gguf:{path.stem}", "gguf": str(path), "chunk_tokens": 200}
     raise ValueError(
-        f"unknown selector {str(name)!r} (similarity, a trained model folder such as models/selector or models/ranker, "
+        f"unknown selector {str(name)!r} (first-stage, a trained model folder such as models/selector or models/ranker, "
         "an export folder such as models/export, or a .gguf file)"
     )
 
 
 def _from_record(record: dict, backend: str) -> Selector:
-    if record.get("kind") == "similarity":
-        return SimilaritySelector()
+    record = current_record(record)  # a record stored before the first stage's order was renamed
+    if record.get("kind") == FIRST_STAGE:
+        return FirstStageSelector()
     if record.get("kind") == "cascade":
         return CascadeSelector(_from_record(record["fast"], backend), _from_record(record["slow"], backend))
     if record.get("kind") == "transformers":

@@ -32,7 +32,7 @@ from .extractor import build_extractor
 from .hotswap import HotSwapper
 from .interface import Selector
 from .picker import Picker
-from .selectors import SimilaritySelector
+from .selectors import FirstStageSelector
 from .service import Service
 
 
@@ -47,7 +47,7 @@ def build_service(
     db_url: str | None = None,
 ) -> Service:
     """A service; with no `selector` it follows the announced champion (hot-swap), starting on the
-    similarity order until the first one is loaded. Beyond loopback it needs a write token. `explore_seed`
+    first-stage order until the first one is loaded. Beyond loopback it needs a write token. `explore_seed`
     seeds exploration's draws (the lab's replays repeat; a user's service draws afresh); `db_url` (default
     `database_url()`): a lab's scratch log (`retrieval.logs.scratch`)."""
     check_exposure(host)
@@ -57,7 +57,7 @@ def build_service(
         st = StagingParams(dir=str(Path(staging_dir).resolve()), git=st.git)
     db_url = db_url or database_url()
     picker = Picker(
-        selector or SimilaritySelector(),
+        selector or FirstStageSelector(),
         timeout_s=timeout_s,
         min_chunks=sp.min_chunks,
         token_budget=sp.token_budget,

@@ -147,7 +147,7 @@ def run_query(
         "query_id": qid,
         "scope": scope,
         "scopes_read": reads,
-        "selector_version": version,  # what chose this context ("similarity" while a slow pick is pending)
+        "selector_version": version,  # what chose this context ("first-stage" while a slow pick is pending)
         "active_selector": served.active,  # the selector this request ran (inline) or queued (background)
         "selection_status": status,
         "context": [_context_item(c, newer) for c in context],

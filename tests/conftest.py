@@ -146,20 +146,20 @@ def embedder():
 
 
 @pytest.fixture
-def similarity_service(db_url, embedder, tmp_path):
+def first_stage_service(db_url, embedder, tmp_path):
     """The one way a test builds a Service: f(**kw) -> a Service on the test database (or `url=`, a runtime role's)
-    with the similarity selector (or `picker=`), threshold 0 (or `search=`), default ingest (or `ingest=`), staging
+    with the first-stage order (or `picker=`), threshold 0 (or `search=`), default ingest (or `ingest=`), staging
     under tmp_path (or `staging=`); other keyword arguments go to Service (inline=, host=, swapper=, capture=...)."""
     from retrieval.params import IngestParams, SearchParams, StagingParams
     from serving.picker import Picker
-    from serving.selectors import SimilaritySelector
+    from serving.selectors import FirstStageSelector
     from serving.service import Service
 
     def make(picker=None, staging=None, url=None, search=None, ingest=None, **kw):
         return Service(
             url or db_url,
             embedder,
-            picker or Picker(SimilaritySelector(), timeout_s=5),
+            picker or Picker(FirstStageSelector(), timeout_s=5),
             search or SearchParams(threshold=0.0),
             ingest or IngestParams(),
             StagingParams(dir=str(staging or tmp_path / "staging")),

@@ -52,7 +52,7 @@ def record(
         "query": query,
         "created_at": "2026-01-01T00:00:00+00:00",
         "updated_at": "2026-01-01T00:00:00+00:00",
-        "selector_version": "similarity",
+        "selector_version": "first-stage",
         "picked_by": None,
         "prompt_version": None,
         "selection_status": None,

@@ -64,7 +64,7 @@ def serve_and_cite(conn, embedder, st: Path, scope: str = "default") -> dict[str
         assert top.source == cited, (text, top.source)  # the world is built as the test reads it
         path = staging.write(staging.from_result(r, scope=scope, context=[1, 2, 3]), st)
         qid = log_query(
-            conn, text, r.above, "similarity", shown=[1, 2, 3], staging_path=str(path), threshold=0.0, scope=scope
+            conn, text, r.above, "first-stage", shown=[1, 2, 3], staging_path=str(path), threshold=0.0, scope=scope
         )
         record_feedback(conn, qid, answer=answer, rating=1)
         out[text] = qid

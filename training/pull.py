@@ -19,6 +19,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from retrieval.contracts.selection import current_name
 from retrieval.db import connect, store_id
 from retrieval.files import write_atomic
 from retrieval.logs.feedback_records import CANDIDATE_KEYS, FEEDBACK_FILE, WATERMARK_FILE, FeedbackRecord
@@ -110,7 +111,7 @@ def to_record(row: tuple, redactions: Counter) -> FeedbackRecord:
         "query": query,
         "created_at": created.isoformat(),
         "updated_at": updated.isoformat(),
-        "selector_version": version,
+        "selector_version": current_name(version),  # the first-stage order logged under its old name reads as it
         "picked_by": picked_by,
         "prompt_version": prompt_version,
         "selection_status": status,

@@ -17,7 +17,7 @@ adds what the feedback teaches, so its first ranking is the baseline's and train
    queries' vectors and a ramp [lo, hi] of affinity (mean cosine to the k nearest train queries): `hi` is
    the `domain_quantile` of the calibration queries' affinities (in-domain queries it never trained on),
    `lo` = hi - `domain_ramp`. Below the ramp the *general* weights score (standardised cosine + BM25).
-5. select: val Recall@k of the retrieval order, the similarity order, the adapter alone, the fitted
+5. select: val Recall@k of the retrieval order, the cosine order, the adapter alone, the fitted
    fusion, the general fusion and the gated ranker, side by side; the gated ranker is what is served.
 6. write: `adapter.npy`, `queries.npy` (the gate's train query vectors), `ranker_config.json` (input
    format, base model, weights, gate, val figures, dataset hash, MLflow run id), `metrics.json`.
@@ -222,13 +222,13 @@ def train(
             mean_recall(val, [gated_scores(f, weights, general, 0.0) for f in fv], k), 4
         ),
         f"val_recall@{k}_retrieval_order": round(mean_recall(val, [f["prior"] for f in fv], k), 4),
-        f"val_recall@{k}_similarity": round(mean_recall(val, [f["similarity"] for f in fv], k), 4),
+        f"val_recall@{k}_cosine": round(mean_recall(val, [f["similarity"] for f in fv], k), 4),
         f"val_recall@{k}_adapter_only": round(mean_recall(val, [f["adapted"] for f in fv], k), 4),
         f"val_recall@{k}_bm25": round(mean_recall(val, [f["bm25"] for f in fv], k), 4),
         # the unbiased (inverse-propensity) estimates beside the naive ones: labels come from what was shown
         f"val_recall@{k}_ips": round(general_ips if fallback else fitted_ips, 4),  # what is served
         f"val_recall@{k}_retrieval_order_ips": round(ips_recall(val, [f["prior"] for f in fv], k), 4),
-        f"val_recall@{k}_similarity_ips": round(ips_recall(val, [f["similarity"] for f in fv], k), 4),
+        f"val_recall@{k}_cosine_ips": round(ips_recall(val, [f["similarity"] for f in fv], k), 4),
         "fusion_fallback": fallback,  # the fitted weights trailed the general ones on val: the general serve
         f"val_recall@{k}_ips_fitted": round(fitted_ips, 4),
         f"val_recall@{k}_ips_general": round(general_ips, 4),
@@ -312,8 +312,8 @@ def main(params: str = "params.yaml") -> None:
     k = p.k
     console.print(
         f"train_ranker: adapter on {m['adapter_queries']} queries, fusion on {fusion_of(m)}; val Recall@{k} "
-        f"{m[f'val_recall@{k}']:.4f} (retrieval order {m[f'val_recall@{k}_retrieval_order']:.4f}, similarity "
-        f"{m[f'val_recall@{k}_similarity']:.4f}, adapter alone {m[f'val_recall@{k}_adapter_only']:.4f}, bm25 "
+        f"{m[f'val_recall@{k}']:.4f} (retrieval order {m[f'val_recall@{k}_retrieval_order']:.4f}, cosine "
+        f"{m[f'val_recall@{k}_cosine']:.4f}, adapter alone {m[f'val_recall@{k}_adapter_only']:.4f}, bm25 "
         f"{m[f'val_recall@{k}_bm25']:.4f}, fitted fusion {m[f'val_recall@{k}_fitted_fusion']:.4f}, general fusion "
         f"{m[f'val_recall@{k}_general_fusion']:.4f}) on {m['val_queries']} queries; unbiased (inverse-propensity) "
         f"{m[f'val_recall@{k}_ips']:.4f}, retrieval order {m[f'val_recall@{k}_retrieval_order_ips']:.4f}; "

@@ -23,7 +23,7 @@ from retrieval.db import DatabaseError, connect, scratch_database
 from retrieval.embed import get_embedder
 from retrieval.logs.feedback import record_feedback
 from retrieval.params import EmbedParams, IngestParams, SearchParams, UsedParams, load_section
-from serving.selectors import SimilaritySelector, resolve
+from serving.selectors import resolve
 from serving.server import build_service
 from serving.service import in_process, run_query
 from training import train_ranker
@@ -54,7 +54,7 @@ def serve_conversation(
     a consumer cites the served chunks that hold an evidence turn of the question (`/feedback`), and the log is
     pulled into `log_to` as the pull stage writes it."""
     with scratch_database("pai_bench_memory") as url, tempfile.TemporaryDirectory() as tmp:
-        chosen = SimilaritySelector() if selector == "similarity" else resolve(selector)
+        chosen = resolve(selector)
         service = build_service(params, chosen, inline=True, staging_dir=Path(tmp) / "staging", db_url=url)
         ingest_conversation(conv, params, fmt, url, Path(tmp), service.embedder, say)
         service.picker.explore_rate = 0.0  # the served order, not exploration's draws
@@ -120,7 +120,7 @@ def _cite(service, body: dict, used: list[bool]) -> None:
 def learned_ranker(conv: memory.Conversation, params: Path, fmt: str, folder: Path, say) -> str:
     """The loop on conversation memory: `conv` served by the first-stage order, its consumer's citations pulled,
     a ranker trained on them by `train_ranker.train_on_log` (as the pipeline's stage does); the ranker's folder."""
-    serve_conversation(conv, params, None, fmt, "similarity", say, log_to=folder / "feedback")
+    serve_conversation(conv, params, None, fmt, "first-stage", say, log_to=folder / "feedback")
     rp = replace(load_section(params, "train_ranker", RankerParams), feedback=str(folder / "feedback"))
     val_fraction = load_section(params, "build", BuildParams).val_fraction
     try:
@@ -205,8 +205,8 @@ def bench_memory_command(
     k: Annotated[int, typer.Option(help="give at most the first k chunks of the context (/query's k); 0 = no cap")] = 0,
     fmt: Annotated[str, typer.Option("--format", help="how the conversation is kept: markdown or jsonl")] = "markdown",
     selector: Annotated[
-        str, typer.Option(help="similarity (the first-stage order) or a selector folder, as `pai serve --selector`")
-    ] = "similarity",
+        str, typer.Option(help="first-stage (no selector) or a selector folder, as `pai serve --selector`")
+    ] = "first-stage",
     learn_from: Annotated[
         Optional[str],
         typer.Option(

@@ -1,7 +1,7 @@
 """`pai lab bench policy`: what a user's new query costs with the champion answering inline.
 
 Two `pai serve` processes run side by side on one store: one pinned to the first-stage order
-(`--selector similarity`), one to a selector (default: the learned ranker, `models/ranker`). One client
+(`--selector first-stage`), one to a selector (default: the learned ranker, `models/ranker`). One client
 sends each new query to both, in alternating order (so drift and warm caches cost both alike), and
 compares /query latency, which selector chose each context, and what the selector embedded on the query
 path (`/stats` `embedded_on_query_path`, which stays 0 when the stored vectors are used).
@@ -63,18 +63,18 @@ def compare(params: Path, selector: str, queries: list[str], env: dict[str, str]
     os.environ.update(env)
     try:
         with tempfile.TemporaryDirectory() as staging:
-            for name, sel in (("similarity", "similarity"), ("selector", selector)):
+            for name, sel in (("first_stage", "first-stage"), ("selector", selector)):
                 port = free_port()
                 procs[name] = start_service(params, port, Path(staging) / name, ["--selector", sel])
                 urls[name] = f"http://127.0.0.1:{port}"
-            lat: dict[str, list[float]] = {"similarity": [], "selector": []}
-            versions: dict[str, dict[str, int]] = {"similarity": {}, "selector": {}}
+            lat: dict[str, list[float]] = {"first_stage": [], "selector": []}
+            versions: dict[str, dict[str, int]] = {"first_stage": {}, "selector": {}}
             with httpx.Client(timeout=60) as c:
                 for name in urls:  # warm-up: first-call allocations, the embedder's first batch
                     c.post(f"{urls[name]}/query", json={"query": "warm up the service"}).raise_for_status()
                 before = {name: c.get(f"{urls[name]}/stats").json() for name in urls}
                 for i, q in enumerate(queries):
-                    for name in ("similarity", "selector") if i % 2 == 0 else ("selector", "similarity"):
+                    for name in ("first_stage", "selector") if i % 2 == 0 else ("selector", "first_stage"):
                         t0 = time.perf_counter()
                         r = c.post(f"{urls[name]}/query", json={"query": q})
                         lat[name].append(time.perf_counter() - t0)
@@ -100,7 +100,7 @@ def compare(params: Path, selector: str, queries: list[str], env: dict[str, str]
             "embedded_on_query_path": {k: emb_a[k] - emb_b[k] for k in emb_a},
             "topped_up": after[name]["selector"].get("topped_up", 0) - before[name]["selector"].get("topped_up", 0),
         }
-    out["p50_ratio"] = round(out["selector"]["p50_ms"] / out["similarity"]["p50_ms"], 3)
+    out["p50_ratio"] = round(out["selector"]["p50_ms"] / out["first_stage"]["p50_ms"], 3)
     return out
 
 
@@ -149,7 +149,7 @@ def print_table(result: dict, console) -> None:
     ):
         t.add_column(col, justify="right")
     for store, r in result["stores"].items():
-        for name in ("similarity", "selector"):
+        for name in ("first_stage", "selector"):
             s = r[name]
             t.add_row(
                 store,
@@ -165,7 +165,7 @@ def print_table(result: dict, console) -> None:
             )
     console.print(t)
     for store, r in result["stores"].items():
-        console.print(f"{store}: p50 ratio selector / similarity = {r['p50_ratio']} (target <= 1.3)")
+        console.print(f"{store}: p50 ratio selector / first stage = {r['p50_ratio']} (target <= 1.3)")
     console.print(f"machine: {result['machine']}")
 
 

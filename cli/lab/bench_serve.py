@@ -172,7 +172,7 @@ def run(params: Path, queries: list[str], clients: list[int], seconds: float, no
 
 
 def print_table(result: dict, console) -> None:
-    t = Table(title=f"/query under load ({result['chunks']:,} chunks, similarity selector in the background)")
+    t = Table(title=f"/query under load ({result['chunks']:,} chunks, first-stage order in the background)")
     for col in ("clients", "seconds", "requests", "errors", "req/s", "p50 ms", "p95 ms", "p99 ms"):
         t.add_column(col, justify="right")
     for r in result["load"]:

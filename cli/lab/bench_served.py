@@ -18,7 +18,7 @@ from retrieval.contracts.selection import DEFAULT_K
 from retrieval.db import DatabaseError
 from retrieval.logs.scratch import scratch_log
 from retrieval.params import load_section
-from serving.selectors import SimilaritySelector, resolve
+from serving.selectors import resolve
 from serving.server import build_service
 from serving.service import in_process, run_query
 
@@ -32,8 +32,11 @@ app = typer.Typer()
 )
 def served_recall_command(
     selector: Annotated[
-        str, typer.Option(help="similarity (the first stage's order) or a selector folder, as `pai serve --selector`")
-    ] = "similarity",
+        str,
+        typer.Option(
+            help="first-stage (the first stage's order, no selector) or a selector folder, as `pai serve --selector`"
+        ),
+    ] = "first-stage",
     split: Annotated[
         Optional[str],
         typer.Option(help="the SciFact split whose claims are asked; default: params.yaml benchmark.split"),
@@ -60,7 +63,7 @@ def served_recall_command(
         queries = load_scifact(judged_dir(params, benchmark_dir), split)
         if not queries:
             raise ValueError(f"no SciFact {split} claims with qrels")
-        chosen = SimilaritySelector() if selector == "similarity" else resolve(selector)
+        chosen = resolve(selector)
         claims = {}
         with scratch_log() as url:
             service = build_service(params, chosen, inline=True, db_url=url)

@@ -27,7 +27,7 @@ from eval import promotion, registry
 from eval.retrieval_eval import load_scifact
 from retrieval.db import DatabaseError
 from retrieval.logs.scratch import scratch_log
-from serving.selectors import SIMILARITY
+from serving.selectors import FIRST_STAGE_RECORD
 from serving.server import free_port
 
 from ..terminal import BENCH_SERVICE, BenchDirOpt, ParamsOpt, _fail, console, emit, judged_dir
@@ -59,17 +59,17 @@ def run(
     params: Path, queries: list[str], versions: list[str], clients: int, seconds: float, swaps: int, log=print
 ) -> dict:
     if len(versions) < 2:
-        raise ValueError("need two selector versions to swap between (registry versions or 'similarity')")
+        raise ValueError("need two selector versions to swap between (registry versions or 'first-stage')")
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     reqs: list[Req] = []
     lock = threading.Lock()
-    before, history_before = registry.champion() or dict(SIMILARITY), registry.history()
+    before, history_before = registry.champion() or dict(FIRST_STAGE_RECORD), registry.history()
     # its queries in a scratch log: the feedback log that trains the selector holds no bench traffic
     with scratch_log() as lab, tempfile.TemporaryDirectory() as staging:
         proc = start_service(params, port, Path(staging), extra=["--inline"], db_url=lab)
         try:
-            promotion.promote("similarity", "bench swap: start from the similarity order", wait_s=60)
+            promotion.promote("first-stage", "bench swap: start from the first-stage order", wait_s=60)
             stop = time.monotonic() + seconds
 
             def client(i: int) -> None:
@@ -163,7 +163,7 @@ def bench_swap_command(
     versions: Annotated[
         Optional[list[str]],
         typer.Option(
-            "--version", help="registry versions to swap between (default: the two newest; 'similarity' if only one)"
+            "--version", help="registry versions to swap between (default: the two newest; 'first-stage' if only one)"
         ),
     ] = None,
     benchmark_dir: BenchDirOpt = None,
@@ -175,7 +175,7 @@ def bench_swap_command(
     try:
         if not versions:
             known = sorted(int(m.version) for m in registry.client().search_model_versions(f"name='{registry.MODEL}'"))
-            versions = [str(v) for v in known[-2:]] if len(known) >= 2 else [*map(str, known), "similarity"]
+            versions = [str(v) for v in known[-2:]] if len(known) >= 2 else [*map(str, known), "first-stage"]
         queries = [q for _, q, _ in load_scifact(benchmark_dir, "test")]
         r = run(params, queries, versions, clients, duration, swaps, log=lambda s: console.print(s))
     except (registry.RegistryError, DatabaseError, ValueError, RuntimeError) as e:

@@ -2,7 +2,7 @@
 
 The CPU profile's real base (SmolLM2-135M-Instruct, training/base_model.py) is fine-tuned with the train stage's
 own code on a chat JSONL built from judged HotpotQA *train* items (their gold paragraphs as the 'used' labels,
-candidates in similarity order as retrieval hands them over, the build stage's prompt), exported to GGUF by the
+candidates in cosine order as retrieval hands them over, the build stage's prompt), exported to GGUF by the
 export stage's code (with its parity check), then the base GGUF, the fine-tuned GGUF and the baselines pick on a
 fixed sample of HotpotQA *test*: Recall@5 with paired bootstrap CIs, the share of outputs that parse, the loss
 curve. The figures land in metrics/llm_study.json (docs/measurements.md quotes them).
@@ -21,7 +21,7 @@ import numpy as np
 import typer
 
 from eval.reader import answer_quality, make_reader
-from eval.systems import run_systems, similarity_ranking
+from eval.systems import cosine_ranking, run_systems
 from retrieval.contracts.metrics import paired_bootstrap, per_query
 from retrieval.contracts.selection import PromptCandidate, render_answer, render_messages
 from retrieval.embed import get_embedder
@@ -37,11 +37,11 @@ app = typer.Typer()
 
 
 def chat_rows(items: list[dict], embedder, p: BuildParams) -> list[dict]:
-    """One training example per judged item: the candidates in similarity order, the gold ones as the answer."""
+    """One training example per judged item: the candidates in cosine order, the gold ones as the answer."""
     rows = []
     for it in items:
         by_id = {c["id"]: c for c in it["candidates"]}
-        order = similarity_ranking(embedder, it)
+        order = cosine_ranking(embedder, it)
         cands = [PromptCandidate(by_id[i].get("title") or i, by_id[i].get("title"), by_id[i]["text"]) for i in order]
         msgs = render_messages(it["query"], cands, p.k, p.chunk_tokens)
         gold = set(it["relevant_ids"])

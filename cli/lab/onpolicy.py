@@ -42,7 +42,7 @@ from retrieval.fusion import GeneralRule
 from retrieval.logs.scratch import scratch_log
 from retrieval.params import SearchParams, UsedParams, load_section
 from serving.ranker import RankerSelector
-from serving.selectors import SimilaritySelector
+from serving.selectors import FirstStageSelector
 from serving.server import BackgroundServer, build_service
 from training import train_ranker
 from training.build import BuildParams
@@ -108,7 +108,7 @@ def run_on_policy(
             f"{search.explore_rate}, ipw_clip {rp.ipw_clip}; held out: {bench_name(tests[0])} ({len(items)}), "
             f"hybrid {hybrid.mean():.4f}, general {general.mean():.4f}"
         )
-        champion, rows, previous = SimilaritySelector(), [], None
+        champion, rows, previous = FirstStageSelector(), [], None
         # the loop's traffic in a scratch log of its own: the user's log, learned answers and pulls never see it
         with scratch_log() as lab_url:
             for cycle in range(1, cycles + 1):

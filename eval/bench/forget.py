@@ -18,6 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from retrieval.contracts.selection import FIRST_STAGE
 from retrieval.corpus.ingest import ingest_documents
 from retrieval.db import connect, scratch_database
 from retrieval.embed import get_embedder
@@ -51,7 +52,7 @@ def run(n_docs: int, n_queries: int, root: Path) -> dict:
             sentences = d.text.split(". ")  # the second: the forgotten chunk's first words are not the query's own
             r = search(conn, embedder, sentences[min(1, len(sentences) - 1)][:200], SP)
             path = staging.write(staging.from_result(r, context=[1, 2, 3]), st)
-            qid = log_query(conn, r.query, r.above, "similarity", shown=[1, 2, 3], staging_path=str(path))
+            qid = log_query(conn, r.query, r.above, FIRST_STAGE, shown=[1, 2, 3], staging_path=str(path))
             record_feedback(conn, qid, answer=f"{r.above[0].text[:80]} [1]")
         records = [r for (r,) in conn.execute(_EXPORT)]
         feedback.mkdir()

@@ -5,7 +5,7 @@ A conversation is ingested once into a scratch store (`cli/lab/bench_memory.py`)
 use: every chunk, its stored vector and text, each question's cosine to every chunk, BM25 of the question with the
 store's word statistics (`retrieval.query.store_bm25`), and the keyword side's ranking. An order is a function of
 that and a question: chunk positions, best first. Its context is cut as the service cuts a first-stage order with
-the similarity selector (`context`): the candidates at or above the threshold, the first `DEFAULT_K` of them, the
+no selector (`context`): the candidates at or above the threshold, the first `DEFAULT_K` of them, the
 conversation fill to `search.conversation_tokens`, the token budget; `served` replays the first stage itself
 (vector and keyword sides fused by reciprocal rank, the general order, the conversation order), exact where the
 store's HNSW is (a store of one conversation)."""

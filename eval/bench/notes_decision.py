@@ -52,7 +52,7 @@ def score(home: Path, benchmark_dir: Path = Path("data/judged")) -> dict:
         "of": len(queries),
         "recall@5": {s: round(float(v.mean()), 4) for s, v in recall.items()},
     }
-    for ref in ("first-stage order", "similarity", "hybrid"):
+    for ref in ("first-stage order", "cosine", "hybrid"):
         d, lo, hi = paired_bootstrap(recall["ranker"], recall[ref])
         out[f"ranker_vs_{ref}"] = [round(d, 4), round(lo, 4), round(hi, 4)]
     return out

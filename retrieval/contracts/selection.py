@@ -3,8 +3,8 @@ shared by training, evaluation and serving. Change either only with a PROMPT_VER
 
 The selector sees the query and candidates numbered 1..N and answers `{"selected": [i, ...]}`:
 unique candidate numbers, at most k, most relevant first. `parse_selection` never raises: output
-that cannot be used as is gets repaired (bad items dropped) or replaced by the similarity order,
-and the result says which happened.
+that cannot be used as is gets repaired (bad items dropped) or replaced by the first-stage order
+(the candidates as handed over), and the result says which happened.
 """
 
 from __future__ import annotations
@@ -139,7 +139,24 @@ class Pick:
     topped_up: int = 0  # candidates the context's floor added from the first-stage order (`top_up`)
 
 
-def similarity_order(n: int, k: int = DEFAULT_K) -> tuple[int, ...]:
+FIRST_STAGE = "first-stage"
+"""the version, record kind and `pai promote` word of the first-stage order served as is (no selector)"""
+OLD_FIRST_STAGE = "similarity"  # its name before issue 59, in records stored then: read as FIRST_STAGE, never written
+
+
+def current_name(version: str | None) -> str | None:
+    """A served-by version as named now: the first-stage order's old name (`OLD_FIRST_STAGE`) read as `FIRST_STAGE`."""
+    return FIRST_STAGE if version == OLD_FIRST_STAGE else version
+
+
+def current_record(record: dict) -> dict:
+    """A version record (registry, deployment, trial) as named now: its kind and version, and a cascade's parts."""
+    out = {**record, **{k: current_name(record[k]) for k in ("kind", "version") if k in record}}
+    return out | {k: current_record(record[k]) for k in ("fast", "slow") if isinstance(record.get(k), dict)}
+
+
+def first_stage_order(n: int, k: int = DEFAULT_K) -> tuple[int, ...]:
+    """The first `k` of `n` candidates as the first stage handed them over: what serves without a selector."""
     return tuple(range(1, min(n, k) + 1))
 
 
@@ -160,10 +177,10 @@ def parse_selection(raw: str, n: int, k: int = DEFAULT_K) -> Selection:
     """Read a selector's output for N candidates; never raises."""
     ok, obj, problem = _load_json(raw)
     if not ok:
-        return Selection(similarity_order(n, k), "fallback", problem)
+        return Selection(first_stage_order(n, k), "fallback", problem)
     items = obj.get("selected") if isinstance(obj, dict) else obj if isinstance(obj, list) else None
     if not isinstance(items, list):
-        return Selection(similarity_order(n, k), "fallback", "no 'selected' list")
+        return Selection(first_stage_order(n, k), "fallback", "no 'selected' list")
     if not items:
         return Selection((), "ok" if problem is None else "repaired", problem)
     picked: list[int] = []
@@ -184,7 +201,7 @@ def parse_selection(raw: str, n: int, k: int = DEFAULT_K) -> Selection:
         if p
     ]
     if not picked:
-        return Selection(similarity_order(n, k), "fallback", "; ".join(problems))
+        return Selection(first_stage_order(n, k), "fallback", "; ".join(problems))
     status = "ok" if not problems and isinstance(obj, dict) else "repaired"
     if not isinstance(obj, dict):
         problems.append("bare list instead of an object")
@@ -223,12 +240,14 @@ def _as_int(item: object) -> int | None:
 def choose(answer: Callable[[], str], n: int, k: int, timeout_s: float | None = None) -> tuple[Selection, str | None]:
     """A selector's answer over `n` numbered candidates, parsed by the contract: the one path from a selector to
     a selection, for the service (`serving.picker`) and evaluation alike. Whatever goes wrong (a crash, a
-    timeout that `answer` raises) falls back to the similarity order. -> (selection, None | "timeout" | "error")."""
+    timeout that `answer` raises) falls back to the first-stage order. -> (selection, None | "timeout" | "error")."""
     try:
         return parse_selection(answer(), n, k), None
     except TimeoutError:  # concurrent.futures' too, since Python 3.11
         return Selection(
-            similarity_order(n, k), "fallback", f"selector timed out after {timeout_s or 0:g} s"
+            first_stage_order(n, k), "fallback", f"selector timed out after {timeout_s or 0:g} s"
         ), "timeout"
     except Exception as e:  # noqa: BLE001 - any backend failure falls back, and the caller counts it
-        return Selection(similarity_order(n, k), "fallback", f"selector failed: {type(e).__name__}: {e}"[:200]), "error"
+        return Selection(
+            first_stage_order(n, k), "fallback", f"selector failed: {type(e).__name__}: {e}"[:200]
+        ), "error"

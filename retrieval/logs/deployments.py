@@ -15,6 +15,8 @@ from datetime import datetime
 import psycopg
 from psycopg.types.json import Jsonb
 
+from ..contracts.selection import current_name, current_record
+
 CHANNEL = "pai_selector"
 APP_NAME = "pai-serve"  # the listener's application_name: how `pai promote` sees running services
 
@@ -32,10 +34,15 @@ class Deployment:
 _COLS = "id, version, record, action, reason, created_at"
 
 
+def _deployment(row) -> Deployment:
+    """A row as named now (the first-stage order announced under its old name reads as it)."""
+    return Deployment(row[0], current_name(row[1]), current_record(row[2]), *row[3:])
+
+
 def foreign_store(record: dict, store: str) -> str | None:
     """Why a version record may not serve on store `store` (the database's `store_identity`): it was trained for
     another store (the deploy stage stamps `store`; a cascade's parts each). None for a record of this store, or
-    one that names none (the similarity order, a version registered before stores had ids)."""
+    one that names none (the first-stage order, a version registered before stores had ids)."""
     for r in (record, record.get("fast") or {}, record.get("slow") or {}):
         if r.get("store") is not None and r["store"] != store:
             return f"{record.get('version')} was trained for store {r['store']}, this is store {store}"
@@ -55,12 +62,12 @@ def announce(conn: psycopg.Connection, record: dict, action: str, reason: str | 
 
 def latest(conn: psycopg.Connection) -> Deployment | None:
     row = conn.execute(f"SELECT {_COLS} FROM selector_deployments ORDER BY id DESC LIMIT 1").fetchone()
-    return Deployment(*row) if row else None
+    return _deployment(row) if row else None
 
 
 def deployments(conn: psycopg.Connection, limit: int = 10) -> list[Deployment]:
     return [
-        Deployment(*r)
+        _deployment(r)
         for r in conn.execute(f"SELECT {_COLS} FROM selector_deployments ORDER BY id DESC LIMIT %s", (limit,))
     ]
 
@@ -73,7 +80,7 @@ def last_good(conn: psycopg.Connection, before_id: int) -> Deployment | None:
         "ORDER BY d.id DESC LIMIT 1",
         (before_id,),
     ).fetchone()
-    return Deployment(*row) if row else None
+    return _deployment(row) if row else None
 
 
 def applies(conn: psycopg.Connection, deployment_id: int) -> list[dict]:

@@ -12,6 +12,7 @@ from pathlib import Path
 import psycopg
 from psycopg.rows import dict_row
 
+from ..contracts.selection import current_name
 from ..query import staging
 from .citations import cited_ranks
 
@@ -68,12 +69,14 @@ def _why(row: dict, listed: bool, threshold: float | None) -> str:
     return "above the threshold; not picked by the selector"
 
 
-def recent(conn: psycopg.Connection, scopes: list[str] | None, limit: int = 20) -> list[dict]:
-    return conn.execute(
+def recent(conn: psycopg.Connection, scopes: list[str] | None, limit: int = 20) -> list[tuple]:
+    """The latest queries, each served by the version as named now (`current_name`)."""
+    rows = conn.execute(
         "SELECT id, text, scope, created_at, selector_version, answer IS NOT NULL AS answered FROM queries"
         " WHERE %s::text[] IS NULL OR scope = ANY(%s::text[]) ORDER BY id DESC LIMIT %s",
         (scopes, scopes, limit),
     ).fetchall()
+    return [(*r[:4], current_name(r[4]), *r[5:]) for r in rows]
 
 
 def query_view(conn: psycopg.Connection, query_id: int, scopes: list[str] | None) -> QueryView | None:
@@ -121,7 +124,8 @@ def query_view(conn: psycopg.Connection, query_id: int, scopes: list[str] | None
             )
         )
     return QueryView(
-        **{k: q[k] for k in ("id", "text", "scope", "selector_version", "picked_by", "selection_status")},
+        **{k: q[k] for k in ("id", "text", "scope", "picked_by", "selection_status")},
+        selector_version=current_name(q["selector_version"]),  # served by the first-stage order: its old name too
         asked_at=q["created_at"],
         threshold=q["threshold"],
         staging_path=q["staging_path"],

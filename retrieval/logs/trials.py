@@ -19,6 +19,7 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from ..contracts.interleaving import TrialParams, Verdict, decide, outcome
+from ..contracts.selection import current_name, current_record
 from .deployments import CHANNEL, announce
 
 TRIAL_NOTICE = "trial"  # the NOTIFY payload that says a trial started or ended
@@ -54,8 +55,9 @@ _COLS = (
 
 
 def _trial(row) -> Trial:
-    rule = TrialParams(**row[6])
-    return Trial(*row[:6], rule, *row[7:])
+    """A row as named now (a trial against the first-stage order stored under its old name reads as it)."""
+    names = (current_name(row[1]), current_record(row[2]), row[3], current_record(row[4]))
+    return Trial(row[0], *names, row[5], TrialParams(**row[6]), *row[7:])
 
 
 def _iso(t: datetime | None) -> str | None:

@@ -5,11 +5,13 @@ Every read is held to the scopes the caller may read; a row of another scope rea
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 import psycopg
 from psycopg.rows import class_row
+
+from ..contracts.selection import current_name
 
 KINDS = ("note", "conversation", "fact")
 # a document's kind as the page names it: a captured fact; a conversation (its first chunk opens with the dated
@@ -157,7 +159,7 @@ def chunk(conn: psycopg.Connection, chunk_id: int, scopes: list[str] | None) -> 
 def history(conn: psycopg.Connection, chunk_id: int, scopes: list[str] | None, limit: int = 100) -> list[Event]:
     """The queries (of `scopes`) that had the chunk as a candidate, newest first: served, cited, rated."""
     cur = conn.cursor(row_factory=class_row(Event))
-    return cur.execute(
+    events = cur.execute(
         """SELECT q.id AS query_id, q.text AS query, q.created_at AS asked_at, q.selector_version, c.rank,
                   c.served_rank, c.shown, c.previewed, c.expanded, c.used, c.rated_at, q.rating
            FROM query_candidates c JOIN queries q ON q.id = c.query_id
@@ -166,6 +168,7 @@ def history(conn: psycopg.Connection, chunk_id: int, scopes: list[str] | None, l
            ORDER BY q.id DESC LIMIT %s""",
         (chunk_id, scopes, scopes, limit),
     ).fetchall()
+    return [replace(e, selector_version=current_name(e.selector_version)) for e in events]  # old names as now
 
 
 def scopes_held(conn: psycopg.Connection) -> list[str]:

@@ -75,7 +75,7 @@ def test_a_captured_exchange_is_served_later_naming_its_date_session_and_speaker
     """`pai capture` stores the exchange as its session's conversation: a later query through the service's path
     (`run_query`) serves it, its text headed by the exchange's date and time, the session and both speakers."""
 
-    from serving.selectors import SimilaritySelector
+    from serving.selectors import FirstStageSelector
     from serving.server import build_service
     from serving.service import in_process, run_query
 
@@ -93,7 +93,7 @@ def test_a_captured_exchange_is_served_later_naming_its_date_session_and_speaker
     r = runner.invoke(app, ["capture", str(f), "--json"])
     assert r.exit_code == 0, r.output
     params = Path(__file__).resolve().parents[2] / "params.yaml"
-    service = build_service(params, SimilaritySelector(), inline=True, staging_dir=tmp_path / "staging", db_url=db_url)
+    service = build_service(params, FirstStageSelector(), inline=True, staging_dir=tmp_path / "staging", db_url=db_url)
     service.picker.explore_rate = 0.0
     with in_process(service):
         body = run_query(service, "where does Priya buy rye bread?", inline=True)

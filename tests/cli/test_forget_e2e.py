@@ -16,7 +16,7 @@ from cli.main import app
 from retrieval.params import IngestParams, SearchParams, StagingParams, UsedParams
 from retrieval.tracking import SELECTOR_MODEL, use_mlflow
 from serving.picker import Picker
-from serving.selectors import SimilaritySelector
+from serving.selectors import FirstStageSelector
 from serving.server import BackgroundServer
 from serving.service import Service
 from training.build import BuildParams, build_examples
@@ -51,7 +51,7 @@ def test_a_marker_through_every_place_then_forgotten(db_url, embedder, conn, tmp
     svc = Service(
         db_url,
         embedder,
-        Picker(SimilaritySelector(), timeout_s=30),
+        Picker(FirstStageSelector(), timeout_s=30),
         SearchParams(threshold=0.0),
         IngestParams(),
         StagingParams(dir=str(st)),

@@ -18,7 +18,7 @@ runner = CliRunner()
 
 def register(client, n: int) -> str:
     mv = client.create_model_version(SELECTOR_MODEL, source=f"file:///tmp/selector-{n}")
-    record = {"version": f"{SELECTOR_MODEL}:{mv.version}", "kind": "similarity"}
+    record = {"version": f"{SELECTOR_MODEL}:{mv.version}", "kind": "first-stage"}
     client.set_model_version_tag(SELECTOR_MODEL, mv.version, "record", json.dumps(record))
     return mv.version
 

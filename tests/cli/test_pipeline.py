@@ -32,10 +32,15 @@ def test_pai_eval_prints_all_baselines_as_json(tmp_path, monkeypatch):
     assert r.exit_code == 0, r.output
     out = next(iter(json.loads(r.stdout).values()))
     assert set(out["systems"]) == set(BASELINES)  # every baseline of the table, none other
-    assert out["systems"]["similarity"]["recall@5"] == 1.0 and out["systems"]["similarity"]["queries"] == 4
+    assert out["systems"]["cosine"]["recall@5"] == 1.0 and out["systems"]["cosine"]["queries"] == 4
     for b in BASELINES:  # each baseline by name, alone
         one = runner.invoke(app, ["eval", "--benchmark", str(bench), "--selector", b, "--model", "none", "--json"])
         assert one.exit_code == 0, one.output
         assert list(next(iter(json.loads(one.stdout).values()))["systems"]) == [b]
+    old = runner.invoke(
+        app, ["eval", "--benchmark", str(bench), "--selector", "similarity", "--model", "none", "--json"]
+    )
+    assert list(next(iter(json.loads(old.stdout).values()))["systems"]) == ["cosine"]  # its name before issue 59
+    assert old.stderr.splitlines()[0] == "pai eval --selector similarity is deprecated: say cosine"
     r = runner.invoke(app, ["eval", "--benchmark", str(tmp_path / "missing.jsonl")])
     assert r.exit_code == 2 and "no such benchmark file" in r.output

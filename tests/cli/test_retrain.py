@@ -13,7 +13,7 @@ def test_retrain_on_a_thin_log_says_how_much_more_feedback_it_needs(conn, db_url
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     cand = Candidate(1, 1, "notes/a.md", None, None, 1, 2, "A note.", "h1", 0.9, 3, 1)
     for i in range(4):  # four queries, one answer citing what it was shown, one citing nothing
-        qid = feedback.log_query(conn, f"question {i}", [cand], "similarity", [1], shown=[1])
+        qid = feedback.log_query(conn, f"question {i}", [cand], "first-stage", [1], shown=[1])
         if i < 2:
             feedback.record_feedback(conn, qid, answer="Yes [1]." if i == 0 else "No idea.")
     r = CliRunner().invoke(app, ["retrain"])

@@ -88,7 +88,7 @@ def test_pai_retrain_on_a_store_of_notes_puts_the_ranker_on_trial_and_the_trial_
         deploy = json.loads((clone / "metrics" / "deploy.json").read_text())
         trial, challenger = deploy["trial"], deploy["version"]
         assert deploy["challengers"]["ranker"]["decided_by"] == "trial"
-        assert httpx.get(f"{url}/selector", timeout=10).json()["version"] == "similarity"  # not promoted by deploy
+        assert httpx.get(f"{url}/selector", timeout=10).json()["version"] == "first-stage"  # not promoted by deploy
         wait_for(
             lambda: httpx.get(f"{url}/selector", timeout=10).json()["trial"] == trial["id"],
             60,
@@ -108,7 +108,7 @@ def test_pai_retrain_on_a_store_of_notes_puts_the_ranker_on_trial_and_the_trial_
         if closed["status"] == "promoted":  # hot-swapped, no restart; the registry's champion moved with it
             assert served["version"] == challenger and status["champion"] == challenger
         else:
-            assert served["version"] == "similarity"
+            assert served["version"] == "first-stage"
         assert served["trial"] is None
     finally:
         serve.terminate()

@@ -20,7 +20,7 @@ from retrieval.db import connect, store_id
 from retrieval.logs import deployments
 from serving.hotswap import HotSwapper
 from serving.picker import Picker
-from serving.selectors import SimilaritySelector
+from serving.selectors import FirstStageSelector
 from tests.waiting import wait_for
 
 
@@ -53,7 +53,7 @@ def test_a_service_on_store_b_refuses_a_model_trained_for_store_a(db_url, second
         store_a, store_b = store_id(a), store_id(b)
         assert store_a != store_b
         ours = deployments.announce(b, {"kind": "fixed", "version": "pai-selector:1", "store": store_b}, "deploy")
-    picker = Picker(SimilaritySelector(), timeout_s=5)
+    picker = Picker(FirstStageSelector(), timeout_s=5)
     swapper = HotSwapper(
         picker, second_url, canary_timeout_s=5, grace_s=0, build=lambda r: Fixed(r["version"] + "@" + r["store"][:8])
     )

@@ -60,8 +60,8 @@ def test_the_general_baseline_is_the_first_stages_order_under_the_rule_it_is_giv
     for rule in (GeneralRule(), GeneralRule(bm25_weight=0.0)):
         want = [it["candidates"][i]["id"] for i in general_order(it["query"], cos, texts, rule)]
         assert general_ranking(embedder, it, rule) == want
-    # no BM25 weight: the cosine order, the similarity baseline's
-    assert general_ranking(embedder, it, GeneralRule(bm25_weight=0.0)) == baseline_orders(embedder, it)["similarity"]
+    # no BM25 weight: the cosine order, the cosine baseline's
+    assert general_ranking(embedder, it, GeneralRule(bm25_weight=0.0)) == baseline_orders(embedder, it)["cosine"]
 
 
 def _result(recalls: dict[str, float], ci=(0.01, 0.09)):

@@ -127,7 +127,7 @@ def test_each_challenger_is_gated_by_its_own_system_name():
 def test_the_cpu_profiles_tiny_llm_is_evaluated_but_not_registered(tmp_path):
     """On a CPU box the LLM is a code-path proof (loss ~12): no registry version a user must explain away."""
     (tmp_path / "selector.json").write_text(json.dumps({"kind": "llm", "version": "v", "profile": "cpu"}))
-    result = {"scifact-test": {"systems": {"selector": {}, "similarity": {}}}}
+    result = {"scifact-test": {"systems": {"selector": {}, "cosine": {}}}}
     p = DeployParams(export=str(tmp_path), ranker=str(tmp_path / "none"))
     skipped: dict = {}
     assert challengers(p, result, skipped) == {} and "CPU profile" in skipped["selector"]
@@ -176,3 +176,19 @@ def test_the_rankers_gate_never_waits_for_the_gguf():
     assert {"train_ranker", "evaluate"} <= ancestors("deploy")
     assert not {"train", "export", "build"} & ancestors("deploy")
     assert {"export", "deploy", "evaluate_llm"} <= ancestors("deploy_llm")
+
+
+def test_an_eval_json_written_before_the_cosine_baseline_was_renamed_gates_the_same():
+    """The committed metrics/eval.json with the cosine baseline under its old name (`similarity`, before issue 59):
+    read as named now, every system, pair and gate decision is the same."""
+    from eval.systems import current_result
+
+    text = (Path(__file__).parents[2] / "metrics" / "eval.json").read_text()
+    new, old = json.loads(text), json.loads(text.replace('"cosine', '"similarity').replace('_cosine"', '_similarity"'))
+    assert (
+        "similarity" in old["scifact-test"]["systems"]
+        and "similarity_vs_bm25" in old["scifact-test"]["paired_bootstrap"]
+    )
+    assert current_result(old) == new
+    for system in ("ranker", "champion"):
+        assert gate(current_result(old), DeployParams(), system) == gate(new, DeployParams(), system)

@@ -36,10 +36,10 @@ def test_queries_without_a_relevant_id_are_skipped_and_counted(tmp_path, embedde
         used=UsedParams(),
     )
     r = result["marco/dev"]
-    assert r["skipped_no_relevant"] == 1 and r["systems"]["similarity"]["queries"] == 2
+    assert r["skipped_no_relevant"] == 1 and r["systems"]["cosine"]["queries"] == 2
     assert {c["k"] for c in curve} == {1, 2, 3, 4, 5}
     out = CliRunner().invoke(
-        app, ["eval", "--benchmark", str(path), "--selector", "similarity", "--model", str(tmp_path / "none")]
+        app, ["eval", "--benchmark", str(path), "--selector", "cosine", "--model", str(tmp_path / "none")]
     )
     assert out.exit_code == 0, out.output
     assert "skipped 1 queries with no relevant candidate" in out.output and "Traceback" not in out.output

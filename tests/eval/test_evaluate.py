@@ -89,7 +89,7 @@ def test_garbage_selector_falls_back_and_is_counted(embedder):
     its = items(5)
     r = score(its, run_systems(its, embedder, 5, Garbage()), seed=0)
     assert r["systems"]["selector"]["fallback"] == 1.0
-    assert r["systems"]["selector"]["recall@5"] == r["systems"]["similarity"]["recall@5"]
+    assert r["systems"]["selector"]["recall@5"] == r["systems"]["cosine"]["recall@5"]
 
 
 def test_held_out_feedback_is_scored_naively_and_by_inverse_propensity(tmp_path):
@@ -110,8 +110,8 @@ def test_held_out_feedback_is_scored_naively_and_by_inverse_propensity(tmp_path)
     served, lifted = ("1", "2", "3", "4", "5"), ("1", "12", "2", "3", "4")
     picks = {s: {"7": Pick(served)} for s in BASELINES} | {"selector": {"7": Pick(lifted)}}
     naive, ips = score([it], picks, seed=0), score([it], picks, seed=0, ips=True)
-    assert naive["systems"]["similarity"]["recall@5"] == 0.5 and naive["systems"]["selector"]["recall@5"] == 1.0
-    assert ips["systems"]["similarity"]["recall@5"] == pytest.approx(round((1 / 0.95) / (1 / 0.95 + 20), 4))
+    assert naive["systems"]["cosine"]["recall@5"] == 0.5 and naive["systems"]["selector"]["recall@5"] == 1.0
+    assert ips["systems"]["cosine"]["recall@5"] == pytest.approx(round((1 / 0.95) / (1 / 0.95 + 20), 4))
     assert ips["systems"]["selector"]["recall@5"] == 1.0 and set(ips["systems"]["selector"]) >= {"json_valid"}
     assert "ndcg@5" in naive["systems"]["selector"] and "ndcg@5" not in ips["systems"]["selector"]
 

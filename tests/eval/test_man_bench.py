@@ -88,7 +88,7 @@ def test_build_mines_twenty_candidates_with_the_page_among_them(tmp_path, embedd
         # the vendor's pages are skipped; of two pages with one text the first (copy.1, by name) stands for both
         assert not any("gcloud" in i or i == "man1/tool1.1" for i in ids)
         assert it["query"].startswith("manage the ") and "tool" not in it["query"]
-        # handed over in similarity order, as retrieval hands candidates to a selector
+        # handed over in cosine order, as retrieval hands candidates to a selector
         q = embedder.encode([it["query"]])[0]
         cos = embedder.encode_passages([c["text"] for c in it["candidates"]]) @ q
         assert np.all(np.diff(cos) <= 1e-6)

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from retrieval.contracts.selection import PromptCandidate, render_answer, render_messages
 from serving.hotswap import HotSwapper
 from serving.picker import Picker
-from serving.selectors import SimilaritySelector
+from serving.selectors import FirstStageSelector
 from serving.server import BackgroundServer
 
 REPO = Path(__file__).resolve().parents[2]
@@ -84,9 +84,9 @@ def env(db_url, tmp_path, monkeypatch):
 
 
 @pytest.fixture
-def service(env, db_url, similarity_service):
-    picker = Picker(SimilaritySelector(), timeout_s=30)
-    svc = similarity_service(
+def service(env, db_url, first_stage_service):
+    picker = Picker(FirstStageSelector(), timeout_s=30)
+    svc = first_stage_service(
         picker,
         staging=env / "st",
         inline=True,
@@ -113,7 +113,7 @@ def test_promote_swaps_the_running_service_and_rollback_goes_back(exports, servi
     v1 = registry.register(exports["q8_0"], {"hotpotqa/test/recall_at_5": 0.5})
     v2 = registry.register(exports["q4_k_m"], {})
     assert (v1["version"], v2["version"]) == ("pai-selector:1", "pai-selector:2")
-    assert served_by(service) == "similarity"
+    assert served_by(service) == "first-stage"
 
     cli = CliRunner()
     r = cli.invoke(app, ["promote", "1", "--wait", "60"])
@@ -126,7 +126,7 @@ def test_promote_swaps_the_running_service_and_rollback_goes_back(exports, servi
     promotion.rollback(wait_s=60)
     assert served_by(service) == "pai-selector:1" and registry.history() == ["1"]
     promotion.rollback(wait_s=60)
-    assert served_by(service) == "similarity" and registry.champion() is None
+    assert served_by(service) == "first-stage" and registry.champion() is None
 
     status = json.loads(cli.invoke(app, ["status", "--json"]).stdout)
     assert [d["action"] for d in status["deployments"]] == ["rollback", "rollback", "promote", "promote"]
@@ -167,7 +167,7 @@ def test_a_trial_is_recorded_on_the_challengers_version_and_a_win_moves_the_cham
     trial = promotion.start_trial(v1, TrialParams())
     assert registry.record_of("challenger")["version"] == v1["version"] and registry.champion() is None
     tags = registry.client().get_model_version(registry.MODEL, "1").tags
-    assert tags["trial_status"] == "running" and tags["trial_champion"] == "similarity"
+    assert tags["trial_status"] == "running" and tags["trial_champion"] == "first-stage"
     assert promotion.record_trials() == []  # a running trial is not recorded yet
     with connect(db_url) as conn:  # the rule decided (as a service's settle does): closed, won
         conn.execute(
@@ -175,7 +175,7 @@ def test_a_trial_is_recorded_on_the_challengers_version_and_a_win_moves_the_cham
             ('{"wins": 31, "losses": 9, "judged": 52}', trial.id),
         )
     (line,) = promotion.record_trials()
-    assert line.startswith(f"trial {trial.id}: pai-selector:1 vs similarity: promoted")
+    assert line.startswith(f"trial {trial.id}: pai-selector:1 vs first-stage: promoted")
     tags = registry.client().get_model_version(registry.MODEL, "1").tags
     assert (tags["trial_status"], tags["trial_wins"], tags["trial_losses"]) == ("promoted", "31", "9")
     assert registry.champion()["version"] == "pai-selector:1" and registry.history() == ["1"]
@@ -207,7 +207,7 @@ def test_deploy_on_a_store_without_its_judged_split_starts_one_trial_and_a_retra
     result = {
         "hotpotqa/test": {
             "systems": {**{b: row for b in BASELINES}, "ranker": row},
-            "paired_bootstrap": {"ranker_vs_similarity": {"recall@5_diff": 0.0, "ci95_low": -0.01, "ci95_high": 0.01}},
+            "paired_bootstrap": {"ranker_vs_cosine": {"recall@5_diff": 0.0, "ci95_low": -0.01, "ci95_high": 0.01}},
         }
     }
     (tmp_path / "eval.json").write_text(json.dumps(result))

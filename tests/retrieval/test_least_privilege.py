@@ -66,7 +66,7 @@ def one_line_error(result) -> str:
 
 
 def test_migrate_as_owner_then_everything_as_a_dml_only_role(
-    shared, embedder, tmp_path, monkeypatch, similarity_service
+    shared, embedder, tmp_path, monkeypatch, first_stage_service
 ):
     runner = CliRunner()
     params = str(REPO / "params.yaml")
@@ -101,7 +101,7 @@ def test_migrate_as_owner_then_everything_as_a_dml_only_role(
         assert search(conn, embedder, "where is honey kept", SearchParams()).candidates[0].source.endswith("bees.md")
         m = maintain.run(conn, MaintainParams(feedback=str(tmp_path / "fb")), SearchParams(), tmp_path / "st")
         assert m.skipped is None
-    svc = similarity_service(url=shared["runtime"])
+    svc = first_stage_service(url=shared["runtime"])
     with BackgroundServer(svc) as srv, httpx.Client(base_url=srv.url, timeout=60) as client:
         q = client.post("/query", json={"query": "where do bees keep honey"})
         assert q.status_code == 200, q.text

@@ -62,7 +62,7 @@ def test_query_log_and_staging_file_and_feedback(conn, embedder, tmp_path, all_t
     result = search(conn, embedder, f"why does {NAMED} fail? {BARE}", SP)
     path = staging.write(staging.from_result(result), tmp_path / "st")
     assert not leaks(path.read_text())
-    qid = feedback.log_query(conn, result.query, result.candidates, "similarity")
+    qid = feedback.log_query(conn, result.query, result.candidates, "first-stage")
     assert not leaks(all_text(conn))
     # the answer names the secret, the correction repeats it bare: scrubbed together
     feedback.record_feedback(conn, qid, answer=f"Use {NAMED} [1]", correction=f"Not {K}: rotate it.", rating=1)
@@ -86,7 +86,21 @@ def test_pulled_record_and_the_llm_dataset(all_text):
         }
         for r in (1, 2)
     ]
-    row = (1, f"why does {NAMED} fail?", now, now, "similarity", None, "p/1", "ok", 0.2, 1, None, f"See {K} [1]", cands)
+    row = (
+        1,
+        f"why does {NAMED} fail?",
+        now,
+        now,
+        "first-stage",
+        None,
+        "p/1",
+        "ok",
+        0.2,
+        1,
+        None,
+        f"See {K} [1]",
+        cands,
+    )
     redactions = Counter()
     rec = to_record(row, redactions)
     assert not leaks(json.dumps(rec)) and sum(redactions.values()) >= 4

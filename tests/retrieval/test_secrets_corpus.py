@@ -129,7 +129,7 @@ def test_query_log_staging_feedback_and_export_hold_no_secret(conn, embedder, tm
         result = search(conn, embedder, f"how do I use this? {e['text']}", SP)
         path = staging.write(staging.from_result(result), tmp_path / "st")
         assert leaks(path.read_text()) == [], e["id"]
-        qid = feedback.log_query(conn, result.query, result.candidates, "similarity")
+        qid = feedback.log_query(conn, result.query, result.candidates, "first-stage")
         feedback.record_feedback(conn, qid, answer=f"Answer: {e['text']} [1]", rating=1)
         feedback.record_feedback(conn, qid, correction=f"Better: {e['text']}")
     stored = all_text(conn)
@@ -152,6 +152,6 @@ def test_training_export_scrubs_rows_stored_before_the_scrubber_knew(all_text):
             "pick_rank": 1,
             "used": True,
         }
-        row = (1, e["text"], now, now, "similarity", None, "p/1", "ok", 0.2, 1, e["text"], e["text"], [cand])
+        row = (1, e["text"], now, now, "first-stage", None, "p/1", "ok", 0.2, 1, e["text"], e["text"], [cand])
         rec = to_record(row, Counter())
         assert leaks(json.dumps(rec)) == [], e["id"]

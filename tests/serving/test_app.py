@@ -7,7 +7,7 @@ import httpx
 import pytest
 
 from serving.picker import Picker
-from serving.selectors import SimilaritySelector
+from serving.selectors import FirstStageSelector
 from serving.server import BackgroundServer
 from tests.waiting import wait_for
 
@@ -53,9 +53,9 @@ class Garbage:
 
 
 @pytest.fixture
-def serve(similarity_service):
+def serve(first_stage_service):
     def start(selector=None, inline=False, timeout_s=5.0):
-        service = similarity_service(Picker(selector or SimilaritySelector(), timeout_s=timeout_s), inline=inline)
+        service = first_stage_service(Picker(selector or FirstStageSelector(), timeout_s=timeout_s), inline=inline)
         return BackgroundServer(service)
 
     return start
@@ -72,7 +72,7 @@ def test_query_feedback_and_rows(serve, conn):
         assert client.get("/health").json()["status"] == "ok"
         ingest_notes(client)
         first = client.post("/query", json={"query": "how do bees make honey?"}).json()
-        assert first["selector_version"] == "similarity" and first["selection_status"] == "pending"
+        assert first["selector_version"] == "first-stage" and first["selection_status"] == "pending"
         assert first["context"][0]["source"] == "webhook:bees"
         assert [c["rank"] for c in first["candidates"]] == [1, 2, 3, 4]
         # the background selector's pick lands in the log ...
@@ -181,7 +181,7 @@ def test_bad_input_is_4xx_and_writes_nothing(serve, conn):
 
 
 @pytest.mark.parametrize("selector,count", [(Crash(), "error"), (Hang(), "timeout"), (Garbage(), "fallback")])
-def test_a_failing_selector_still_answers_from_similarity_order(serve, selector, count):
+def test_a_failing_selector_still_answers_from_first_stage_order(serve, selector, count):
     with serve(selector, inline=True, timeout_s=0.5) as srv, httpx.Client(base_url=srv.url, timeout=30) as client:
         ingest_notes(client)
         r = client.post("/query", json={"query": "how do bees make honey?"})

@@ -15,9 +15,9 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
-def serve(similarity_service):
-    """f(host) -> a server of the similarity service (it binds 127.0.0.1 whatever `host` the service believes)."""
-    return lambda host="127.0.0.1": BackgroundServer(similarity_service(host=host))
+def serve(first_stage_service):
+    """f(host) -> a server of the first-stage service (it binds 127.0.0.1 whatever `host` the service believes)."""
+    return lambda host="127.0.0.1": BackgroundServer(first_stage_service(host=host))
 
 
 def note(client, source="bees", text="# Bees\n\nHoney bees store nectar as honey in wax combs.", **kw):

@@ -21,9 +21,9 @@ REDIS = (
 
 
 @pytest.fixture
-def serve(similarity_service):
+def serve(first_stage_service):
     def start(host="127.0.0.1", params=CaptureParams()):
-        service = similarity_service(host=host, capture=params)
+        service = first_stage_service(host=host, capture=params)
         return BackgroundServer(service)
 
     return start

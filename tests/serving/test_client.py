@@ -38,7 +38,7 @@ def served(tmp_path_factory, pg_server_url):
         "PAI_READ_TOKEN": "r-token",
     }
     proc = subprocess.Popen(
-        [sys.executable, "-m", "cli.main", "serve", "--port", str(port), "--selector", "similarity"],
+        [sys.executable, "-m", "cli.main", "serve", "--port", str(port), "--selector", "first-stage"],
         cwd=REPO,
         env=env,
         stdout=subprocess.DEVNULL,
@@ -65,7 +65,7 @@ def test_ingest_context_feedback_capture(served):
         assert r["source"] == "webhook:bees" and r["chunks_inserted"] == 1
         pai.ingest("rivers", "# Rivers\n\nA delta forms where sediment settles at the sea.")
         ctx = pai.context("where do bees keep honey?")
-        assert ctx.query_id > 0 and ctx.chunks and ctx.selector == "similarity"
+        assert ctx.query_id > 0 and ctx.chunks and ctx.selector == "first-stage"
         top = ctx.chunks[0]
         assert top.source == "webhook:bees" and "wax combs" in top.text and top.n == 1
         assert ctx.prompt().startswith("[1] webhook:bees") and Path(ctx.staging_file).is_file()
@@ -94,13 +94,13 @@ def test_refusals_are_client_errors(served):
     assert e.value.status == 0 and "ConnectError" in e.value.message
 
 
-def test_beyond_loopback_the_read_token_reads_and_the_write_token_writes(similarity_service, monkeypatch):
+def test_beyond_loopback_the_read_token_reads_and_the_write_token_writes(first_stage_service, monkeypatch):
     from serving.server import BackgroundServer
 
     monkeypatch.setenv("PAI_READ_TOKEN", "r-token")
     monkeypatch.setenv("PAI_WRITE_TOKEN", "w-token")
     monkeypatch.delenv("PAI_ADMIN_TOKEN", raising=False)
-    svc = similarity_service(host="0.0.0.0")  # the service believes it is exposed (it binds loopback)
+    svc = first_stage_service(host="0.0.0.0")  # the service believes it is exposed (it binds loopback)
     with BackgroundServer(svc) as srv:
         with Client(srv.url) as anon, pytest.raises(ClientError) as e:
             anon.context("bees")

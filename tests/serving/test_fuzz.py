@@ -49,8 +49,8 @@ anything = st.one_of(
 
 
 @pytest.fixture
-def client(similarity_service):
-    service = similarity_service(ingest=IngestParams(chunk_tokens=1000))
+def client(first_stage_service):
+    service = first_stage_service(ingest=IngestParams(chunk_tokens=1000))
     with BackgroundServer(service) as srv, httpx.Client(base_url=srv.url, timeout=120) as c:
         for name in ("bees", "rivers"):
             assert (

@@ -18,9 +18,9 @@ GH = "ghp_" + "Zq4Xw8Rt2Yu6Io0Pa3Sd7Fg1Hj5Kl9Mn2Bv6C"  # synthetic, as in the co
 
 
 @pytest.fixture
-def serve(similarity_service):
+def serve(first_stage_service):
     def start(host="127.0.0.1", ingest=IngestParams()):
-        service = similarity_service(ingest=ingest, host=host)
+        service = first_stage_service(ingest=ingest, host=host)
         return BackgroundServer(service)  # binds 127.0.0.1 whatever `host` the service believes it has
 
     return start

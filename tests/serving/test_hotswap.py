@@ -14,13 +14,13 @@ from retrieval.params import SearchParams
 from serving.hotswap import HotSwapper
 from serving.interface import SelectorLoadError
 from serving.picker import Picker
-from serving.selectors import SimilaritySelector
+from serving.selectors import FirstStageSelector
 from serving.server import BackgroundServer
 from tests.waiting import wait_for
 
 
 class Fixed:
-    """Always picks the last `k` candidates, in reverse: easy to tell from the similarity order."""
+    """Always picks the last `k` candidates, in reverse: easy to tell from the first-stage order."""
 
     answers_inline = False  # a slow selector: it refines in the background
 
@@ -45,9 +45,9 @@ def build(record):
 
 
 @pytest.fixture
-def service(db_url, similarity_service):
-    picker = Picker(SimilaritySelector(), timeout_s=5)
-    svc = similarity_service(
+def service(db_url, first_stage_service):
+    picker = Picker(FirstStageSelector(), timeout_s=5)
+    svc = first_stage_service(
         picker,
         inline=True,
         swapper=HotSwapper(picker, db_url, canary_timeout_s=5, grace_s=0, build=build),
@@ -61,7 +61,7 @@ def service(db_url, similarity_service):
 
 
 def test_announced_version_is_swapped_in_and_tags_responses_and_feedback(service, db_url):
-    assert service.get("/selector").json()["version"] == "similarity"
+    assert service.get("/selector").json()["version"] == "first-stage"
     with connect(db_url) as conn:
         dep = deployments.announce(conn, {"kind": "fixed", "version": "v1"}, "promote")
         wait_for(lambda: service.get("/selector").json()["version"] == "v1")
@@ -104,7 +104,7 @@ def test_at_start_a_bad_newest_version_falls_back_to_the_last_good_one(db_url, e
         good = deployments.announce(conn, {"kind": "fixed", "version": "v1"}, "promote")
         deployments.record_apply(conn, good, "earlier-service", True, "ok")
         deployments.announce(conn, {"kind": "broken", "version": "v2"}, "promote")
-    picker = Picker(SimilaritySelector(), timeout_s=5)
+    picker = Picker(FirstStageSelector(), timeout_s=5)
     swapper = HotSwapper(picker, db_url, canary_timeout_s=5, grace_s=0, build=build).start()
     try:
         wait_for(lambda: picker.selector.version == "v1")
@@ -112,9 +112,9 @@ def test_at_start_a_bad_newest_version_falls_back_to_the_last_good_one(db_url, e
         swapper.stop()
 
 
-def test_admin_routes_need_the_token_beyond_loopback(db_url, similarity_service, monkeypatch):
-    picker = Picker(SimilaritySelector(), timeout_s=5)
-    svc = similarity_service(
+def test_admin_routes_need_the_token_beyond_loopback(db_url, first_stage_service, monkeypatch):
+    picker = Picker(FirstStageSelector(), timeout_s=5)
+    svc = first_stage_service(
         picker,
         search=SearchParams(),
         swapper=HotSwapper(picker, db_url, build=build),
@@ -138,12 +138,12 @@ class First(Fixed):
         return json.dumps({"selected": [1]})
 
 
-def test_cascade_answers_with_the_fast_selector_and_caches_the_slow_ones_pick(db_url, similarity_service):
+def test_cascade_answers_with_the_fast_selector_and_caches_the_slow_ones_pick(db_url, first_stage_service):
     from serving.selectors import CascadeSelector
 
     cascade = CascadeSelector(First("ranker:1"), Fixed("llm:1"))
     # background mode: only the cascade's fast side runs inline
-    svc = similarity_service(Picker(cascade, timeout_s=5))
+    svc = first_stage_service(Picker(cascade, timeout_s=5))
     with BackgroundServer(svc) as server, httpx.Client(base_url=server.url, timeout=30) as client:
         for name in ("bees", "rivers", "compilers"):
             client.post(
@@ -168,9 +168,9 @@ def test_cascade_answers_with_the_fast_selector_and_caches_the_slow_ones_pick(db
         assert [c["rank"] for c in again["context"]] == list(range(n, 0, -1))[: len(again["context"])]
 
 
-def test_not_ready_until_the_champion_is_loaded(db_url, similarity_service):
+def test_not_ready_until_the_champion_is_loaded(db_url, first_stage_service):
     """A fresh service says "loading" (503) and serves no query until the announced champion is loaded: the
-    similarity order it starts on never answers in its place."""
+    first-stage order it starts on never answers in its place."""
     gate = threading.Event()
 
     def slow_build(record):
@@ -179,14 +179,14 @@ def test_not_ready_until_the_champion_is_loaded(db_url, similarity_service):
 
     with connect(db_url) as conn:
         deployments.announce(conn, {"kind": "fixed", "version": "v1"}, "promote")
-    picker = Picker(SimilaritySelector(), timeout_s=1)
-    svc = similarity_service(
+    picker = Picker(FirstStageSelector(), timeout_s=1)
+    svc = first_stage_service(
         picker, inline=True, swapper=HotSwapper(picker, db_url, canary_timeout_s=5, grace_s=0, build=slow_build)
     )
     try:
         with BackgroundServer(svc) as server, httpx.Client(base_url=server.url, timeout=30) as client:
             h = client.get("/health")
-            assert h.status_code == 503 and h.json()["status"] == "loading" and h.json()["selector"] == "similarity"
+            assert h.status_code == 503 and h.json()["status"] == "loading" and h.json()["selector"] == "first-stage"
             # writes go on while it loads
             client.post("/ingest", json={"source": "bees", "text": "# bees\n\nA note about bees."}).raise_for_status()
             t0 = time.monotonic()
@@ -205,15 +205,15 @@ def test_not_ready_until_the_champion_is_loaded(db_url, similarity_service):
         gate.set()
 
 
-def test_ready_when_the_newest_champion_is_rejected(db_url, similarity_service):
+def test_ready_when_the_newest_champion_is_rejected(db_url, first_stage_service):
     """Caught up means decided: a champion that fails to load leaves the service ready on what it had, and
     /health says why."""
     with connect(db_url) as conn:
         deployments.announce(conn, {"kind": "broken", "version": "v1"}, "promote")
-    picker = Picker(SimilaritySelector(), timeout_s=5)
+    picker = Picker(FirstStageSelector(), timeout_s=5)
     swapper = HotSwapper(picker, db_url, canary_timeout_s=5, grace_s=0, build=build)
-    svc = similarity_service(picker, swapper=swapper)
+    svc = first_stage_service(picker, swapper=swapper)
     with BackgroundServer(svc) as server, httpx.Client(base_url=server.url, timeout=30) as client:
         wait_for(lambda: client.get("/health").status_code == 200)
         h = client.get("/health").json()
-        assert h["selector"] == "similarity" and "rejected" in h["last_error"]
+        assert h["selector"] == "first-stage" and "rejected" in h["last_error"]

@@ -36,10 +36,10 @@ def node():
 
 
 @pytest.fixture
-def service(tmp_path, similarity_service):
-    """A similarity service on the test database, on loopback, its staging dir not named "staging": (url, dir)."""
+def service(tmp_path, first_stage_service):
+    """A first-stage service on the test database, on loopback, its staging dir not named "staging": (url, dir)."""
     staging = tmp_path / "query-files"
-    with BackgroundServer(similarity_service(staging=staging)) as srv:
+    with BackgroundServer(first_stage_service(staging=staging)) as srv:
         yield srv.url, staging
 
 

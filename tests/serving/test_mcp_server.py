@@ -75,8 +75,8 @@ GH = "ghp_" + "aB3dE5fG7hJ9kL1mN2pQ4rS6tU8vW0xY2zA4"  # a GitHub token's shape
 
 
 @pytest.fixture
-def service(db_url, embedder, tmp_path, similarity_service):
-    """The notes ingested and a similarity service on loopback whose staging dir is not named "staging":
+def service(db_url, embedder, tmp_path, first_stage_service):
+    """The notes ingested and a first-stage service on loopback whose staging dir is not named "staging":
     (its url, its staging dir)."""
     folder = tmp_path / "notes"
     folder.mkdir()
@@ -85,7 +85,7 @@ def service(db_url, embedder, tmp_path, similarity_service):
     with connect(db_url) as conn:
         ingest_paths(conn, [folder], IngestParams(), SearchParams(), embedder)
     staging = tmp_path / "query-files"
-    with BackgroundServer(similarity_service(staging=staging)) as srv:
+    with BackgroundServer(first_stage_service(staging=staging)) as srv:
         yield srv.url, staging
 
 

@@ -48,7 +48,7 @@ def test_a_slow_selector_refines_in_the_background_and_serves_the_repeat():
     picker = Picker(slow)
     try:
         s = picker.serve("how do bees work?", cands(6))
-        assert (s.version, s.status, s.later) == ("similarity", "pending", slow)
+        assert (s.version, s.status, s.later) == ("first-stage", "pending", slow)
         assert [c.rank for c in s.chosen] == [1, 2, 3, 4, 5] and slow.calls == 0
         picker.select("how do bees work?", cands(6), s.later)  # what select_later runs
         again = picker.serve("How do bees  work?", cands(6))

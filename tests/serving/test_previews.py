@@ -23,7 +23,7 @@ from retrieval.query.previews import following, preview_line
 from retrieval.query.search import Candidate
 from serving.client import Client, ClientError
 from serving.picker import Picker
-from serving.selectors import SimilaritySelector
+from serving.selectors import FirstStageSelector
 from serving.server import BackgroundServer
 from serving.service import in_process, run_query
 from training.feedback_rankings import rankings
@@ -70,7 +70,7 @@ def test_preview_propensities_are_the_policy_s_own_frequencies():
     """With exploration, which candidates are previewed depends on the draw: the logged P(previewed) matches how often
     the picker's own draws list each one (3,000 draws; each frequency within 0.03)."""
     shown = [cand(r) for r in range(1, 13)]
-    picker = Picker(SimilaritySelector(), explore_rate=0.3, seed=5, previews=4, token_budget=30, min_chunks=3)
+    picker = Picker(FirstStageSelector(), explore_rate=0.3, seed=5, previews=4, token_budget=30, min_chunks=3)
     seen: Counter = Counter()
     n = 3000
     for _ in range(n):
@@ -81,7 +81,7 @@ def test_preview_propensities_are_the_policy_s_own_frequencies():
     for rank in range(1, 13):
         assert abs(seen[rank] / n - p.get(rank, 0.0)) < 0.03, (rank, seen[rank] / n, p.get(rank))
     assert p[3] == pytest.approx(0.3) and p[4] == pytest.approx(1 - 0.3 / 9)  # the slot exploration took; the next
-    none = Picker(SimilaritySelector(), previews=4, token_budget=30, min_chunks=3).serve("q", shown)
+    none = Picker(FirstStageSelector(), previews=4, token_budget=30, min_chunks=3).serve("q", shown)
     assert none.preview_propensity == {4: 1.0, 5: 1.0, 6: 1.0, 7: 1.0} and [c.rank for c in none.previews] == [
         4,
         5,
@@ -101,9 +101,9 @@ def notes(tmp_path, db_url, embedder):
     return folder
 
 
-def previewing(similarity_service, **kw):
-    picker = Picker(SimilaritySelector(), timeout_s=5, token_budget=60, min_chunks=3, previews=5)
-    return similarity_service(picker=picker, **kw)
+def previewing(first_stage_service, **kw):
+    picker = Picker(FirstStageSelector(), timeout_s=5, token_budget=60, min_chunks=3, previews=5)
+    return first_stage_service(picker=picker, **kw)
 
 
 def labels(db_url, qid: int) -> dict[int, tuple]:
@@ -116,8 +116,8 @@ def labels(db_url, qid: int) -> dict[int, tuple]:
     return {r[0]: r[1:] for r in rows}
 
 
-def test_each_kind_of_exposure_gets_its_label_and_the_trainer_reads_it(notes, db_url, similarity_service, tmp_path):
-    service = previewing(similarity_service)
+def test_each_kind_of_exposure_gets_its_label_and_the_trainer_reads_it(notes, db_url, first_stage_service, tmp_path):
+    service = previewing(first_stage_service)
     with in_process(service):
         body = run_query(service, "where do bees keep their honey?", inline=True)
     qid, context = body["query_id"], [c["rank"] for c in body["context"]]
@@ -160,8 +160,8 @@ def test_each_kind_of_exposure_gets_its_label_and_the_trainer_reads_it(notes, db
     assert UsedParams()  # the one definition reads them through used_labels in train_ranker (tests/training)
 
 
-def test_previews_follow_the_context_k_cut(notes, db_url, similarity_service):
-    service = previewing(similarity_service)
+def test_previews_follow_the_context_k_cut(notes, db_url, first_stage_service):
+    service = previewing(first_stage_service)
     with in_process(service):
         body = run_query(service, "where do bees keep their honey?", inline=True, k=1)
     got = labels(db_url, body["query_id"])
@@ -170,8 +170,8 @@ def test_previews_follow_the_context_k_cut(notes, db_url, similarity_service):
     assert sorted(r for r, v in got.items() if v[1]) == sorted(v["rank"] for v in body["previews"])
 
 
-def test_expand_over_http_and_the_client_and_hostile_calls(notes, db_url, similarity_service):
-    with BackgroundServer(previewing(similarity_service)) as srv, Client(srv.url) as pai:
+def test_expand_over_http_and_the_client_and_hostile_calls(notes, db_url, first_stage_service):
+    with BackgroundServer(previewing(first_stage_service)) as srv, Client(srv.url) as pai:
         ctx = pai.context("where do bees keep their honey?")
         assert ctx.previews and "`expand`" in ctx.prompt() and f"[{ctx.previews[0].n}] " in ctx.prompt()
         chunk = pai.expand(ctx.query_id, ctx.previews[0].n)
@@ -220,13 +220,13 @@ TOKENS = f"""
 """
 
 
-def test_another_scope_s_query_reads_as_unknown_beyond_loopback(similarity_service, tmp_path, monkeypatch, db_url):
+def test_another_scope_s_query_reads_as_unknown_beyond_loopback(first_stage_service, tmp_path, monkeypatch, db_url):
     tokens = tmp_path / "tokens.yaml"
     tokens.write_text(TOKENS)
     monkeypatch.setenv("PAI_TOKENS_FILE", str(tokens))
     for name in ("PAI_READ_TOKEN", "PAI_WRITE_TOKEN", "PAI_ADMIN_TOKEN", "PAI_SCOPE"):
         monkeypatch.delenv(name, raising=False)
-    with BackgroundServer(previewing(similarity_service, host="0.0.0.0")) as srv:
+    with BackgroundServer(previewing(first_stage_service, host="0.0.0.0")) as srv:
         with Client(srv.url, token=ALICE) as alice:
             for name, text in TOPICS:
                 alice.ingest(name, f"# {name.title()}\n\n{text}")
@@ -247,8 +247,8 @@ def test_another_scope_s_query_reads_as_unknown_beyond_loopback(similarity_servi
     assert [r for r, v in labels(db_url, ctx.query_id).items() if v[3]] == [n]  # only alice's read was marked
 
 
-def test_concurrent_expands_and_feedback_lose_nothing(notes, db_url, similarity_service):
-    service = previewing(similarity_service)
+def test_concurrent_expands_and_feedback_lose_nothing(notes, db_url, first_stage_service):
+    service = previewing(first_stage_service)
     with in_process(service, max_size=8):
         bodies = [run_query(service, q, inline=True) for q in ("bees honey", "wasps nests", "mead from honey")]
     rng = random.Random(3)
@@ -266,7 +266,7 @@ def test_concurrent_expands_and_feedback_lose_nothing(notes, db_url, similarity_
         assert {r for r, v in got.items() if v[3]} == {v["rank"] for v in b["previews"]}
 
 
-def test_an_assistant_reads_a_preview_over_mcp(notes, db_url, similarity_service, tmp_path):
+def test_an_assistant_reads_a_preview_over_mcp(notes, db_url, first_stage_service, tmp_path):
     """The SDK's own client: `context` lists the previews (text and structured), `expand` reads one, `feedback`
     citing it labels it used; hostile `expand` arguments are one-line tool errors."""
     import anyio
@@ -309,7 +309,7 @@ def test_an_assistant_reads_a_preview_over_mcp(notes, db_url, similarity_service
             async with mcp.Client(build_mcp(client, tmp_path / "staging")) as session:
                 return await steps(session)
 
-    with BackgroundServer(previewing(similarity_service)) as srv:
+    with BackgroundServer(previewing(first_stage_service)) as srv:
         qid, n = anyio.run(run, srv.url)
     got = labels(db_url, qid)
     assert got[n][3:] == (True, True)  # read whole, and cited

@@ -42,14 +42,14 @@ def auth(token: str) -> dict:
 
 
 @pytest.fixture
-def server(similarity_service, tmp_path, monkeypatch):
+def server(first_stage_service, tmp_path, monkeypatch):
     """A service beyond loopback with the scoped tokens above, each note stored by its own token."""
     tokens = tmp_path / "tokens.yaml"
     tokens.write_text(TOKENS)
     monkeypatch.setenv("PAI_TOKENS_FILE", str(tokens))
     for name in ("PAI_READ_TOKEN", "PAI_WRITE_TOKEN", "PAI_ADMIN_TOKEN", "PAI_SCOPE"):
         monkeypatch.delenv(name, raising=False)
-    with BackgroundServer(similarity_service(host="0.0.0.0")) as srv, httpx.Client(base_url=srv.url, timeout=120) as c:
+    with BackgroundServer(first_stage_service(host="0.0.0.0")) as srv, httpx.Client(base_url=srv.url, timeout=120) as c:
         for token, text in NOTES.items():
             r = c.post("/ingest", json={"source": "kiwi", "text": text}, headers=auth(token))
             assert r.status_code == 200, r.text
@@ -162,10 +162,10 @@ def test_a_hostile_scope_on_any_field_is_one_line_and_stores_nothing(server, con
     assert count() == before
 
 
-def test_the_loopback_owner_keeps_todays_behaviour(similarity_service, monkeypatch, tmp_path):
+def test_the_loopback_owner_keeps_todays_behaviour(first_stage_service, monkeypatch, tmp_path):
     for name in ("PAI_TOKENS_FILE", "PAI_READ_TOKEN", "PAI_WRITE_TOKEN", "PAI_ADMIN_TOKEN"):
         monkeypatch.delenv(name, raising=False)
-    with BackgroundServer(similarity_service()) as srv, httpx.Client(base_url=srv.url, timeout=120) as c:
+    with BackgroundServer(first_stage_service()) as srv, httpx.Client(base_url=srv.url, timeout=120) as c:
         assert c.post("/ingest", json={"source": "k", "text": NOTES[ALICE]}).json()["scope"] == "default"
         assert c.post("/ingest", json={"source": "k", "text": NOTES[BOB], "scope": "bob"}).status_code == 200
         r = c.post("/query", json={"query": "kiwi"}).json()

@@ -11,7 +11,7 @@ from cli.main import app as cli
 from eval.registry import RegistryError, verify
 from serving.interface import SelectorLoadError
 from serving.ranker import RankerSelector
-from serving.selectors import SimilaritySelector, path_record, resolve
+from serving.selectors import FirstStageSelector, path_record, resolve
 
 
 def test_a_ranker_folder_and_its_record_give_the_same_selector(tmp_path, make_ranker):
@@ -24,7 +24,9 @@ def test_a_ranker_folder_and_its_record_give_the_same_selector(tmp_path, make_ra
 
 
 def test_names_exports_and_ggufs_become_records(tmp_path):
-    assert isinstance(resolve("similarity"), SimilaritySelector)
+    assert isinstance(resolve("first-stage"), FirstStageSelector)
+    assert isinstance(resolve("similarity"), FirstStageSelector)  # its old name, for one release
+    assert isinstance(resolve({"kind": "similarity", "version": "similarity"}), FirstStageSelector)  # a record of then
     export = tmp_path / "export"
     export.mkdir()
     record = {"version": "v1", "gguf": str(export / "m.gguf"), "chunk_tokens": 200, "ollama_tag": "pai-selector:1"}

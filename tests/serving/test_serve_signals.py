@@ -29,7 +29,7 @@ def test_pai_serve_stops_cleanly_on_sigterm_as_on_sigint(tmp_path, sig):
             "--port",
             str(port),
             "--selector",
-            "similarity",
+            "first-stage",
             "--params",
             str(REPO / "params.yaml"),
             "--staging-dir",

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import httpx
 
 from retrieval.params import SearchParams, load_section
-from serving.selectors import SimilaritySelector
+from serving.selectors import FirstStageSelector
 from serving.server import BackgroundServer, build_service, free_port
 
 REPO = Path(__file__).resolve().parents[2]
@@ -23,7 +23,7 @@ def test_free_port_can_be_bound():
 def test_a_service_built_from_params_serves_until_stopped(db_url, tmp_path, monkeypatch):
     monkeypatch.setenv("DATABASE_URL", db_url)
     params = REPO / "params.yaml"
-    pinned = build_service(params, selector=SimilaritySelector(), staging_dir=tmp_path / "st", inline=True)
+    pinned = build_service(params, selector=FirstStageSelector(), staging_dir=tmp_path / "st", inline=True)
     assert pinned.search == load_section(params, "search", SearchParams) and pinned.db_url == db_url
     assert pinned.staging.path() == (tmp_path / "st").resolve() and pinned.inline
     assert pinned.swapper is None and pinned.ready()  # pinned: nothing to catch up with
@@ -46,7 +46,7 @@ def test_a_seeded_service_explores_the_same_way_twice(db_url, tmp_path, monkeypa
     shown = [SimpleNamespace(chunk_id=r, rank=r) for r in range(1, 21)]
 
     def draws(seed):
-        svc = build_service(params, SimilaritySelector(), inline=True, staging_dir=tmp_path / "st", explore_seed=seed)
+        svc = build_service(params, FirstStageSelector(), inline=True, staging_dir=tmp_path / "st", explore_seed=seed)
         return [svc.picker.expose(shown[:5], shown)[2] for _ in range(40)]  # the explored rank, or None
 
     first = draws(7)

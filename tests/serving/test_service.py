@@ -17,18 +17,18 @@ NOTES = {
 }
 
 
-def test_a_query_is_retrieved_picked_logged_and_answered(db_url, embedder, tmp_path, similarity_service):
+def test_a_query_is_retrieved_picked_logged_and_answered(db_url, embedder, tmp_path, first_stage_service):
     for name, text in NOTES.items():
         (tmp_path / name).write_text(text)
     with connect(db_url) as conn:
         ingest_paths(conn, [tmp_path], IngestParams(), SearchParams(), embedder)
-    service = similarity_service()
+    service = first_stage_service()
     assert service.ready()  # a pinned selector serves at once
     # the pool the app's lifespan opens (tests/serving/test_app.py runs the same over HTTP)
     with in_process(service):
         body = run_query(service, "how do bees make honey?", inline=True)
         cut = run_query(service, "how do bees make honey?", inline=True, k=1)
-    assert (body["query_id"], body["selector_version"], body["selection_status"]) == (1, "similarity", "ok")
+    assert (body["query_id"], body["selector_version"], body["selection_status"]) == (1, "first-stage", "ok")
     assert body["context"][0]["source"].endswith("bees.md") and body["context"][0]["text"].startswith("# Bees")
     assert [c["rank"] for c in body["candidates"]] == [1, 2, 3] and body["exploration"] is None
     assert (tmp_path / "staging").exists() and body["staging_file"].endswith(".md")
@@ -39,7 +39,7 @@ def test_a_query_is_retrieved_picked_logged_and_answered(db_url, embedder, tmp_p
         (n_candidates,) = conn.execute(
             "SELECT count(*) FROM query_candidates WHERE query_id = %s", (body["query_id"],)
         ).fetchone()
-    assert logged == ("how do bees make honey?", "similarity") and n_candidates == 3
+    assert logged == ("how do bees make honey?", "first-stage") and n_candidates == 3
     # k=1: the consumer is given one chunk, and only that one is logged as shown (the others are never negatives)
     assert [c["rank"] for c in cut["context"]] == [body["context"][0]["rank"]]
     with connect(db_url) as conn:
@@ -50,7 +50,7 @@ def test_a_query_is_retrieved_picked_logged_and_answered(db_url, embedder, tmp_p
 
 
 def test_both_finance_notes_reach_the_context_dated_and_the_newer_marked(
-    db_url, embedder, tmp_path, similarity_service
+    db_url, embedder, tmp_path, first_stage_service
 ):
     """Issue 46: the correction is not dropped as a duplicate of the note it corrects; the context holds both, each
     with the date its file was written, the newer one marked newer than the older (and the staging file says so)."""
@@ -68,7 +68,7 @@ def test_both_finance_notes_reach_the_context_dated_and_the_newer_marked(
         os.utime(tmp_path / name, (t, t))
     with connect(db_url) as conn:
         ingest_paths(conn, [tmp_path], IngestParams(), SearchParams(), embedder)
-    service = similarity_service()
+    service = first_stage_service()
     with in_process(service):
         body = run_query(service, "what was Q3 EMEA revenue?", inline=True)
     finance = {c["source"].rsplit("/", 1)[1]: c for c in body["context"] if "Finance sync" in c["text"]}

@@ -3,7 +3,7 @@
 from retrieval.query.search import Candidate
 from retrieval.query.shaping import fill
 from serving.picker import Picker
-from serving.selectors import SimilaritySelector
+from serving.selectors import FirstStageSelector
 
 
 def cand(rank: int, session: int | None, tokens: int = 100, source: str = "chat.md") -> Candidate:
@@ -28,7 +28,7 @@ def test_notes_are_never_added_nor_filled():
 def test_the_picker_serves_the_filled_context():
     shown = [cand(i, i, 80) for i in range(1, 15)]
     for tokens, ranks in ((500, [1, 2, 3, 4, 5, 6]), (0, [1, 2, 3, 4, 5])):
-        picker = Picker(SimilaritySelector(), conversation_tokens=tokens)
+        picker = Picker(FirstStageSelector(), conversation_tokens=tokens)
         try:
             served = picker.serve("what did Ann say?", shown, inline=True)
         finally:

@@ -61,7 +61,7 @@ def run_hook(url: str, stdin: str) -> subprocess.CompletedProcess:
     )
 
 
-def test_the_stop_hook_captures_and_labels_the_log(db_url, embedder, tmp_path, similarity_service):
+def test_the_stop_hook_captures_and_labels_the_log(db_url, embedder, tmp_path, first_stage_service):
     folder = tmp_path / "notes"
     folder.mkdir()
     (folder / "bees.md").write_text("# Bees\n\nHoney bees store nectar as honey in wax combs inside the hive.")
@@ -69,7 +69,7 @@ def test_the_stop_hook_captures_and_labels_the_log(db_url, embedder, tmp_path, s
     (folder / "rivers.md").write_text("# Rivers\n\nA delta forms where sediment settles at the sea.")
     with connect(db_url) as conn:
         ingest_paths(conn, [folder], IngestParams(), SearchParams(), embedder)
-    with BackgroundServer(similarity_service()) as srv, Client(srv.url) as client:
+    with BackgroundServer(first_stage_service()) as srv, Client(srv.url) as client:
         ctx = client.context("where do honey bees keep honey")
         assert ctx.query_id == 1  # the recorded transcript's query (a fresh database numbers from 1)
         hook_input = json.dumps({"session_id": "s-1", "transcript_path": str(TRANSCRIPT), "hook_event_name": "Stop"})

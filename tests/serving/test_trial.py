@@ -13,7 +13,7 @@ from retrieval.db import connect
 from retrieval.logs import deployments, trials
 from serving.hotswap import HotSwapper
 from serving.picker import Picker
-from serving.selectors import SIMILARITY, SimilaritySelector
+from serving.selectors import FIRST_STAGE_RECORD, FirstStageSelector
 from serving.server import BackgroundServer
 from tests.waiting import wait_for
 
@@ -23,7 +23,7 @@ CHALLENGER_RECORD = {"kind": "reverse", "version": "challenger-v2"}
 
 
 class Reverse:
-    """Ranks the candidates bottom-up: easy to tell from the similarity order."""
+    """Ranks the candidates bottom-up: easy to tell from the first-stage order."""
 
     answers_inline = True
 
@@ -46,21 +46,21 @@ class Broken(Reverse):
 
 
 def build(record):
-    kinds = {"reverse": Reverse, "slow": SlowReverse, "broken": Broken, "similarity": lambda v: SimilaritySelector()}
+    kinds = {"reverse": Reverse, "slow": SlowReverse, "broken": Broken, "first-stage": lambda v: FirstStageSelector()}
     return kinds[record["kind"]](record["version"])
 
 
 @contextlib.contextmanager
-def running_service(similarity_service, db_url, seed=0):
-    picker = Picker(SimilaritySelector(), timeout_s=5, seed=seed, token_budget=1, min_chunks=3)  # a context of 3
-    svc = similarity_service(picker, swapper=HotSwapper(picker, db_url, canary_timeout_s=5, grace_s=0, build=build))
+def running_service(first_stage_service, db_url, seed=0):
+    picker = Picker(FirstStageSelector(), timeout_s=5, seed=seed, token_budget=1, min_chunks=3)  # a context of 3
+    svc = first_stage_service(picker, swapper=HotSwapper(picker, db_url, canary_timeout_s=5, grace_s=0, build=build))
     with BackgroundServer(svc) as server, httpx.Client(base_url=server.url, timeout=30) as client:
         yield client
 
 
 @pytest.fixture
-def notes(db_url, similarity_service):
-    with running_service(similarity_service, db_url) as client:
+def notes(db_url, first_stage_service):
+    with running_service(first_stage_service, db_url) as client:
         for name in NOTES:
             client.post(
                 "/ingest", json={"source": name, "text": f"# {name}\n\nA note about {name}."}
@@ -82,12 +82,12 @@ def ask_and_cite(client, team: str, query: str = "how do bees make honey?") -> d
 
 def start(db_url, record=CHALLENGER_RECORD, rule=RULE):
     with connect(db_url) as conn:
-        return trials.start(conn, dict(SIMILARITY), record, rule)
+        return trials.start(conn, dict(FIRST_STAGE_RECORD), record, rule)
 
 
 @pytest.mark.parametrize("kind", ["reverse", "slow"])  # a ranker's kind, and an LLM's (the same trial)
-def test_trial_queries_are_interleaved_and_each_shown_chunk_logs_its_team(notes, db_url, similarity_service, kind):
-    with running_service(similarity_service, db_url) as client:
+def test_trial_queries_are_interleaved_and_each_shown_chunk_logs_its_team(notes, db_url, first_stage_service, kind):
+    with running_service(first_stage_service, db_url) as client:
         trial = start(db_url, {"kind": kind, "version": f"{kind}-v2"})
         wait_for(lambda: client.get("/selector").json()["trial"] == trial.id)
         r = client.post("/query", json={"query": "rivers and tides"}).json()
@@ -118,10 +118,10 @@ def test_trial_queries_are_interleaved_and_each_shown_chunk_logs_its_team(notes,
         assert any(v < 1 for v in p.values())
 
 
-def test_citations_of_the_challengers_team_promote_it_and_every_service_swaps(notes, db_url, similarity_service):
+def test_citations_of_the_challengers_team_promote_it_and_every_service_swaps(notes, db_url, first_stage_service):
     with (
-        running_service(similarity_service, db_url, seed=1) as one,
-        running_service(similarity_service, db_url, seed=2) as two,
+        running_service(first_stage_service, db_url, seed=1) as one,
+        running_service(first_stage_service, db_url, seed=2) as two,
     ):
         one.db_url = two.db_url = db_url
         trial = start(db_url)
@@ -147,8 +147,8 @@ def test_citations_of_the_challengers_team_promote_it_and_every_service_swaps(no
         assert r["selector_version"] == "challenger-v2"
 
 
-def test_citations_of_the_champions_team_reject_the_challenger(notes, db_url, similarity_service):
-    with running_service(similarity_service, db_url) as client:
+def test_citations_of_the_champions_team_reject_the_challenger(notes, db_url, first_stage_service):
+    with running_service(first_stage_service, db_url) as client:
         client.db_url = db_url
         trial = start(db_url)
         wait_for(lambda: client.get("/selector").json()["trial"] == trial.id)
@@ -157,13 +157,13 @@ def test_citations_of_the_champions_team_reject_the_challenger(notes, db_url, si
             if "trial" in out:
                 break
         assert out["trial"]["status"] == "rejected"
-        assert client.get("/selector").json()["version"] == "similarity"  # the champion stays
+        assert client.get("/selector").json()["version"] == "first-stage"  # the champion stays
         with connect(db_url) as conn:
             assert trials.get(conn, trial.id).evidence["losses"] > 0 and deployments.latest(conn) is None
 
 
-def test_a_citation_of_a_chunk_never_shown_credits_no_team(notes, db_url, similarity_service):
-    with running_service(similarity_service, db_url) as client:
+def test_a_citation_of_a_chunk_never_shown_credits_no_team(notes, db_url, first_stage_service):
+    with running_service(first_stage_service, db_url) as client:
         trial = start(db_url)
         wait_for(lambda: client.get("/selector").json()["trial"] == trial.id)
         r = client.post("/query", json={"query": "orchids"}).json()
@@ -174,14 +174,14 @@ def test_a_citation_of_a_chunk_never_shown_credits_no_team(notes, db_url, simila
         assert (v.wins, v.losses, v.judged) == (0, 0, 0)
 
 
-def test_a_restarted_service_resumes_the_running_trial_and_its_tallies(notes, db_url, similarity_service):
+def test_a_restarted_service_resumes_the_running_trial_and_its_tallies(notes, db_url, first_stage_service):
     trial = start(db_url)
-    with running_service(similarity_service, db_url) as client:
+    with running_service(first_stage_service, db_url) as client:
         client.db_url = db_url
         wait_for(lambda: client.get("/selector").json()["trial"] == trial.id)
         for _ in range(3):
             ask_and_cite(client, CHALLENGER)
-    with running_service(similarity_service, db_url) as client:  # a new process would read the same rows
+    with running_service(first_stage_service, db_url) as client:  # a new process would read the same rows
         client.db_url = db_url
         wait_for(lambda: client.get("/selector").json()["trial"] == trial.id)
         assert client.get("/stats").json()["trial"]["evidence"]["wins"] == 3
@@ -189,18 +189,18 @@ def test_a_restarted_service_resumes_the_running_trial_and_its_tallies(notes, db
         assert client.get("/stats").json()["trial"]["evidence"]["wins"] == 4
 
 
-def test_a_challenger_that_fails_its_canary_is_not_served(notes, db_url, similarity_service):
-    with running_service(similarity_service, db_url) as client:
+def test_a_challenger_that_fails_its_canary_is_not_served(notes, db_url, first_stage_service):
+    with running_service(first_stage_service, db_url) as client:
         trial = start(db_url, {"kind": "broken", "version": "bad"})
         wait_for(lambda: "not served here" in (client.get("/selector").json()["last_error"] or ""))
         assert client.get("/selector").json()["trial"] is None
-        assert client.post("/query", json={"query": "bees"}).json()["selector_version"] == "similarity"
+        assert client.post("/query", json={"query": "bees"}).json()["selector_version"] == "first-stage"
         assert client.get("/stats").json()["trial"]["id"] == trial.id  # still running: other services may serve it
 
 
-def test_the_trial_credits_by_the_one_definition_of_used(notes, db_url, similarity_service):
+def test_the_trial_credits_by_the_one_definition_of_used(notes, db_url, first_stage_service):
     """A query rated -1 (its context did not answer) has its citations voided: no win for anyone."""
-    with running_service(similarity_service, db_url) as client:
+    with running_service(first_stage_service, db_url) as client:
         client.db_url = db_url
         trial = start(db_url)
         wait_for(lambda: client.get("/selector").json()["trial"] == trial.id)

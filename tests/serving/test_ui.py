@@ -24,8 +24,8 @@ def no_tokens(monkeypatch):
 
 
 @pytest.fixture
-def serve(similarity_service):
-    return lambda host="127.0.0.1": BackgroundServer(similarity_service(host=host))
+def serve(first_stage_service):
+    return lambda host="127.0.0.1": BackgroundServer(first_stage_service(host=host))
 
 
 def csrf_of(client: httpx.Client, path: str = "/ui/ask") -> str:
@@ -58,7 +58,7 @@ def test_the_flow_on_loopback(serve, db_url):
         qid = ask(client, csrf, "where do bees keep honey")
         page = client.get(f"/ui/queries/{qid}").text
         assert "where do bees keep honey" in page and "webhook:bees" in page and "webhook:ants" in page
-        assert 'id="selector">similarity' in page and "in context" in page
+        assert 'id="selector">first-stage' in page and "in context" in page
         staging = client.get(f"/ui/queries/{qid}/staging")
         assert staging.status_code == 200 and "# Query: where do bees keep honey" in staging.text
         # which rank is the bees note, and which chunk

@@ -86,11 +86,11 @@ def all_reached_by_tab(driver) -> None:
     assert not missing, f"not reached by Tab on {driver.current_url}: {missing}"
 
 
-def test_the_flow_in_a_browser(similarity_service, browser, db_url, monkeypatch):
+def test_the_flow_in_a_browser(first_stage_service, browser, db_url, monkeypatch):
     for name in ("PAI_TOKENS_FILE", "PAI_READ_TOKEN", "PAI_WRITE_TOKEN", "PAI_ADMIN_TOKEN"):
         monkeypatch.delenv(name, raising=False)
     b = browser
-    svc = similarity_service()
+    svc = first_stage_service()
     with BackgroundServer(svc) as srv:
         # 1. notes, added from the memory page
         for source, text in NOTES.items():
@@ -108,7 +108,7 @@ def test_the_flow_in_a_browser(similarity_service, browser, db_url, monkeypatch)
         assert "/ui/queries/" in b.current_url
         rows = b.find_elements(By.CSS_SELECTOR, "#candidates tbody tr")
         assert len(rows) == 3 and all("webhook:" in r.text for r in rows)
-        assert "similarity" in b.find_element(By.ID, "selector").text
+        assert "first-stage" in b.find_element(By.ID, "selector").text
         assert len(b.find_elements(By.CSS_SELECTOR, "#context li")) >= 1
         query_url = b.current_url
         all_reached_by_tab(b)

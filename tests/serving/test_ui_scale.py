@@ -65,7 +65,7 @@ def p50_ms(client: httpx.Client, path: str) -> float:
 
 
 @pytest.mark.slow
-def test_pages_render_under_200ms_on_10k_chunks(similarity_service, conn, db_url, monkeypatch):
+def test_pages_render_under_200ms_on_10k_chunks(first_stage_service, conn, db_url, monkeypatch):
     for name in ("PAI_TOKENS_FILE", "PAI_READ_TOKEN", "PAI_WRITE_TOKEN", "PAI_ADMIN_TOKEN"):
         monkeypatch.delenv(name, raising=False)
     t0 = time.perf_counter()
@@ -73,7 +73,7 @@ def test_pages_render_under_200ms_on_10k_chunks(similarity_service, conn, db_url
     (n,) = conn.execute("SELECT count(*) FROM chunks").fetchone()
     assert n == CHUNKS
     print(f"\nfilled {n} chunks in {time.perf_counter() - t0:.1f} s")
-    with BackgroundServer(similarity_service()) as srv, httpx.Client(base_url=srv.url, timeout=60) as client:
+    with BackgroundServer(first_stage_service()) as srv, httpx.Client(base_url=srv.url, timeout=60) as client:
         csrf = re.search(r'name="csrf" value="([^"]+)"', client.get("/ui/ask").text).group(1)
         for i in range(20):
             r = client.post("/ui/ask", data={"csrf": csrf, "query": f"{WORDS[i % 15]} in the {WORDS[(i + 4) % 15]}"})

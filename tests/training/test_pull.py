@@ -27,7 +27,7 @@ def test_to_record_scrubs_and_check_record_literals():
         "my password=hunter22 fails",
         now,
         now,
-        "similarity",
+        "first-stage",
         "pai-selector:3",
         "p/1",
         "ok",
@@ -52,7 +52,7 @@ def test_to_record_scrubs_and_check_record_literals():
     red = Counter()
     rec = to_record(row, red)
     assert rec["query"] == "my password=[REDACTED:PASSWORD] fails"
-    assert (rec["selector_version"], rec["picked_by"]) == ("similarity", "pai-selector:3")
+    assert (rec["selector_version"], rec["picked_by"]) == ("first-stage", "pai-selector:3")
     assert rec["candidates"][0]["text"] == "token: [REDACTED:GITHUB_TOKEN]"
     assert red == {"PASSWORD": 1, "GITHUB_TOKEN": 1}
     assert check_record(rec) is None
@@ -64,9 +64,9 @@ def test_to_record_scrubs_and_check_record_literals():
 def test_pull_is_incremental_and_idempotent(conn, db_url, monkeypatch, tmp_path):
     monkeypatch.setenv("DATABASE_URL", db_url)
     p = PullParams(out=str(tmp_path / "fb"), batch=2, lag_seconds=0)
-    q1 = log_query(conn, "first", cands(), "similarity", threshold=0.2)
-    q2 = log_query(conn, "second", cands(), "similarity", threshold=0.2)
-    q3 = log_query(conn, "third", cands(), "similarity", threshold=0.2)
+    q1 = log_query(conn, "first", cands(), "first-stage", threshold=0.2)
+    q2 = log_query(conn, "second", cands(), "first-stage", threshold=0.2)
+    q3 = log_query(conn, "third", cands(), "first-stage", threshold=0.2)
     m = pull(p)
     assert (m["queries"], m["pulled_now"], m["unlabelled"]) == (3, 3, 9)
     assert [r["query_id"] for r in read(tmp_path / "fb")] == [q1, q2, q3]
@@ -90,13 +90,13 @@ def test_another_stores_export_is_never_merged(conn, db_url, monkeypatch, tmp_pa
     monkeypatch.setenv("DATABASE_URL", db_url)
     p = PullParams(out=str(tmp_path / "fb"), lag_seconds=0)
     for text in ("first", "second", "third"):
-        log_query(conn, text, cands(), "similarity")
+        log_query(conn, text, cands(), "first-stage")
     first = pull(p)
     assert first["queries"] == 3 and first["store"]
     # another store: its own identity, its query ids from 1 again
     conn.execute("UPDATE store_identity SET id = gen_random_uuid()")
     conn.execute("TRUNCATE queries RESTART IDENTITY CASCADE")
-    log_query(conn, "the other store's only query", cands(), "similarity")
+    log_query(conn, "the other store's only query", cands(), "first-stage")
     m = pull(p)
     assert m["queries"] == 1 and m["store"] != first["store"]
     assert [r["query"] for r in read(tmp_path / "fb")] == ["the other store's only query"]
@@ -108,13 +108,13 @@ def test_another_stores_export_is_never_merged(conn, db_url, monkeypatch, tmp_pa
 
 def test_lag_holds_back_fresh_rows(conn, db_url, monkeypatch, tmp_path):
     monkeypatch.setenv("DATABASE_URL", db_url)
-    log_query(conn, "fresh", cands(), "similarity")
+    log_query(conn, "fresh", cands(), "first-stage")
     assert pull(PullParams(out=str(tmp_path / "fb"), lag_seconds=3600))["queries"] == 0
 
 
 def test_changed_chunk_text_is_exported_as_missing(conn, db_url, monkeypatch, tmp_path):
     monkeypatch.setenv("DATABASE_URL", db_url)
-    log_query(conn, "q", cands(), "similarity")  # chunk ids 101.. do not exist in chunks
+    log_query(conn, "q", cands(), "first-stage")  # chunk ids 101.. do not exist in chunks
     m = pull(PullParams(out=str(tmp_path / "fb"), lag_seconds=0))
     assert m["text_missing"] == 3
 
@@ -122,8 +122,8 @@ def test_changed_chunk_text_is_exported_as_missing(conn, db_url, monkeypatch, tm
 def test_a_scoped_pull_never_takes_another_scopes_feedback(conn, db_url, monkeypatch, tmp_path):
     """pull.scope: the feedback of scope A never enters scope B's training data; null pulls every scope."""
     monkeypatch.setenv("DATABASE_URL", db_url)
-    qa = log_query(conn, "alice's question", cands(), "similarity", scope="alice")
-    qb = log_query(conn, "bob's question", cands(), "similarity", scope="bob")
+    qa = log_query(conn, "alice's question", cands(), "first-stage", scope="alice")
+    qb = log_query(conn, "bob's question", cands(), "first-stage", scope="bob")
     record_feedback(conn, qa, used_chunk_ids=[101], rating=1)
     out = tmp_path / "fb"
     pull(PullParams(out=str(out), lag_seconds=0, scope="bob"))

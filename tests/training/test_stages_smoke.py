@@ -29,7 +29,7 @@ def test_pull_then_build(conn, db_url, monkeypatch, tmp_path):
         )
     chunks = [Candidate(r, r, "d", None, None, 1, 1, f"passage {r}", f"h{r}", 1 - r / 10, 3) for r in range(1, 5)]
     for i in range(40):
-        qid = log_query(conn, f"question number {i}", chunks, "similarity", threshold=0.2)
+        qid = log_query(conn, f"question number {i}", chunks, "first-stage", threshold=0.2)
         record_feedback(conn, qid, used_chunk_ids=[1 + i % 4], rating=1)
 
     pull.main()

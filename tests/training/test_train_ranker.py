@@ -50,7 +50,7 @@ def feedback_from_hotpotqa(path, n):
                 "query_id": qid,
                 "query": it["query"],
                 "threshold": 0.2,
-                "selector_version": "similarity",
+                "selector_version": "first-stage",
                 "candidates": cands,
             }
         )

@@ -19,4 +19,4 @@ def test_the_moves_alternate_rollback_and_promote_after_the_first_two():
 
 def test_one_version_is_nothing_to_swap_between(tmp_path):
     with pytest.raises(ValueError, match="need two selector versions"):
-        run(tmp_path / "params.yaml", ["a query"], ["similarity"], clients=1, seconds=1.0, swaps=2)
+        run(tmp_path / "params.yaml", ["a query"], ["first-stage"], clients=1, seconds=1.0, swaps=2)

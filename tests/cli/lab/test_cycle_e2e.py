@@ -77,10 +77,10 @@ def test_pai_cycle_in_a_fresh_clone(db_url, benchmark_dir, tmp_path):
     result = json.loads(run.stdout)
     assert result["ingest"]["documents_new"] >= 150
     cycles, day_one = result["cycles"], result["day_one"]
-    assert day_one["served_by"] == "similarity" and day_one["served"]["queries"] == 10
+    assert day_one["served_by"] == "first-stage" and day_one["served"]["queries"] == 10
     assert [c["cycle"] for c in cycles] == [1, 2] and [c["served"]["queries"] for c in cycles] == [10, 10]
     assert all(s["errors"] == 0 and s["previews"] > 0 for s in [day_one["served"], *(c["served"] for c in cycles)])
-    assert cycles[0]["served_by"] == "similarity" and cycles[1]["served_by"] == cycles[0]["champion"]
+    assert cycles[0]["served_by"] == "first-stage" and cycles[1]["served_by"] == cycles[0]["champion"]
     for c in cycles:  # each retrain's challenger against general on SciFact test, then its trial's decision
         assert c["challenger"] and "scifact-test" in c["vs_general"]
         assert (c["trial"] is not None) == (c["deploy"] == "trial")
@@ -114,7 +114,7 @@ def test_pai_cycle_in_a_fresh_clone(db_url, benchmark_dir, tmp_path):
     # the service the cycles ran beside: a challenger its trial promoted was hot-swapped into it
     served = result["service"]
     promoted = [c for c in cycles if (c["trial"] or {}).get("status") == "promoted"]
-    assert served["before"] == "similarity" and served["swapped"] == bool(promoted)
+    assert served["before"] == "first-stage" and served["swapped"] == bool(promoted)
     assert [r["queries"] for r in result["retrieval"]] == [10, 10]
     assert (clone / "dvc.lock").exists() and (clone / "data" / "datasets" / "train.jsonl").exists()
     assert (home / "mlflow.db").exists()  # the training run was tracked, in the test's own store

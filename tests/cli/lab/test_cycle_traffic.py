@@ -10,7 +10,7 @@ from eval.consumer import ReplayParams
 from retrieval.contracts.interleaving import TrialParams
 from retrieval.db import connect
 from retrieval.logs import trials
-from serving.selectors import SIMILARITY
+from serving.selectors import FIRST_STAGE_RECORD
 from tests.serving.test_trial import NOTES, running_service
 from tests.waiting import wait_for
 
@@ -31,17 +31,17 @@ class Bar:
         pass
 
 
-def test_the_traffic_goes_on_until_the_trial_decides(db_url, similarity_service, monkeypatch):
+def test_the_traffic_goes_on_until_the_trial_decides(db_url, first_stage_service, monkeypatch):
     monkeypatch.setenv("DATABASE_URL", db_url)  # the demo reads its trial where the service logs it
     claims = [ReplayQuery(n, f"Tell me about {n}.", frozenset({f"webhook:{n}"})) for n in NOTES]
     consumer = ReplayParams(miss_rate=0.0, false_cite_rate=0.0, previews_read=0)
-    with running_service(similarity_service, db_url) as client:
+    with running_service(first_stage_service, db_url) as client:
         for n in NOTES:
             client.post("/ingest", json={"source": n, "text": f"# {n}\n\nA note about {n}."}).raise_for_status()
         with connect(db_url) as conn:
             trial = trials.start(
                 conn,
-                dict(SIMILARITY),
+                dict(FIRST_STAGE_RECORD),
                 {"kind": "reverse", "version": "buries-v2"},
                 TrialParams(share=0.5, max_judged=40),
             )
@@ -52,4 +52,4 @@ def test_the_traffic_goes_on_until_the_trial_decides(db_url, similarity_service,
     assert first["queries"] == len(NOTES) and first["errors"] == 0  # the first pass: what users got
     assert closed["id"] == trial.id and closed["status"] == "rejected", closed
     assert closed["queries_asked"] > len(NOTES) and closed["queries_asked"] % len(NOTES) == 0  # whole passes
-    assert bar.advanced == closed["queries_asked"] and served == "similarity"  # the champion stays
+    assert bar.advanced == closed["queries_asked"] and served == "first-stage"  # the champion stays

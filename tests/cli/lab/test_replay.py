@@ -148,7 +148,7 @@ def test_a_realistic_replay_never_labels_outside_the_context(db_url, benchmark_d
     assert len(read) == json.loads(r.stdout)["expanded"]
 
 
-def test_a_hot_swap_mid_replay_keeps_each_querys_version_in_the_log(db_url, tmp_path, conn, similarity_service):
+def test_a_hot_swap_mid_replay_keeps_each_querys_version_in_the_log(db_url, tmp_path, conn, first_stage_service):
     """On-policy replay: the champion changes while the consumer replays; every query's log row names the
     version that served it (what its labels were earned under), the swap loses no query and no label."""
     import httpx
@@ -156,10 +156,10 @@ def test_a_hot_swap_mid_replay_keeps_each_querys_version_in_the_log(db_url, tmp_
     from retrieval.logs import deployments
     from serving.hotswap import HotSwapper
     from serving.picker import Picker
-    from serving.selectors import SimilaritySelector
+    from serving.selectors import FirstStageSelector
     from serving.server import BackgroundServer
 
-    class Reverse:  # a fast selector that is easy to tell from the similarity order
+    class Reverse:  # a fast selector that is easy to tell from the first-stage order
         answers_inline = True
 
         def __init__(self, version):
@@ -168,8 +168,8 @@ def test_a_hot_swap_mid_replay_keeps_each_querys_version_in_the_log(db_url, tmp_
         def answer(self, query, cands, k, query_vec=None):
             return json.dumps({"selected": list(range(len(cands), 0, -1))[:k]})
 
-    picker = Picker(SimilaritySelector(), timeout_s=5)
-    svc = similarity_service(
+    picker = Picker(FirstStageSelector(), timeout_s=5)
+    svc = first_stage_service(
         picker,
         swapper=HotSwapper(picker, db_url, canary_timeout_s=5, grace_s=0, build=lambda r: Reverse(r["version"])),
     )
@@ -194,5 +194,5 @@ def test_a_hot_swap_mid_replay_keeps_each_querys_version_in_the_log(db_url, tmp_
         " GROUP BY q.id ORDER BY q.id"
     ).fetchall()
     assert [r[0] for r in rows] == [q.query for q in queries]
-    assert [r[1] for r in rows] == ["similarity"] * 4 + ["v2"] * 4  # each query as served, the swap between
+    assert [r[1] for r in rows] == ["first-stage"] * 4 + ["v2"] * 4  # each query as served, the swap between
     assert all(labels >= 1 for _, _, labels in rows)  # every query's feedback landed on its own row

@@ -14,8 +14,8 @@ def hotpot(benchmark_dir):
 
 def test_w0_is_the_cosine_order_and_a_large_w_is_bm25s(hotpot, embedder):
     r = system_recalls(hotpot, embedder, [0.0, 1e6])
-    assert len(r["similarity"]) == 30
-    np.testing.assert_array_equal(r["cos + 0 bm25"], r["similarity"])  # no BM25: the cosine order itself
+    assert len(r["cosine"]) == 30
+    np.testing.assert_array_equal(r["cos + 0 bm25"], r["cosine"])  # no BM25: the cosine order itself
     assert abs(r["cos + 1e+06 bm25"].mean() - r["bm25"].mean()) <= 0.05  # BM25 decides (cosine breaks its ties)
     assert 0.5 < r["hybrid"].mean() <= 1.0
 
@@ -33,14 +33,14 @@ def test_echoed_queries_leave_bm25_no_evidence_and_the_floor_keeps_cosine(hotpot
     r = system_recalls(echoed, embedder, [1.0], floors=(0.0, 0.2))
     floored, plain = r["cos + 1 bm25 (sd floor 0.2)"], r["cos + 1 bm25"]
     assert (floored != plain).any()  # the floor acts here, unlike on the questions as asked
-    assert abs(floored.mean() - r["similarity"].mean()) < abs(plain.mean() - r["similarity"].mean())
+    assert abs(floored.mean() - r["cosine"].mean()) < abs(plain.mean() - r["cosine"].mean())
 
 
 def test_compare_pairs_each_system_with_the_best_baseline():
-    r = {"similarity": np.array([1.0, 0.0, 1.0]), "bm25": np.array([0.0, 0.0, 1.0]), "hybrid": np.array([0.5] * 3)}
+    r = {"cosine": np.array([1.0, 0.0, 1.0]), "bm25": np.array([0.0, 0.0, 1.0]), "hybrid": np.array([0.5] * 3)}
     r["cos + 1 bm25"] = np.array([1.0, 1.0, 1.0])
     rows = {row["system"]: row for row in compare(r)}
-    assert {row["best_baseline"] for row in rows.values()} == {"similarity"}
-    assert rows["similarity"]["diff"] == 0.0 and rows["bm25"]["diff"] == pytest.approx(-1 / 3, abs=1e-4)
+    assert {row["best_baseline"] for row in rows.values()} == {"cosine"}
+    assert rows["cosine"]["diff"] == 0.0 and rows["bm25"]["diff"] == pytest.approx(-1 / 3, abs=1e-4)
     assert rows["cos + 1 bm25"]["diff"] == pytest.approx(1 / 3, abs=1e-4)
     assert rows["cos + 1 bm25"]["ci95_low"] <= rows["cos + 1 bm25"]["diff"] <= rows["cos + 1 bm25"]["ci95_high"]

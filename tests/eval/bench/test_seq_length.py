@@ -4,7 +4,7 @@ import pytest
 
 from eval.bench.seq_length import run
 from eval.items import load_items
-from eval.systems import similarity_ranking
+from eval.systems import cosine_ranking
 from retrieval.contracts.metrics import recall_at_k
 
 
@@ -16,7 +16,7 @@ def test_the_reference_length_ties_itself_and_the_model_is_restored(benchmark_di
     same, short = r["rows"]
     assert (same["diff"], same["ci95_low"], same["ci95_high"]) == (0.0, 0.0, 0.0)
     assert short["passages_truncated"] > 0.9 and same["passages_truncated"] < short["passages_truncated"]
-    sims = [similarity_ranking(embedder, it) for it in items]  # what evaluate ranks by: the stored length
+    sims = [cosine_ranking(embedder, it) for it in items]  # what evaluate ranks by: the stored length
     assert same["recall@5"] == round(
         sum(recall_at_k(set(it["relevant_ids"]), s, 5) for it, s in zip(items, sims)) / 6, 4
     )

@@ -56,7 +56,7 @@ def replay(conn, embedder, sp, split):
     for text, s, rel in QUERIES.values():
         if s == split:
             r = search(conn, embedder, text, sp)
-            qid = log_query(conn, text, r.candidates, "similarity", threshold=sp.threshold)
+            qid = log_query(conn, text, r.candidates, "cosine", threshold=sp.threshold)
             used = [c.chunk_id for c in r.candidates if c.source.endswith("#" + rel)]
             # a judge of every candidate (pai lab simulate's oracle): the others are negatives, shown or not
             ignored = [c.chunk_id for c in r.candidates if c.chunk_id not in used]

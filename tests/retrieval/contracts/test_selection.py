@@ -60,7 +60,7 @@ def test_parse_repairs():
     assert parse_selection("[2, 1]", n=3) == Selection((2, 1), "repaired", "bare list instead of an object")
 
 
-def test_parse_falls_back_to_similarity_order():
+def test_parse_falls_back_to_first_stage_order():
     assert parse_selection("I think passage two.", n=8) == Selection((1, 2, 3, 4, 5), "fallback", "not JSON")
     assert parse_selection('{"picked": [1]}', n=3) == Selection((1, 2, 3), "fallback", "no 'selected' list")
     assert parse_selection('{"selected": [0, 99, true]}', n=3).status == "fallback"
@@ -119,7 +119,7 @@ def test_digits_that_are_not_ascii_are_dropped_not_crashing():
 
 
 def test_choose_is_one_path_for_the_service_and_evaluation():
-    """A good answer is parsed; a crash or a timeout falls back to the similarity order, and says which."""
+    """A good answer is parsed; a crash or a timeout falls back to the first-stage order, and says which."""
     sel, failure = choose(lambda: '{"selected": [3, 1]}', 5, 2)
     assert (sel.selected, sel.status, failure) == ((3, 1), "ok", None)
 

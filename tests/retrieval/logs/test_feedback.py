@@ -34,7 +34,7 @@ def test_cited_ranks_literals():
 
 
 def test_query_log_then_used_and_ignored(conn):
-    qid = log_query(conn, "how?", cands(), "similarity", picked=[2, 1], selection_status="ok")
+    qid = log_query(conn, "how?", cands(), "first-stage", picked=[2, 1], selection_status="ok")
     assert rows(conn, qid) == [
         (1, 101, "h1", 2, None),
         (2, 102, "h2", 1, None),
@@ -47,13 +47,13 @@ def test_query_log_then_used_and_ignored(conn):
     assert (r.used_ranks, r.not_shown, r.unknown, r.replaced) == ([1], [4], [], {"used_ranks": [2]})
     assert [u for *_, u in rows(conn, qid)] == [True, False, None, None]
     assert conn.execute("SELECT selector_version, answer FROM queries WHERE id = %s", (qid,)).fetchone() == (
-        "similarity",
+        "first-stage",
         "Per [4] and [1].",
     )
 
 
 def test_bad_feedback_writes_nothing(conn):
-    qid = log_query(conn, "how?", cands(), "similarity")
+    qid = log_query(conn, "how?", cands(), "first-stage")
     with pytest.raises(FeedbackError, match="unknown query id 999"):
         record_feedback(conn, 999, used_chunk_ids=[101])
     with pytest.raises(FeedbackError, match=r"chunks \[555\] were not among its candidates"):
@@ -68,7 +68,7 @@ def test_bad_feedback_writes_nothing(conn):
 
 
 def test_late_pick_replaces_the_pending_one(conn):
-    qid = log_query(conn, "how?", cands(), "similarity")
+    qid = log_query(conn, "how?", cands(), "first-stage")
     record_pick(conn, qid, [3, 1], "repaired")
     assert [p for _, _, _, p, _ in rows(conn, qid)] == [2, None, 1, None]
     assert conn.execute("SELECT selection_status FROM queries").fetchone() == ("repaired",)
@@ -77,10 +77,10 @@ def test_late_pick_replaces_the_pending_one(conn):
 def test_thumbs_up_learns_and_correction_replaces(conn):
     q = "how do I rotate the database password?"
     for answer in ("Use the vault CLI [1].", "Use the vault CLI [1]."):
-        qid = log_query(conn, q, cands(), "similarity")
+        qid = log_query(conn, q, cands(), "first-stage")
         record_feedback(conn, qid, answer=answer, rating=1)
     assert conn.execute("SELECT answer, quality_score FROM learned_qa").fetchall() == [("Use the vault CLI [1].", 2)]
-    qid = log_query(conn, q, cands(), "similarity")
+    qid = log_query(conn, q, cands(), "first-stage")
     record_feedback(conn, qid, rating=-1, correction="Run `pai rotate` instead.")
     assert conn.execute("SELECT answer, quality_score FROM learned_qa").fetchall() == [("Run `pai rotate` instead.", 2)]
     related = learned_answers(conn, "rotate database password")
@@ -101,7 +101,7 @@ def test_a_thumbs_up_on_a_long_question_is_learned_not_lost(conn):
 
     rng = random.Random(7)
     for q in ("语" * 1000, "".join(rng.choice("abcdefghijklmnopqrstuvwxyz0123456789 ") for _ in range(4000))):
-        qid = log_query(conn, q, cands(), "similarity")
+        qid = log_query(conn, q, cands(), "first-stage")
         assert record_feedback(conn, qid, answer="Per [2].", rating=1).used_ranks == [2]
         assert conn.execute("SELECT rating, answer FROM queries WHERE id = %s", (qid,)).fetchone() == (1, "Per [2].")
         assert conn.execute("SELECT quality_score FROM learned_qa WHERE question = %s", (q,)).fetchone() == (1,)
@@ -111,14 +111,14 @@ def test_a_thumbs_up_on_a_long_question_is_learned_not_lost(conn):
 
 def test_taking_back_a_thumbs_up_takes_back_only_what_it_gave(conn):
     q = "where are the backups?"
-    a = log_query(conn, q, cands(), "similarity")
+    a = log_query(conn, q, cands(), "first-stage")
     record_feedback(conn, a, answer="In the vault [1].", rating=1)
-    b = log_query(conn, q, cands(), "similarity")
+    b = log_query(conn, q, cands(), "first-stage")
     record_feedback(conn, b, rating=1)  # a thumbs-up with no answer adds nothing...
     assert conn.execute("SELECT answer, quality_score FROM learned_qa").fetchall() == [("In the vault [1].", 1)]
     record_feedback(conn, b, rating=-1)  # ...so taking it back must not take away a's
     assert conn.execute("SELECT answer, quality_score FROM learned_qa").fetchall() == [("In the vault [1].", 1)]
-    c = log_query(conn, q, cands(), "similarity")
+    c = log_query(conn, q, cands(), "first-stage")
     record_feedback(conn, c, answer="Ask ops [2].")
     record_feedback(conn, c, rating=1)  # the answer it gave before counts with the later thumbs-up
     assert conn.execute("SELECT answer, quality_score FROM learned_qa").fetchall() == [("In the vault [1].", 2)]
@@ -131,7 +131,7 @@ def test_taking_back_a_thumbs_up_takes_back_only_what_it_gave(conn):
 
 def test_a_blank_correction_or_answer_changes_no_learned_answer(conn):
     q = "which port?"
-    qid = log_query(conn, q, cands(), "similarity")
+    qid = log_query(conn, q, cands(), "first-stage")
     record_feedback(conn, qid, answer="5432 [1].", rating=1)
     for blank in ("", "   ", "\n\t"):
         record_feedback(conn, qid, correction=blank)
@@ -146,7 +146,7 @@ def test_pick_and_feedback_racing_on_one_query_never_deadlock(db_url, conn):
 
     from retrieval.db import connect
 
-    qid = log_query(conn, "race", cands(), "similarity")
+    qid = log_query(conn, "race", cands(), "first-stage")
     errors = []
 
     def hammer(fn):
@@ -200,14 +200,14 @@ def test_exposure_is_stored_per_candidate_and_an_unshown_candidate_is_never_a_ne
 
 
 def test_without_exposure_given_the_served_order_is_the_context(conn):
-    qid = log_query(conn, "q?", cands(), "similarity", picked=[1, 2])
+    qid = log_query(conn, "q?", cands(), "first-stage", picked=[1, 2])
     assert [(r[2], r[3]) for r in exposure(conn, qid)] == [(True, 1.0), (True, 1.0), (False, 0.0), (False, 0.0)]
     record_feedback(conn, qid, answer="[2]")
     assert [r[4] for r in exposure(conn, qid)] == [False, True, None, None]
 
 
 def test_rows_logged_before_exposure_keep_the_old_rule(conn):
-    qid = log_query(conn, "q?", cands(), "similarity", picked=[1])
+    qid = log_query(conn, "q?", cands(), "first-stage", picked=[1])
     conn.execute("UPDATE query_candidates SET shown = NULL, propensity = NULL WHERE query_id = %s", (qid,))
     record_feedback(conn, qid, used_chunk_ids=[102])
     assert [r[4] for r in exposure(conn, qid)] == [False, True, False, False]
@@ -245,7 +245,7 @@ def test_an_answer_labels_only_what_the_consumer_was_shown_and_says_what_missed(
 
 
 def test_citations_on_rows_logged_before_exposure_label_as_before(conn):
-    qid = log_query(conn, "q?", cands(4), "similarity")  # no served order, no context: shown NULL
+    qid = log_query(conn, "q?", cands(4), "first-stage")  # no served order, no context: shown NULL
     r = record_feedback(conn, qid, answer="Per [4] and [9].")
     assert (r.used_ranks, r.not_shown, r.unknown) == ([4], [], [9])
     assert labels(conn, qid) == [False, False, False, True]

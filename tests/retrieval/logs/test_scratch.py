@@ -35,12 +35,12 @@ def scratch_schemas(conn) -> int:
 
 
 def test_a_lab_runs_traffic_stays_in_its_own_log(conn, db_url, tmp_path):
-    before = log_query(conn, "the user's own question", cands(), "similarity", threshold=0.2)
+    before = log_query(conn, "the user's own question", cands(), "first-stage", threshold=0.2)
     with scratch_log(db_url) as lab:
         with connect(lab) as lc:
             mine = log_query(lc, "a lab question", cands(), "ranker:cycle1", picked=[2, 1], threshold=0.2)
             record_feedback(lc, mine, answer="From the notes [2]", rating=1)  # a thumbs-up plants a learned answer
-            during = log_query(conn, "asked while the lab ran", cands(), "similarity")  # a live service beside it
+            during = log_query(conn, "asked while the lab ran", cands(), "first-stage")  # a live service beside it
             assert learned_answers(lc, "a lab question") and not learned_answers(conn, "a lab question")
         user, labs = pulled(db_url, tmp_path / "user"), pulled(lab, tmp_path / "lab")
         assert set(user) == {before, during} and set(labs) == {mine}  # a pull beside the lab sees none of it
@@ -56,7 +56,7 @@ def test_a_lab_runs_traffic_stays_in_its_own_log(conn, db_url, tmp_path):
 def test_the_scratch_log_is_dropped_when_the_run_fails(conn, db_url):
     with pytest.raises(RuntimeError, match="cycle 2 failed"), scratch_log(db_url) as lab:
         with connect(lab) as lc:
-            log_query(lc, "a lab question", cands(), "similarity")
+            log_query(lc, "a lab question", cands(), "first-stage")
         raise RuntimeError("cycle 2 failed")
     assert scratch_schemas(conn) == 0
     assert conn.execute("SELECT count(*) FROM queries").fetchone() == (0,)
@@ -69,7 +69,7 @@ def test_two_lab_runs_at_once_keep_apart(conn, db_url, tmp_path):
 
         def serve(url, n):
             with connect(url) as c:
-                ids[url] += [log_query(c, f"{url[-12:]} question {i}", cands(), "similarity") for i in range(n)]
+                ids[url] += [log_query(c, f"{url[-12:]} question {i}", cands(), "first-stage") for i in range(n)]
 
         threads = [threading.Thread(target=serve, args=(url, n)) for url, n in ((a, 20), (b, 15))]
         for t in threads:

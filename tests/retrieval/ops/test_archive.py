@@ -67,7 +67,7 @@ def fill(conn, embedder, folder: Path) -> list[str]:
     queries = [f"{a} and {b}" for a in WORDS for b in WORDS[:7]][:100]
     for q in queries[:10]:
         r = search(conn, embedder, q, SearchParams())
-        qid = log_query(conn, q, r.candidates, "similarity", shown=[c.rank for c in r.context], scope="alice/notes")
+        qid = log_query(conn, q, r.candidates, "first-stage", shown=[c.rank for c in r.context], scope="alice/notes")
         record_feedback(conn, qid, answer="It says so [1], see [2].", rating=1)
     return queries
 

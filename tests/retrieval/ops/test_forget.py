@@ -92,7 +92,7 @@ def test_forget_a_text_rewrites_the_query_that_asked_it(conn, world, embedder):
     from tests.forget_world import SP
 
     r = search(conn, embedder, f"when was {MARKER} set?", SP)
-    log_query(conn, f"when was {MARKER} set?", r.above, "similarity", shown=[1], threshold=0.0)
+    log_query(conn, f"when was {MARKER} set?", r.above, "first-stage", shown=[1], threshold=0.0)
     report = forget(conn, Target(text=MARKER), places(world), mark=NO_MARK)
     assert report.documents == 1 and report.queries_rewritten >= 2
     assert forget_files.verify(conn, MARKER, places(world)) == []

@@ -44,7 +44,7 @@ def test_forget_during_ingest_and_queries_loses_nothing_else(
             while not stop.is_set():
                 r = search(c, embedder, "garden shed padlock code and the lanterns", SP)
                 path = staging.write(staging.from_result(r, context=[1, 2]), w.staging)
-                logged.append(log_query(c, r.query, r.above, "similarity", shown=[1, 2], staging_path=str(path)))
+                logged.append(log_query(c, r.query, r.above, "first-stage", shown=[1, 2], staging_path=str(path)))
 
     def guarded(f):
         def run():

@@ -64,7 +64,7 @@ def seed(conn, embedder, tmp_path) -> dict:
     ids = []
     for text in ("what do bees make?", "how is honey stored?", "where does nectar go?"):
         r = search(conn, embedder, text, SP)
-        qid = log_query(conn, text, r.candidates, "similarity", threshold=SP.threshold)
+        qid = log_query(conn, text, r.candidates, "first-stage", threshold=SP.threshold)
         record_feedback(conn, qid, used_chunk_ids=[bees])
         ids.append(qid)
     now = datetime.now(UTC)

@@ -58,7 +58,7 @@ def test_used_chunk_gains_ignored_one_loses_and_none_drops_out(conn, embedder, t
     assert [Path(c.source).name for c in base.candidates] == ["bees.txt", "hive.txt"]
     for _ in range(6):  # consumers always use the hive chunk and never bees.txt, shown above it
         r = search(conn, embedder, "bees in a hive", sp)
-        qid = log_query(conn, r.query, r.candidates, "similarity", threshold=sp.threshold)
+        qid = log_query(conn, r.query, r.candidates, "first-stage", threshold=sp.threshold)
         record_feedback(conn, qid, used_chunk_ids=[ids["hive.txt"]])
 
     assert usage.refresh(conn, strength=5.0, bound=0.2, dry_run=True)["changed"] == 2

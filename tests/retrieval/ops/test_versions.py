@@ -78,7 +78,7 @@ def test_a_bad_edit_changes_nothing(conn, embedder, text, scope, why):
 def test_a_rating_labels_one_candidate_of_its_scope(conn, embedder):
     ingest_documents(conn, [Document("webhook:dentist", "webhook:", OLD, "markdown")], IngestParams(), SP, embedder)
     cands = search(conn, embedder, "dentist", SP).candidates
-    qid = log_query(conn, "dentist", cands, "similarity", [1], shown=[1], scope="alice")
+    qid = log_query(conn, "dentist", cands, "first-stage", [1], shown=[1], scope="alice")
     chunk = cands[0].chunk_id
     with pytest.raises(FeedbackError, match="unknown query id"):
         rate(conn, qid, chunk, True, ["bob"])
@@ -127,3 +127,11 @@ def test_two_corrections_at_once_are_two_versions(db_url, embedder):
         edit_document(conn, did, "default", OLD, IngestParams(), SP, embedder)  # back to the source's own text
         assert "Tuesday" in document_text(conn, did) and len(versions(conn, did)) == 4
         assert any("Tuesday" in t for t in texts(conn, embedder, "when is the dentist"))
+
+
+def test_a_query_logged_under_the_first_stage_orders_old_name_reads_as_first_stage(conn, embedder):
+    """The chunk's history names the version that served each query as named now (`similarity` before issue 59)."""
+    ingest_documents(conn, [Document("webhook:dentist", "webhook:", OLD, "markdown")], IngestParams(), SP, embedder)
+    cands = search(conn, embedder, "dentist", SP).candidates
+    log_query(conn, "dentist", cands, "similarity", [1], shown=[1], scope="alice")  # as an older pai logged it
+    assert [e.selector_version for e in browse.history(conn, cands[0].chunk_id, ["alice"])] == ["first-stage"]

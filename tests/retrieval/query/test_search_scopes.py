@@ -104,7 +104,7 @@ def test_migration_015_gives_the_rows_stored_before_it_the_default_scope(pg_serv
                 " embedding) VALUES (%s, 'old', 0, 1, 1, 'an old note', 'c', 3, %s::halfvec)",
                 (doc, "[" + ",".join(["0.05"] * 384) + "]"),
             )
-            c.execute("INSERT INTO queries (text, selector_version) VALUES ('old question', 'similarity')")
+            c.execute("INSERT INTO queries (text, selector_version) VALUES ('old question', 'first-stage')")
             c.execute("INSERT INTO captures (user_text, assistant_text) VALUES ('u', 'a')")
         with connect(url) as c:  # applies 015
             for table in ("documents", "chunks", "chunk_terms", "queries", "captures"):
