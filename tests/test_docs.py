@@ -57,6 +57,37 @@ def test_the_architecture_map_names_every_module():
     assert not missing, f"docs/architecture.md does not name {missing}"
 
 
+def test_the_pipeline_page_names_every_baseline():
+    """docs/pipeline.md's evaluate paragraph names each row of `eval.systems.BASELINE_TABLE` (docs/changing.md,
+    "Add a baseline", step 2)."""
+    from eval.systems import BASELINES
+
+    page = (REPO / "docs" / "pipeline.md").read_text(encoding="utf-8")
+    evaluate = page[page.index("- **evaluate**") :].split("\n- **", 1)[0]
+    missing = [b for b in BASELINES if f"`{b}`" not in evaluate]
+    assert not missing, f"docs/pipeline.md's evaluate paragraph does not name the baselines {missing}"
+
+
+def test_every_mcp_tool_is_listed_where_a_reader_looks():
+    """Each tool `build_mcp` serves is on the "Tools:" line of serving/mcp_server.py's docstring, in `pai mcp`'s
+    help (cli/assistant.py), in docs/service.md's tools table and its count of tools (docs/changing.md, "Add an
+    MCP tool", step 5). Reads the source: no server is started."""
+    server = (REPO / "serving" / "mcp_server.py").read_text(encoding="utf-8")
+    tools = re.findall(r"\bspec\(\n\s*(\w+),", server)  # the rows of `specs`
+    assert tools[:2] == ["context", "feedback"]
+    doc = ast.get_docstring(ast.parse(server))
+    listed = doc[doc.index("Tools:") :]
+    assert not [t for t in tools if f"`{t}`" not in listed], "serving/mcp_server.py's Tools: line"
+    assistant = (REPO / "cli" / "assistant.py").read_text(encoding="utf-8")
+    help_ = re.search(r"Serve the memory to an assistant as MCP tools: ([^.]+)\.", assistant).group(1)
+    assert sorted(re.split(r",\s*", " ".join(help_.split()))) == sorted(tools), "pai mcp's help (cli/assistant.py)"
+    service = (REPO / "docs" / "service.md").read_text(encoding="utf-8")
+    table = set(re.findall(r"^\| `(\w+)\(", service, re.M))
+    assert table == set(tools), f"docs/service.md's tools table: {sorted(table ^ set(tools))}"
+    words = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve")
+    assert f"gives an assistant {words[len(tools)]} tools" in service, "docs/service.md's count of tools"
+
+
 def test_the_docs_the_code_cites_exist():
     """A docstring that sends the reader to a document names one the repository holds."""
     cited = set()

@@ -85,6 +85,22 @@ PATHS = {
 }
 
 
+def test_every_alias_in_params_yaml_is_a_reader_listed_in_paths():
+    """A key that aliases a declared path (`*name`) is one of PATHS' readers of it, so the test below moves it."""
+    text = (REPO / "params.yaml").read_text()
+    anchors, section, aliases = {}, None, []
+    for line in text.splitlines():
+        if m := re.match(r"^(\w+):", line):
+            section = m.group(1)
+        elif m := re.match(r"^  (\w+): &(\w+) ", line):
+            anchors[m.group(2)] = f"{section}.{m.group(1)}"
+        elif m := re.match(r"^  (\w+): \*(\w+)", line):
+            aliases.append((f"{section}.{m.group(1)}", m.group(2)))
+    assert aliases
+    missing = [r for r, a in aliases if r not in PATHS.get(anchors[a], ())]
+    assert not missing, f"add to PATHS in tests/test_params.py: {missing}"
+
+
 @pytest.mark.parametrize("declared,readers", PATHS.items())
 def test_each_path_is_declared_once_and_every_reader_follows_it(tmp_path, declared, readers):
     section, key = declared.split(".")
