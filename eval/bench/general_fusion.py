@@ -4,7 +4,7 @@ Out of the feedback's domain the ranker scores standardised cosine + w x standar
 best depends on the domain: where BM25 is strong (HotpotQA: distractors picked by word overlap, the
 answer paragraph named in the question) equal weights beat cosine alone by ~0.04; where it is weak
 (web-search snippets that all contain the query's words) they lose about as much. One run, side by side
-on contract-5 files: the three baselines and the fusion at each w, Recall@5 on all queries with the
+on contract-5 files: the baselines and the fusion at each w, Recall@5 on all queries with the
 paired 95 % CI against the best baseline of that file.
 
     pai lab bench general [--benchmark FILE ...] [--weights 0,0.25,0.5,0.75,1] [--sd-floor 0,0.2] [--plain-floor 1]
