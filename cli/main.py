@@ -29,7 +29,7 @@ app = typer.Typer(
     no_args_is_help=True,
     help="pai-brain: retrieval on PostgreSQL + pgvector, a learned selector that picks the context, and a "
     "pipeline that retrains it from feedback.\n\n"
-    "Start with `pai ingest PATH` and `pai serve` (or `pai mcp`); once answers cite [n], `pai retrain`. "
+    "Start with `pai ingest PATH` and `pai serve` (or `pai mcp`); once answers cite \\[n], `pai retrain`. "
     "`pai lab cycle` is the lab's demo on SciFact. "
     "`pai COMMAND --help` for each; docs/ for the rest.",
 )
