@@ -29,6 +29,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from collections import deque
 from pathlib import Path
 from typing import Annotated, Optional
@@ -55,7 +56,15 @@ from training.pull import PullParams
 from training.train import TrainParams
 
 from . import workspace
-from .cycle_steps import challenger_row, cycle_line, read_json, served_line, served_version, traffic
+from .cycle_steps import (
+    challenger_row,
+    cycle_line,
+    llm_lines,
+    read_json,
+    served_line,
+    served_version,
+    traffic,
+)
 from .replay import ReplayParams, load_queries, replay
 from .terminal import LAB_FEEDBACK, LOG_WIDTH, BenchDirOpt, ParamsOpt, _fail, console, emit, judged_dir, progress_bar
 
@@ -129,8 +138,8 @@ def run_cycle(
             log(served_line("day one", before, day_one.as_dict()))
         for c in range(1, cycles + 1) if serve else ():
             served_by = served_version(srv.url)
-            dvc_repro(bar, () if c == cycles else ("deploy",))  # the LLM's chain once, after the last cycle
-            row = {"cycle": c, "served_by": served_by, **challenger_row(params)}
+            seconds = dvc_repro(bar, () if c == cycles else ("deploy",))  # the LLM's chain once, after the last
+            row = {"cycle": c, "served_by": served_by, **challenger_row(params), "stage_seconds": seconds}
             row["served"], row["trial"] = traffic(srv.url, parts[c], row.get("trial_id"), consumer, c, bar)
             row["champion"] = served_version(srv.url)
             result["cycles"].append(row)
@@ -165,9 +174,10 @@ def stage_metrics(params: Path) -> dict[str, Path]:
     }
 
 
-def dvc_repro(bar, targets: tuple[str, ...] = ()) -> None:
+def dvc_repro(bar, targets: tuple[str, ...] = ()) -> dict[str, float]:
     """`dvc repro [targets]`, its stages' `python` being this environment's (the README runs `.venv/bin/pai` with
-    no venv activated), each stage's start and summary line shown as it runs."""
+    no venv activated), each stage's start and summary line shown as it runs; the wall seconds of each stage that
+    ran (from its start to the next one's, or to the end)."""
     env = os.environ | {
         "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
         "COLUMNS": str(LOG_WIDTH),
@@ -178,6 +188,8 @@ def dvc_repro(bar, targets: tuple[str, ...] = ()) -> None:
     stage_line = re.compile(rf"^(?:Running stage '([^']+)'|(?:{stages}): )")
     task = bar.add_task("3. dvc repro", total=None)
     tail: deque[str] = deque(maxlen=80)
+    seconds: dict[str, float] = {}
+    running, started = None, time.monotonic()
     with subprocess.Popen(
         [str(Path(sys.executable).with_name("dvc")), "repro", *targets],
         stdout=subprocess.PIPE,
@@ -189,11 +201,17 @@ def dvc_repro(bar, targets: tuple[str, ...] = ()) -> None:
             tail.append(line)
             if m := stage_line.match(line):
                 if m[1]:
+                    if running:
+                        seconds[running] = round(time.monotonic() - started, 1)
+                    running, started = m[1], time.monotonic()
                     bar.update(task, description=f"3. dvc repro: {m[1]}")
                 bar.console.print(f"   {line.rstrip()}", highlight=False, soft_wrap=True)
     if proc.returncode != 0:
         raise RuntimeError("dvc repro failed:\n" + "".join(tail)[-3000:])
+    if running:
+        seconds[running] = round(time.monotonic() - started, 1)
     bar.update(task, total=1, completed=1, description="3. dvc repro")
+    return seconds
 
 
 def print_cycle(result: dict, console) -> None:
@@ -232,6 +250,9 @@ def print_cycle(result: dict, console) -> None:
                     + ("" if dp["passed_gate"] else f" (gate: {'; '.join(dp['reasons'])})"),
                     soft_wrap=True,
                 )
+    last = result["cycles"][-1] if result["cycles"] else {}
+    for line in llm_lines(result["pipeline"], last.get("stage_seconds")):
+        console.print(f"   {line}", soft_wrap=True, highlight=False)
     if sv := result.get("service"):
         console.print(
             f"   service: served {sv['before']} before the cycles, {sv['after']} after"
