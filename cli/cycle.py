@@ -15,7 +15,9 @@ It runs only in a store that holds nothing but SciFact (a fresh home, or one it 
       share, alpha, max_judged cited trial queries);
    c. one line: the challenger against general on SciFact test with its CI, the trial's decision and cited
       queries, what users got (served Recall beside general alone) and the previews' tokens.
-   So each part is served by whatever won before it.
+   So each part is served by whatever won before it. After the last cycle, the LLM's lines: its loss first -> last,
+   and per judged test set Recall@5 of its base model as served, the fine-tuned one and general, the share of
+   outputs that parse, fine-tuned - base and fine-tuned - general with their paired CIs, and the chain's stage times.
 3. first-stage retrieval on SciFact test, vector vs hybrid
 
 The cycles' lines are written to `metrics/cycle.json` (evaluate.out) beside the stages' metrics.
