@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from collections import deque
 from pathlib import Path
 
@@ -41,9 +42,10 @@ def stage_metrics(params: Path) -> dict[str, Path]:
     }
 
 
-def dvc_repro(bar, targets: tuple[str, ...] = ()) -> None:
+def dvc_repro(bar, targets: tuple[str, ...] = ()) -> dict[str, float]:
     """`dvc repro [targets]`, its stages' `python` being this environment's (the README runs `.venv/bin/pai` with
-    no venv activated), each stage's start and summary line shown as it runs."""
+    no venv activated), each stage's start and summary line shown as it runs; the wall seconds of each stage that
+    ran (from its start to the next one's, or to the end)."""
     env = os.environ | {
         "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
         "COLUMNS": str(LOG_WIDTH),
@@ -54,6 +56,8 @@ def dvc_repro(bar, targets: tuple[str, ...] = ()) -> None:
     stage_line = re.compile(rf"^(?:Running stage '([^']+)'|(?:{stages}): )")
     task = bar.add_task("3. dvc repro", total=None)
     tail: deque[str] = deque(maxlen=80)
+    seconds: dict[str, float] = {}
+    running, started = None, time.monotonic()
     with subprocess.Popen(
         [str(Path(sys.executable).with_name("dvc")), "repro", *targets],
         stdout=subprocess.PIPE,
@@ -65,8 +69,14 @@ def dvc_repro(bar, targets: tuple[str, ...] = ()) -> None:
             tail.append(line)
             if m := stage_line.match(line):
                 if m[1]:
+                    if running:
+                        seconds[running] = round(time.monotonic() - started, 1)
+                    running, started = m[1], time.monotonic()
                     bar.update(task, description=f"3. dvc repro: {m[1]}")
                 bar.console.print(f"   {line.rstrip()}", highlight=False, soft_wrap=True)
     if proc.returncode != 0:
         raise RuntimeError("dvc repro failed:\n" + "".join(tail)[-3000:])
+    if running:
+        seconds[running] = round(time.monotonic() - started, 1)
     bar.update(task, total=1, completed=1, description="3. dvc repro")
+    return seconds

@@ -106,6 +106,9 @@ def deploy(p: DeployParams, log=print, chain: str = "ranker", trial: TrialParams
         rest = [r for ok, _, s, r in ranked[1:]]
         if rest:
             promotion.set_challenger(rest[0])
+    elif by_trial and (running := promotion.running_trial()) is not None:
+        # the alias `challenger` names the one on trial (the ranker's, this same run): a failed LLM does not take it
+        out.update(alias=None, trial_running=running.as_dict())
     else:
         promotion.set_challenger(record)
         out.update(alias="challenger")
@@ -158,6 +161,11 @@ def main(argv: list[str] | None = None) -> None:
         console.print(
             f"deploy: {out['version']} registered; trial {t['id']} ({t['challenger']} vs {t['champion']}) is still "
             "running, so it waits: `pai retrain` again once that trial has decided (`pai status`)",
+            soft_wrap=True,
+        )
+    elif out.get("trial_running"):
+        console.print(
+            f"deploy: {out['version']} registered, no alias: trial {out['trial_running']['id']} holds `challenger`",
             soft_wrap=True,
         )
     elif out["alias"] is None:

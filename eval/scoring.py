@@ -10,6 +10,7 @@ from retrieval.chunking import approx_tokens
 from retrieval.contracts.metrics import contains_answer, paired_bootstrap, per_query, recall_at_k, weighted_recall_at_k
 from retrieval.contracts.selection import Pick
 
+from .base_llm import BASE_SYSTEM
 from .systems import BASELINES
 
 
@@ -61,9 +62,11 @@ def score(items: list[dict], picks: dict[str, dict[str, Pick]], seed: int, ips: 
         )
         table[system] = row
     versus = {}
+    # each system against every baseline, and a model against the champion and the LLM's base model when scored
+    refs = (*BASELINES, *(r for r in ("champion", BASE_SYSTEM) if r in per))
     for system in per:
-        for base in (*BASELINES, *(["champion"] if "champion" in per else [])):
-            if system != base and not (system in BASELINES and base == "champion"):
+        for base in refs:
+            if system != base and not (system in BASELINES and base not in BASELINES):
                 common = [q for q in per[system] if q in per[base]]  # paired on the queries both ran
                 a, b = (np.array([per[x][q] for q in common]) for x in (system, base))
                 d, lo, hi = paired_bootstrap(a, b, seed=seed)

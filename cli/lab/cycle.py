@@ -15,7 +15,9 @@ It runs only in a store that holds nothing but SciFact (a fresh home, or one it 
       share, alpha, max_judged cited trial queries);
    c. one line: the challenger against general on SciFact test with its CI, the trial's decision and cited
       queries, what users got (served Recall beside general alone) and the previews' tokens.
-   So each part is served by whatever won before it.
+   So each part is served by whatever won before it. After the last cycle, the LLM's lines: its loss first -> last,
+   and per judged test set Recall@5 of its base model as served, the fine-tuned one and general, the share of
+   outputs that parse, fine-tuned - base and fine-tuned - general with their paired CIs, and the chain's stage times.
 3. first-stage retrieval on SciFact test, vector vs hybrid
 
 The cycles' lines are written to `metrics/cycle.json` (evaluate.out) beside the stages' metrics.
@@ -47,7 +49,7 @@ from serving.server import BackgroundServer, build_service
 from .. import workspace
 from ..repro import dvc_repro, stage_metrics
 from ..terminal import LAB_FEEDBACK, BenchDirOpt, ParamsOpt, _fail, console, emit, judged_dir, progress_bar
-from .cycle_steps import challenger_row, cycle_line, read_json, served_line, served_version, traffic
+from .cycle_steps import challenger_row, cycle_line, llm_lines, read_json, served_line, served_version, traffic
 from .replay import load_queries, replay
 
 app = typer.Typer()
@@ -120,8 +122,8 @@ def run_cycle(
             log(served_line("day one", before, day_one.as_dict()))
         for c in range(1, cycles + 1) if serve else ():
             served_by = served_version(srv.url)
-            dvc_repro(bar, () if c == cycles else ("deploy",))  # the LLM's chain once, after the last cycle
-            row = {"cycle": c, "served_by": served_by, **challenger_row(params)}
+            seconds = dvc_repro(bar, () if c == cycles else ("deploy",))  # the LLM's chain once, after the last
+            row = {"cycle": c, "served_by": served_by, **challenger_row(params), "stage_seconds": seconds}
             row["served"], row["trial"] = traffic(srv.url, parts[c], row.get("trial_id"), consumer, c, bar)
             row["champion"] = served_version(srv.url)
             result["cycles"].append(row)
@@ -176,6 +178,9 @@ def print_cycle(result: dict, console) -> None:
                     + ("" if dp["passed_gate"] else f" (gate: {'; '.join(dp['reasons'])})"),
                     soft_wrap=True,
                 )
+    last = result["cycles"][-1] if result["cycles"] else {}
+    for line in llm_lines(result["pipeline"], last.get("stage_seconds")):
+        console.print(f"   {line}", soft_wrap=True, highlight=False)
     if sv := result.get("service"):
         console.print(
             f"   service: served {sv['before']} before the cycles, {sv['after']} after"

@@ -120,3 +120,44 @@ def served_version(url: str) -> str:
 def read_json(path: str) -> dict | None:
     p = Path(path)
     return json.loads(p.read_text()) if p.exists() else None
+
+
+LLM_STAGES = ("build", "train", "export", "evaluate_llm", "deploy_llm")  # the LLM's chain (dvc.yaml)
+
+
+def llm_lines(pipeline: dict, stage_seconds: dict[str, float] | None = None) -> list[str]:
+    """The LLM selector's learning after the last cycle: its loss first -> last, the share of its outputs that parse,
+    and per benchmark Recall@5 of the base model, the fine-tuned one and general, with the paired deltas (95 % CI);
+    the chain's wall time per stage when timed. No lines when the LLM's chain did not run."""
+    tr, ev = pipeline.get("train") or {}, pipeline.get("eval_llm") or {}
+    if not ev:
+        return []
+    out = [
+        f"LLM selector ({tr.get('base_model')}): {tr.get('steps')} steps, loss {tr.get('train_loss_first')} -> "
+        f"{tr.get('train_loss_last')}"
+    ]
+    ci = lambda v: f"{v['recall@5_diff']:+.3f} [{v['ci95_low']:+.3f}, {v['ci95_high']:+.3f}]"  # noqa: E731
+    for bench, r in ev.items():
+        sys_, vs = r["systems"], r["paired_bootstrap"]
+        if "selector" not in sys_:
+            continue
+        tuned = sys_["selector"]
+        line = f"  {bench} ({tuned['queries']} queries): Recall@5"
+        if "base" in sys_:
+            line += f" base {sys_['base']['recall@5']:.3f} ->"
+        line += f" fine-tuned {tuned['recall@5']:.3f}"
+        if "general" in sys_:
+            line += f", general {sys_['general']['recall@5']:.3f}"
+        line += f"; parses {tuned['json_valid']:.0%}"
+        if "base" in sys_:
+            line += f" (base {sys_['base']['json_valid']:.0%})"
+        for ref in ("base", "general"):
+            if v := vs.get(f"selector_vs_{ref}"):
+                line += f"; fine-tuned - {ref} {ci(v)}"
+        out.append(line)
+    if stage_seconds:
+        timed = {s: stage_seconds[s] for s in LLM_STAGES if s in stage_seconds}
+        out.append(
+            f"  LLM chain: {sum(timed.values()):.0f} s (" + ", ".join(f"{s} {t:.0f} s" for s, t in timed.items()) + ")"
+        )
+    return out

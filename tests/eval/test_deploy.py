@@ -124,14 +124,15 @@ def test_each_challenger_is_gated_by_its_own_system_name():
     assert d.passed and d.details["a"]["recall@5"] == 0.85
 
 
-def test_the_cpu_profiles_tiny_llm_is_evaluated_but_not_registered(tmp_path):
-    """On a CPU box the LLM is a code-path proof (loss ~12): no registry version a user must explain away."""
+def test_the_cpu_profiles_llm_is_registered_unless_told_not_to(tmp_path):
+    """On a CPU box the LLM (SmolLM2-135M) is registered and gated like any challenger; register_cpu_llm false keeps
+    it evaluated only, and says why."""
     (tmp_path / "selector.json").write_text(json.dumps({"kind": "llm", "version": "v", "profile": "cpu"}))
-    result = {"scifact-test": {"systems": {"selector": {}, "cosine": {}}}}
+    result = {"scifact-test": {"systems": {"selector": {}, "cosine": {}, "base": {}}}}
     p = DeployParams(export=str(tmp_path), ranker=str(tmp_path / "none"))
+    assert list(challengers(p, result)) == ["selector"]  # the base model is a reference, never a challenger
     skipped: dict = {}
-    assert challengers(p, result, skipped) == {} and "CPU profile" in skipped["selector"]
-    assert challengers(replace(p, register_cpu_llm=True), result)["selector"]["profile"] == "cpu"
+    assert challengers(replace(p, register_cpu_llm=False), result, skipped) == {} and "CPU" in skipped["selector"]
     (tmp_path / "selector.json").write_text(json.dumps({"kind": "llm", "version": "v", "profile": "gpu"}))
     assert "selector" in challengers(p, result)  # the GPU profile's 14B is a real challenger
 
@@ -147,13 +148,14 @@ def test_a_chain_names_its_own_result_files():
     assert e.value.code == 2
 
 
-def test_the_llm_chain_on_cpu_writes_a_decision_and_registers_nothing(tmp_path):
-    """deploy_llm after an evaluate_llm of the CPU profile's LLM: a decision that says why, no registry call."""
+def test_the_llm_chain_on_cpu_told_not_to_register_writes_a_decision_and_registers_nothing(tmp_path):
+    """deploy_llm after an evaluate_llm of the CPU profile's LLM, register_cpu_llm false: a decision that says why,
+    no registry call."""
     export = tmp_path / "export"
     export.mkdir()
     (export / "selector.json").write_text(json.dumps({"kind": "llm", "version": "v", "profile": "cpu"}))
     (tmp_path / "eval-llm.json").write_text(json.dumps({"scifact-test": {"systems": {"selector": {}}}}))
-    p = DeployParams(export=str(export), metrics=str(tmp_path), ranker=str(tmp_path / "none"))
+    p = DeployParams(export=str(export), metrics=str(tmp_path), ranker=str(tmp_path / "none"), register_cpu_llm=False)
     out = deploy(p, chain="llm")
     assert out["alias"] is None and out["challengers"] == {} and "CPU profile" in out["not_registered"]["selector"]
     with pytest.raises(FileNotFoundError):  # the ranker's chain reads its own file, eval.json

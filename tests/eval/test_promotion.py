@@ -220,6 +220,16 @@ def test_deploy_on_a_store_without_its_judged_split_starts_one_trial_and_a_retra
     again = deploy(replace(p, ranker=str(ranker("r2", "b"))), trial=TrialParams())
     assert again["version"] == "pai-selector:2" and again["waiting_for"]["id"] == out["trial"]["id"]
     assert promotion.running_trial().challenger == "pai-selector:1"  # its evidence is kept
+    # a challenger failing the gate meanwhile (the LLM's chain after the ranker's) leaves `challenger` to the trial's
+    failing = tmp_path / "failing"
+    failing.mkdir()
+    low = {"recall@5": 0.5, "answer_in_context": None, "json_valid": 1.0}
+    vs = {"ranker_vs_cosine": {"recall@5_diff": -0.3, "ci95_low": -0.35, "ci95_high": -0.25}}
+    bad = {"hotpotqa/test": {"systems": {**{b: row for b in BASELINES}, "ranker": low}, "paired_bootstrap": vs}}
+    (failing / "eval.json").write_text(json.dumps(bad))
+    lost = deploy(replace(p, ranker=str(ranker("r3", "c")), metrics=str(failing)), trial=TrialParams())
+    assert not lost["passed_gate"] and lost["alias"] is None and lost["trial_running"]["id"] == out["trial"]["id"]
+    assert str(promotion.client().get_model_version_by_alias(promotion.MODEL, "challenger").version) == "1"
     promotion.promote("1", wait_s=0)  # by hand: the running trial stops
     same = deploy(replace(p, ranker=str(tmp_path / "r1")), trial=TrialParams())
     assert same["alias"] == "champion" and same["trial"] is None and promotion.running_trial() is None

