@@ -14,17 +14,10 @@ import json
 from pathlib import Path
 
 from retrieval.contracts.selection import PROMPT_VERSION
+from retrieval.files import files_sha256
 from serving.llm_selectors import ChatSelector, LlamaCppSelector
 
 BASE_SYSTEM = "base"  # its name in eval-llm.json: the fine-tuned `selector` is compared with it
-
-
-def file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 class CachedBaseSelector(ChatSelector):
@@ -34,7 +27,7 @@ class CachedBaseSelector(ChatSelector):
 
     def __init__(self, gguf: Path, chunk_tokens: int, cache_dir: Path, n_ctx: int = 4096, max_new_tokens: int = 48):
         self.gguf, self.chunk_tokens, self.n_ctx, self.max_new_tokens = Path(gguf), chunk_tokens, n_ctx, max_new_tokens
-        self.digest = file_sha256(self.gguf)
+        self.digest = files_sha256(self.gguf)
         self.version = f"base:{self.gguf.stem}:{self.digest[:12]}"
         self.path = Path(cache_dir) / f"{self.gguf.stem}-{self.digest[:12]}.jsonl"
         self.answers: dict[str, str] = {}

