@@ -139,7 +139,10 @@ def run_query(
             trial_id=served.trial,
             teams=served.teams,
             scope=scope,
-            previewed=served.preview_propensity if service.picker.previews else None,
+            # what was listed this time, each with its chance of being listed (the policy's other candidates: not listed)
+            previewed={c.rank: served.preview_propensity.get(c.rank, 1.0) for c in served.previews}
+            if service.picker.previews
+            else None,
         )
     if served.later is not None:  # the slow selector refines for next time
         service.picker.select_later(text, shown, lambda p: _log_pick(service, qid, p), served.later)
