@@ -103,5 +103,5 @@ def test_the_real_base_fine_tuned_exports_with_parity(tmp_path, monkeypatch):
     cfg = json.loads((tmp_path / "model" / "train_config.json").read_text())
     assert Path(cfg["base_path"]).is_dir() and not (tmp_path / "model" / "base" / "config.json").exists()
     e = export(ExportParams(model=str(tmp_path / "model"), out=str(tmp_path / "export"), parity_prompts=4), data)
-    assert e["quant"] == "q8_0" and e["pick_agreement"] >= ExportParams().parity_min
+    assert e["quant"] == "f16" and e["pick_agreement"] >= ExportParams().parity_min
     assert e["served_parse_rate"] == 1.0 and e["forced_top1_agreement"] >= 0.9
