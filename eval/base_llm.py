@@ -9,13 +9,13 @@ decoding budget): a second run on the same items reads them, and a changed promp
 
 from __future__ import annotations
 
-import hashlib
-import json
 from pathlib import Path
 
 from retrieval.contracts.selection import PROMPT_VERSION
 from retrieval.files import files_sha256
 from serving.llm_selectors import ChatSelector, LlamaCppSelector
+
+from .answer_cache import AnswerCache
 
 BASE_SYSTEM = "base"  # its name in eval-llm.json: the fine-tuned `selector` is compared with it
 
@@ -29,37 +29,30 @@ class CachedBaseSelector(ChatSelector):
         self.gguf, self.chunk_tokens, self.n_ctx, self.max_new_tokens = Path(gguf), chunk_tokens, n_ctx, max_new_tokens
         self.digest = files_sha256(self.gguf)
         self.version = f"base:{self.gguf.stem}:{self.digest[:12]}"
-        self.path = Path(cache_dir) / f"{self.gguf.stem}-{self.digest[:12]}.jsonl"
-        self.answers: dict[str, str] = {}
-        if self.path.exists():
-            for line in self.path.read_text(encoding="utf-8").splitlines():
-                try:
-                    row = json.loads(line)
-                    self.answers[row["key"]] = row["text"]
-                except (ValueError, KeyError, TypeError):  # a line cut short by a crash: asked again
-                    continue
-        self.hits = self.misses = 0
+        self.cache = AnswerCache(Path(cache_dir) / f"{self.gguf.stem}-{self.digest[:12]}.jsonl")
         self._llm: LlamaCppSelector | None = None
 
+    @property
+    def hits(self) -> int:
+        return self.cache.hits
+
+    @property
+    def misses(self) -> int:
+        return self.cache.misses
+
     def key(self, messages: list[dict[str, str]], n: int, k: int) -> str:
-        what = [PROMPT_VERSION, self.digest, self.max_new_tokens, n, k, messages]
-        return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()
+        return AnswerCache.key(PROMPT_VERSION, self.digest, self.max_new_tokens, n, k, messages)
 
     def chat(self, messages: list[dict[str, str]], n: int, k: int) -> str:
         key = self.key(messages, n, k)
-        if key in self.answers:
-            self.hits += 1
-            return self.answers[key]
-        self.misses += 1
+        if (text := self.cache.get(key)) is not None:
+            return text
         if self._llm is None:
             self._llm = LlamaCppSelector(
                 self.gguf, self.version, self.chunk_tokens, n_ctx=self.n_ctx, max_new_tokens=self.max_new_tokens
             )
         text = self._llm.chat(messages, n, k)
-        self.answers[key] = text
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.path, "a", encoding="utf-8") as f:  # one line per answer: a crash keeps those before it
-            f.write(json.dumps({"key": key, "text": text}) + "\n")
+        self.cache.put(key, text)
         return text
 
     def close(self) -> None:

@@ -128,7 +128,8 @@ def evaluate(
         result[name] = score(items, picks, p.seed)
         if reader is not None and p.reader_queries and any(it.get("answers") for it in items):
             read = {s: by_q for s, by_q in picks.items() if s != BASE_SYSTEM}  # the base is no challenger to guard
-            result[name]["answers"] = answer_quality(items, read, reader, p.reader_queries, p.seed)
+            reading = (lambda n, name=name: progress_factory(f"{name}: reader", n)) if progress_factory else None
+            result[name]["answers"] = answer_quality(items, read, reader, p.reader_queries, p.seed, reading)
         if name == FEEDBACK_VAL:  # beside the naive figure, the unbiased one the gate reads
             result[FEEDBACK_VAL_IPS] = score(items, picks, p.seed, ips=True)
         if len(items) < len(all_items):
@@ -166,7 +167,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     search = load_section("params.yaml", "search", SearchParams)
     try:
-        reader = make_reader(p.reader) if p.reader_queries else None
+        reader = make_reader(p.reader, cache_dir=pai_home() / "cache" / "reader-answers") if p.reader_queries else None
     except ReaderError as e:
         console.print(f"[red]evaluate:[/red] {e}", soft_wrap=True)
         raise SystemExit(1) from None

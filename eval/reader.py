@@ -21,6 +21,9 @@ import numpy as np
 
 from retrieval.contracts.metrics import paired_bootstrap
 from retrieval.contracts.selection import Pick
+from retrieval.files import files_sha256
+
+from .answer_cache import AnswerCache
 
 SYSTEM = "Answer the question using only the context. Reply with the answer alone: a few words, no sentence."
 PASSAGE_CHARS = 600  # a passage's share of the prompt (HotpotQA's paragraphs are shorter; a chunk may not be)
@@ -66,30 +69,53 @@ def first_line(text: str) -> str:
 
 
 class LlamaCppReader:
-    """A GGUF answering in-process (llama.cpp), greedy."""
+    """A GGUF answering in-process (llama.cpp), greedy. With `cache_dir`, its answers are kept there (one file per
+    GGUF digest, keyed by the prompt and the budget: `eval.answer_cache`), so a context read in an earlier run or
+    cycle (a baseline's, the same every cycle) is not read again."""
 
-    def __init__(self, gguf: Path, max_tokens: int = 16, n_ctx: int = 2048, threads: int | None = None):
+    def __init__(
+        self,
+        gguf: Path,
+        max_tokens: int = 16,
+        n_ctx: int = 2048,
+        threads: int | None = None,
+        cache_dir: Path | None = None,
+    ):
         if not Path(gguf).is_file():
             raise ReaderError(f"reader GGUF not found: {gguf}")
+        self.gguf, self.n_ctx, self.threads = Path(gguf), n_ctx, threads
+        self.name, self.max_tokens = f"llamacpp:{Path(gguf).name}", max_tokens
+        self.digest = files_sha256(self.gguf) if cache_dir is not None else ""
+        self.cache = AnswerCache(Path(cache_dir) / f"{self.gguf.stem}-{self.digest[:12]}.jsonl") if cache_dir else None
+        self._llm = self._load()  # a broken GGUF says so at once (a load takes about a second)
+
+    def _load(self):
         from llama_cpp import Llama
 
         try:
-            self.llm = Llama(
-                model_path=str(gguf), n_ctx=n_ctx, n_threads=threads or min(4, os.cpu_count() or 1), verbose=False
+            return Llama(
+                model_path=str(self.gguf),
+                n_ctx=self.n_ctx,
+                n_threads=self.threads or min(4, os.cpu_count() or 1),
+                verbose=False,
             )
         except (ValueError, RuntimeError) as e:
-            raise ReaderError(f"reader GGUF does not load: {gguf}: {e}") from None
-        self.name, self.max_tokens = f"llamacpp:{Path(gguf).name}", max_tokens
+            raise ReaderError(f"reader GGUF does not load: {self.gguf}: {e}") from None
 
     def answer(self, question: str, passages: list[str]) -> str:
-        self.llm.reset()
-        r = self.llm.create_chat_completion(
-            messages(question, passages), temperature=0.0, top_k=1, max_tokens=self.max_tokens
-        )
-        return first_line(r["choices"][0]["message"]["content"] or "")
+        msgs = messages(question, passages)
+        key = AnswerCache.key(self.digest, self.max_tokens, msgs) if self.cache is not None else ""
+        if self.cache is not None and (text := self.cache.get(key)) is not None:
+            return text
+        self._llm.reset()
+        r = self._llm.create_chat_completion(msgs, temperature=0.0, top_k=1, max_tokens=self.max_tokens)
+        text = first_line(r["choices"][0]["message"]["content"] or "")
+        if self.cache is not None:
+            self.cache.put(key, text)
+        return text
 
     def close(self) -> None:
-        self.llm.close()
+        self._llm.close()
 
 
 class OllamaReader:
@@ -124,14 +150,27 @@ def packaged_reader_gguf() -> Path:
     return Path(next(iter(spec.submodule_search_locations))) / "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
-def make_reader(spec: str, max_tokens: int = 16, default_gguf: Callable[[], Path] = packaged_reader_gguf):
-    """`ollama:<model>`, a GGUF path, or empty (the packaged model)."""
+def make_reader(
+    spec: str,
+    max_tokens: int = 16,
+    default_gguf: Callable[[], Path] = packaged_reader_gguf,
+    cache_dir: Path | None = None,
+):
+    """`ollama:<model>`, a GGUF path, or empty (the packaged model). `cache_dir`: a GGUF reader's answers are kept
+    there (an Ollama model's are not: its name does not say which weights answer)."""
     if spec.startswith("ollama:"):
         return OllamaReader(spec.removeprefix("ollama:"), max_tokens)
-    return LlamaCppReader(Path(spec) if spec else default_gguf(), max_tokens)
+    return LlamaCppReader(Path(spec) if spec else default_gguf(), max_tokens, cache_dir=cache_dir)
 
 
-def answer_quality(items: list[dict], picks: dict[str, dict[str, Pick]], reader, n: int, seed: int = 0) -> dict:
+def answer_quality(
+    items: list[dict],
+    picks: dict[str, dict[str, Pick]],
+    reader,
+    n: int,
+    seed: int = 0,
+    progress: Callable[[int], Callable[[], None]] | None = None,
+) -> dict:
     """EM and F1 per system on the first `n` items with answers (the same contexts read once), the ceiling (the gold
     evidence alone), and each system's F1 against each other system's by a paired bootstrap."""
     items = [it for it in items if it.get("answers") and all(it["qid"] in by_q for by_q in picks.values())][:n]
@@ -143,11 +182,15 @@ def answer_quality(items: list[dict], picks: dict[str, dict[str, Pick]], reader,
             texts = {c["id"]: c["text"] for c in it["candidates"]}
             contexts.setdefault(system, {})[it["qid"]] = [texts[i] for i in ids_by_q[it["qid"]] if i in texts]
     questions = [(it["qid"], it["query"], it["answers"]) for it in items]
-    return answer_contexts(questions, contexts, reader, seed)
+    return answer_contexts(questions, contexts, reader, seed, progress)
 
 
 def answer_contexts(
-    questions: list[tuple[str, str, list[str]]], contexts: dict[str, dict[str, list[str]]], reader, seed: int = 0
+    questions: list[tuple[str, str, list[str]]],
+    contexts: dict[str, dict[str, list[str]]],
+    reader,
+    seed: int = 0,
+    progress: Callable[[int], Callable[[], None]] | None = None,
 ) -> dict:
     """EM and F1 per system: `questions` (qid, question, gold answers), `contexts` system -> qid -> the passages it
     served (`ceiling`: the gold evidence alone, if given). A context two systems share is read once. Each system's
@@ -156,12 +199,14 @@ def answer_contexts(
         return {}
     cache: dict[tuple, str] = {}
     per: dict[str, dict[str, np.ndarray]] = {}
+    advance = progress(len(contexts) * len(questions)) if progress else (lambda: None)
     for system, by_q in contexts.items():
         em, f1 = [], []
         for qid, question, answers in questions:
             key = (question, tuple(by_q[qid]))
             if key not in cache:
                 cache[key] = reader.answer(question, by_q[qid])
+            advance()
             em.append(exact_match(cache[key], answers))
             f1.append(token_f1(cache[key], answers))
         per[system] = {"em": np.array(em), "f1": np.array(f1)}

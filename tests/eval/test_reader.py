@@ -56,6 +56,35 @@ def test_the_packaged_reader_answers_a_real_sample_and_its_ceiling_is_reported()
     assert "distractors_vs_general" in a["paired_f1"] and "general_vs_ceiling" not in a["paired_f1"]
 
 
+def test_a_cached_reader_answers_again_from_its_cache_and_shows_progress(tmp_path):
+    """With a cache folder, a second reader (a later run or cycle) reads each answer back without asking the model,
+    the same text; a context it has not seen is asked; a line cut short by a crash is asked again."""
+    with open(REPO / "data" / "judged" / "hotpotqa" / "test.jsonl") as f:
+        items = [json.loads(next(f)) for _ in range(2)]
+    gold = {it["qid"]: Pick(tuple(it["relevant_ids"])) for it in items}
+    ticks: list[int] = []
+    first = make_reader("", cache_dir=tmp_path)
+    try:
+        a = answer_quality(items, {"general": gold}, first, n=2, progress=lambda n: lambda: ticks.append(n))
+    finally:
+        first.close()
+    assert first.cache.misses == 2 and first.cache.hits == 0 and ticks == [4] * 4  # 2 systems x 2 questions
+    second = make_reader("", cache_dir=tmp_path)
+    second._llm.close()
+    second._llm = None  # a model that is never asked: every answer must come from the cache
+    b = answer_quality(items, {"general": gold}, second, n=2)
+    assert second.cache.hits == 2 and second.cache.misses == 0 and b["systems"] == a["systems"]
+    path = second.cache.path
+    path.write_text(path.read_text() + '{"key": "ab')  # cut short
+    third = make_reader("", cache_dir=tmp_path)
+    try:
+        other = {it["qid"]: Pick(tuple(c["id"] for c in it["candidates"][:1])) for it in items}
+        answer_quality(items, {"first": other}, third, n=2)
+    finally:
+        third.close()
+    assert len(third.cache.answers) >= 2 and third.cache.misses >= 1  # its own contexts were asked
+
+
 def answers(diff, lo, hi):
     return {"paired_f1": {"selector_vs_hybrid": {"f1_diff": diff, "ci95_low": lo, "ci95_high": hi}}}
 
