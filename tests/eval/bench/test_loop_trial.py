@@ -53,6 +53,20 @@ def test_exploration_logs_the_probability_it_drew_with():
     assert len(context) == 5 and context[:4] == order[:4]
 
 
+def test_drawn_previews_are_logged_as_listed_with_their_chance():
+    """search.preview_draws in the lab's serving: the last preview lines are drawn from everything below the others;
+    only what a query listed is `previewed`, each with its chance; the relevant item (last of 10) gets listed."""
+    consumer = Consumer(1.0, 0.0, previews=4, preview_draws=2, expand_relevant=1.0, expand_other=0.0)
+    records, _ = serve(ITEMS[:40], FIRST, FIRST, consumer, 5, 0.0, random.Random(3), 1)
+    for r in records:
+        listed = {c["rank"]: c["preview_propensity"] for c in r["candidates"] if c["previewed"]}
+        assert len(listed) == 4 and {6, 7} <= set(listed) and listed[6] == listed[7] == 1.0
+        assert all(abs(p - 2 / 3) < 1e-6 for rank, p in listed.items() if rank > 7)  # two of the three below 7
+        assert all(c["preview_propensity"] == 0.0 for c in r["candidates"] if not c["previewed"])
+    reached = [r for r in records if r["candidates"][9]["previewed"]]
+    assert 15 < len(reached) < 40 and all(r["candidates"][9]["used"] for r in reached)  # read whole, then cited
+
+
 def test_the_flipped_log_turns_used_and_ignored_over_among_the_shown_only():
     records, _ = serve(ITEMS[:5], FIRST, FIRST, Consumer(0.8, 0.5), 5, 0.0, random.Random(0), 1)
     for a, b in zip(records, flipped(records)):
