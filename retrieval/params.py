@@ -140,9 +140,6 @@ class SearchParams:
     """after the context, this many of the next candidates are listed as one-line previews (source, heading, first
     words) that the consumer may read whole (`expand`) and cite: labels below the context's cut (docs/service.md,
     "Previews"); 0 = off"""
-    preview_draws: int = 0
-    """of the `previews` lines, this many (the last) are drawn uniformly from every candidate below the others, each
-    one's chance logged: labels from anywhere below the cut, not only the next few (0 = the next ones in order)"""
     preview_chars: int = 50
     """a preview's length in characters after its [n] (about a quarter as many tokens): the heading and the first words;
     every preview is paid for in every prompt (their cost: docs/measurements.md, "Previews: labels below the cut")"""
@@ -162,8 +159,6 @@ class SearchParams:
             out.append("search.explore_rate must be in [0, 1)")
         if not 0 <= self.previews <= 100 or not 20 <= self.preview_chars <= 1000:
             out.append("search: need previews in 0..100 and preview_chars in 20..1000")
-        if not 0 <= self.preview_draws <= self.previews:
-            out.append("search.preview_draws must be in 0..search.previews")
         if not 1 <= self.top_k <= 1000:
             out.append("search.top_k must be in 1..1000")
         if self.hnsw_m < 2 or self.hnsw_ef_construction < 2 * self.hnsw_m:

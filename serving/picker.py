@@ -13,9 +13,8 @@ the context's last slot is given to a candidate drawn uniformly from those below
 Every candidate's propensity (its probability of being shown under this policy) goes to the log.
 
 After the context, the next `previews` candidates (the served order past the cut, then the first-stage order) are
-listed as one-line previews the consumer may read whole (`expand`), the last `preview_draws` of them drawn uniformly
-from every candidate below the others; each one's probability of being listed goes to the log beside it
-(`retrieval.query.previews`).
+listed as one-line previews the consumer may read whole (`expand`); each one's probability of being listed goes to
+the log beside it (`retrieval.query.previews`).
 """
 
 from __future__ import annotations
@@ -33,7 +32,7 @@ import numpy as np
 from retrieval.contracts.interleaving import draft_propensity, sides, team_draft
 from retrieval.contracts.selection import FIRST_STAGE, Pick, PromptCandidate, choose, first_stage_order, top_up
 from retrieval.logs.feedback_records import normalize_query
-from retrieval.query.previews import following, listed, listed_propensity
+from retrieval.query.previews import following, listed_propensity
 from retrieval.query.search import Candidate, take_budget
 from retrieval.query.shaping import fill
 
@@ -92,7 +91,6 @@ class Picker:
         seed: int | None = None,
         conversation_tokens: int = 0,
         previews: int = 0,
-        preview_draws: int = 0,
     ):
         self.selector = selector  # swapped by reference (hot-swap); read once per selection
         self.k, self.timeout_s = k, timeout_s
@@ -101,7 +99,6 @@ class Picker:
         self.explore_rate = explore_rate  # share of queries whose last context slot goes to a candidate below the cut
         self.conversation_tokens = conversation_tokens  # a conversation's context filled to this many tokens (0 = off)
         self.previews = previews  # candidates listed after the context as one-line previews (search.previews)
-        self.preview_draws = preview_draws  # of those, drawn from everything below the rest (search.preview_draws)
         self._rng = random.Random(seed)
         self.trial: TrialArm | None = None  # set and cleared by the hot-swapper, read once per query
         self.max_pending = max_pending  # background selections waiting or running; more are skipped, counted
@@ -157,8 +154,7 @@ class Picker:
         chosen = fill([shown[i - 1] for i in full], shown, self.conversation_tokens)
         planned = take_budget(chosen, self.token_budget, self.min_chunks)
         context, propensity, explored = self.expose(planned, shown)
-        with self._lock:
-            previews = listed(context, chosen, shown, self.previews, self.preview_draws, self._rng)
+        previews = following(context, chosen, shown, self.previews)
         return replace(
             served,
             chosen=chosen,
@@ -247,7 +243,7 @@ class Picker:
     ) -> dict[int, float]:
         """rank -> P(listed as a preview) under `expose`'s draw (`retrieval.query.previews.listed_propensity`)."""
         rank = {c.chunk_id: c.rank for c in shown}
-        p = listed_propensity(planned, chosen, shown, self.previews, self.explore_rate, draws=self.preview_draws)
+        p = listed_propensity(planned, chosen, shown, self.previews, self.explore_rate)
         return {rank[k]: v for k, v in p.items()}
 
     def select(

@@ -65,7 +65,6 @@ def build_service(
         seed=explore_seed,
         conversation_tokens=sp.conversation_tokens,
         previews=sp.previews,
-        preview_draws=sp.preview_draws,
     )
     cp = load_section(params, "capture", CaptureParams)
     return Service(

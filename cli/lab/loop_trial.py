@@ -180,7 +180,6 @@ def command(
         # the lab's consumer of the trial's rule (p 0.8 / 0.05), reading the previews as replay's consumer does
         consumer = Consumer(
             previews=min(search.previews, cp.previews_read),
-            preview_draws=min(search.preview_draws, search.previews, cp.previews_read),
             expand_relevant=cp.expand_relevant,
             expand_other=cp.expand_irrelevant,
         )

@@ -35,8 +35,7 @@ import numpy as np
 from retrieval.contracts.interleaving import TrialParams
 from retrieval.contracts.metrics import paired_bootstrap, recall_at_k
 from retrieval.query.order import rrf_scores
-from retrieval.query.previews import listed as listed_previews
-from retrieval.query.previews import listed_propensity
+from retrieval.query.previews import following, listed_propensity
 
 from .trial_power import MERGES, Consumer, trial
 
@@ -150,8 +149,8 @@ def serve(
         planned = order[:k]
         context, p = expose(order, k, explore_rate, rng)
         served = [*context, *(x for x in order if x not in context)]
-        chance = listed_propensity(planned, order, order, consumer.previews, explore_rate, same, consumer.preview_draws)
-        previews = listed_previews(context, served, order, consumer.previews, consumer.preview_draws, rng, same)
+        chance = listed_propensity(planned, order, order, consumer.previews, explore_rate, same)
+        previews = following(context, served, order, consumer.previews, same)
         listed = {x: chance[x] for x in previews}  # what this query listed (the others could have been, were not)
         expanded = frozenset(
             x for x in previews if rng.random() < (consumer.expand_relevant if x in rel else consumer.expand_other)

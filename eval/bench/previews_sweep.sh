@@ -6,8 +6,7 @@
 # .pai). Writes OUT/<config>-s<seed>/.
 # usage: eval/bench/previews_sweep.sh OUT [SEEDS...]   (default seeds: 0 1 2; CYCLES=3; CONFIGS, default
 # "none p0.3 p0.5 p0.8": a config `pX` expands a relevant preview with p X; `pX-noexplore` also turns search.explore_rate
-# off, the context's last slot never explored; `-drawN` lists the last N of the previews drawn from everything below
-# the others, search.preview_draws)
+# off, the context's last slot never explored)
 set -euo pipefail
 out=${1:?usage: previews_sweep.sh OUT [SEEDS...]}
 shift
@@ -28,12 +27,10 @@ raw["replay"]["seed"] = seed
 if config == "none":
     raw["search"]["previews"] = 0
 else:
-    raw["replay"]["expand_relevant"] = float(config[1:].split("-")[0])
+    raw["replay"]["expand_relevant"] = float(config[1:].removesuffix("-noexplore"))
     raw["replay"]["expand_irrelevant"] = 0.05
-if "-noexplore" in config:
+if config.endswith("-noexplore"):
     raw["search"]["explore_rate"] = 0.0
-if "-draw" in config:
-    raw["search"]["preview_draws"] = int(config.split("-draw")[1].split("-")[0])
 yaml.safe_dump(raw, open(dest, "w"), sort_keys=False)
 EOF
     echo "== $config seed $seed: $(date -u +%H:%M:%S)"

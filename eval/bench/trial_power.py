@@ -43,7 +43,6 @@ class Consumer:
     p_relevant: float = 0.8  # a relevant item in the context is cited
     p_other: float = 0.05  # any other is cited anyway
     previews: int = 0  # how many of the items after the context it reads as previews (loop_trial's serving)
-    preview_draws: int = 0  # of those, drawn from every item below the others (search.preview_draws)
     expand_relevant: float = 0.0  # a relevant preview read whole (then cited as a context item is)
     expand_other: float = 0.05  # any other preview read whole
 

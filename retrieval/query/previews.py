@@ -5,7 +5,6 @@ chooses which candidates, the service logs them, this module says which follow t
 
 from __future__ import annotations
 
-import random
 import re
 from collections.abc import Callable, Hashable
 from typing import TypeVar
@@ -38,43 +37,13 @@ def following(
     return out
 
 
-def listed(
-    context: list[T],
-    order: list[T],
-    shown: list[T],
-    n: int,
-    draws: int,
-    rng: random.Random,
-    key: Callable[[T], Hashable] = _chunk,
-) -> list[T]:
-    """The `n` previews of one query: the first `n - draws` of `following`, then `draws` drawn uniformly from every
-    candidate below those (kept in their order), so a label can come from anywhere below the cut, each with its
-    known chance (`listed_propensity`). `draws` 0: `following` exactly, and `rng` is not touched."""
-    if draws <= 0:
-        return following(context, order, shown, n, key)
-    below = following(context, order, shown, len(shown), key)
-    head, tail = below[: max(n - draws, 0)], below[max(n - draws, 0) :]
-    if len(tail) <= min(draws, n):
-        return below[:n]
-    picked = sorted(rng.sample(range(len(tail)), min(draws, n)))
-    return [*head, *(tail[i] for i in picked)]
-
-
 def listed_propensity(
-    planned: list[T],
-    order: list[T],
-    shown: list[T],
-    n: int,
-    rate: float,
-    key: Callable[[T], Hashable] = _chunk,
-    draws: int = 0,
+    planned: list[T], order: list[T], shown: list[T], n: int, rate: float, key: Callable[[T], Hashable] = _chunk
 ) -> dict[Hashable, float]:
     """key -> P(listed as a preview) when, with probability `rate`, the context's last slot goes to a candidate drawn
-    uniformly from those below the cut (`serving.picker.Picker.expose`), and the last `draws` of the `n` lines are
-    drawn uniformly from the candidates below the others (`listed`): the previews follow the context as drawn (the
-    slot exploration took is previewed, the explored chunk is not), so each outcome of the exploration's draw is
-    enumerated with its probability (one per candidate below the cut), and within it each drawn line's chance is
-    draws / (how many it was drawn from)."""
+    uniformly from those below the cut (`serving.picker.Picker.expose`): the previews follow the context as drawn
+    (the slot exploration took is previewed, the explored chunk is not), so each outcome of the draw is enumerated
+    with its probability (one per candidate below the cut)."""
     if n <= 0:
         return {}
     in_context = {key(c) for c in planned}
@@ -83,13 +52,8 @@ def listed_propensity(
     outcomes = [(1.0 - rate, planned)] + [(rate / len(below), [*planned[:-1], x]) for x in below if rate]
     out: dict[Hashable, float] = {}
     for p, context in outcomes:
-        rest = following(context, order, shown, len(shown) if draws > 0 else n, key)
-        head, tail = (rest[:n], []) if draws <= 0 else (rest[: max(n - draws, 0)], rest[max(n - draws, 0) :])
-        chance = 1.0 if len(tail) <= min(draws, n) else min(draws, n) / len(tail)
-        for c in head:
+        for c in following(context, order, shown, n, key):
             out[key(c)] = out.get(key(c), 0.0) + p
-        for c in tail:
-            out[key(c)] = out.get(key(c), 0.0) + p * chance
     return {k: round(p, 6) for k, p in out.items()}
 
 
