@@ -29,7 +29,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from retrieval.contracts.interleaving import draft_propensity, sides, team_draft
+from retrieval.contracts.interleaving import agreed_first, agreed_propensity, sides
 from retrieval.contracts.selection import FIRST_STAGE, Pick, PromptCandidate, choose, first_stage_order, top_up
 from retrieval.logs.feedback_records import normalize_query
 from retrieval.query.previews import following, listed_propensity
@@ -178,27 +178,31 @@ class Picker:
         served: Served,
     ) -> Served:
         """A trial query: the champion's ranking (`champion`, candidate numbers) and the challenger's, each
-        completed by the first-stage order, merged by team-draft; the budget cuts the merge into the context,
-        and each chunk in it is logged with its side (`retrieval.contracts.interleaving.sides`).
+        completed by the first-stage order, served agreed-first (`retrieval.contracts.interleaving.agreed_first`): the
+        chunks both would serve, then the draft of those only one would, as many chunks as the smaller of the two
+        sides' own contexts (each cut by the token budget); each chunk in it is logged with its side (`sides`).
         No exploration: the coin of the draft already varies what is shown, and each item's propensity is its
-        probability of being shown over the coins (`draft_propensity`). The challenger runs inline (a slow
-        one within the timeout) and its pick is not cached, so it never serves a query outside the trial."""
+        probability of being shown over the coins (`agreed_propensity`). The challenger runs inline (a slow one
+        within the timeout) and its pick is not cached, so it never serves a query outside the trial."""
         fast, slow = split(trial.selector)
         pick = self.select(query, shown, fast or slow, query_vec, remember=False)
         at = {c.chunk_id: i for i, c in enumerate(shown, start=1)}
         n = len(shown)
         ours, theirs = top_up(champion, n, n), top_up([at[i] for i in pick.ids], n, n)
+        k = min(
+            len(take_budget([shown[i - 1] for i in side], self.token_budget, self.min_chunks))
+            for side in (ours, theirs)
+        )
         with self._lock:
-            merged = team_draft(ours, theirs, self._rng)
-        chosen = [shown[i - 1] for i, _ in merged]
-        context = take_budget(chosen, self.token_budget, self.min_chunks)
-        side = sides([i for i, _ in merged[: len(context)]], ours, theirs)
-        team = {shown[i - 1].rank: t for i, t in side.items()}
+            order, _ = agreed_first(ours, theirs, k, self._rng)
+        chosen = [shown[i - 1] for i in order]
+        context = chosen[:k]
+        team = {shown[i - 1].rank: t for i, t in sides(order[:k], ours, theirs).items()}
         self._count("interleaved")
         previews = following(context, chosen, shown, self.previews)
-        # each item's exposure over the draft's coins (the budget's cut taken as it fell): what only one side placed
-        # is shown about half the time, and the trainer weighs its label for the times it was not
-        top, deep = draft_propensity(ours, theirs, len(context) + len(previews), len(context))
+        # each item's exposure over the draft's coins: what only one side would serve is shown about half the time,
+        # and the trainer weighs its label for the times it was not
+        top, deep = agreed_propensity(ours, theirs, k, k + len(previews))
         return replace(
             served,
             chosen=chosen,

@@ -102,8 +102,9 @@ def cycle_line(row: dict) -> str:
     else:
         ev = t.get("evidence") or {}
         decided = (
-            f"trial {t.get('id')}: {t['status']} after {ev.get('judged', '?')} cited trial queries "
-            f"({ev.get('wins', '?')} wins, {ev.get('losses', '?')} losses; {t['queries_asked']} queries)"
+            f"trial {t.get('id')}: {t['status']} after {ev.get('judged', '?')} judged trial queries "
+            f"({ev.get('wins', '?')} wins, {ev.get('losses', '?')} losses, {ev.get('same', 0)} cited with the same "
+            f"context; {t['queries_asked']} queries)"
         )
     return (
         f"{head}; {decided}; "

@@ -75,8 +75,10 @@ def trial_command(
     max_queries: Annotated[int, typer.Option(help="items per domain (0 = all)")] = 0,
     merge: Annotated[
         str,
-        typer.Option(help="the trial contexts to compare on the same items: team-draft (served), agreed-first, union"),
-    ] = "team-draft",
+        typer.Option(
+            help="the trial contexts to compare on the same items: agreed-first (served), team-draft (served before), union"
+        ),
+    ] = "agreed-first",
     benchmark_dir: BenchDirOpt = None,
     params: ParamsOpt = Path("params.yaml"),
     as_json: JsonOpt = False,

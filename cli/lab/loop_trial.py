@@ -153,9 +153,10 @@ def command(
     merge: Annotated[
         str,
         typer.Option(
-            help="trial merges, comma-separated (team-draft as served, agreed-first, union); the first decides"
+            help="trial merges, comma-separated (agreed-first as served, team-draft as served before, union); the first"
+            " decides"
         ),
-    ] = "team-draft",
+    ] = "agreed-first",
     benchmark_dir: BenchDirOpt = None,
     params: ParamsOpt = Path("params.yaml"),
     as_json: JsonOpt = False,

@@ -12,11 +12,11 @@ champion is the first stage's order (`first-stage`: as `search.fusion` orders th
    challenger `retrained`. Two challengers that are truly worse go on trial beside it: `flipped`, trained on the
    same log with used and ignored turned over among the shown candidates, and `other-domain`, the next domain's
    retrained ranker of the same cycle.
-3. trial: each challenger against the champion, separately, by `trial_power.trial` (team-draft interleaving,
+3. trial: each challenger against the champion, separately, by `trial_power.trial` (agreed-first interleaving,
    the consumer cites in the interleaved context, `decide` read after every cited query). Its queries are drawn
    from the traffic split at random with replacement, with fresh consumer randomness: a trial longer than the
    split passes over it more than once (`passes`).
-   With several `merges` (`trial_power.MERGES`: team-draft, as served, and the lab's other designs), each
+   With several `merges` (`trial_power.MERGES`: agreed-first, as served, and the lab's other designs), each
    challenger's trial runs once per merge on the same seed; the
    training is shared, and the first merge's decision is the one applied (the others ride on its cycles).
 4. promote the retrained challenger only if its trial (the first merge's) says "promote"; a worse challenger's
@@ -39,7 +39,7 @@ from retrieval.query.previews import following, listed_propensity
 
 from .trial_power import MERGES, Consumer, trial
 
-SERVED = MERGES[0]  # team-draft: the merge the service serves
+SERVED = MERGES[0]  # agreed-first: the merge the service serves
 
 Orders = dict[str, list[str]]  # qid -> candidate ids, best first
 Ranker = Callable[[list[dict]], Orders]  # items -> their orders
@@ -201,7 +201,7 @@ def run(
 ) -> dict:
     """Every seed's cycles over every domain in step (the other-domain challenger is the next domain's retrained
     ranker of the same cycle). `first_stage`: domain -> every item's first-stage order (cycle 1's champion).
-    `merges`: the trial's merges to run each challenger under (default team-draft, as served); the first decides.
+    `merges`: the trial's merges to run each challenger under (default agreed-first, as served); the first decides.
     `done`: given the report so far after each seed (a run stopped later keeps the seeds it finished)."""
     merges = merges or [SERVED]
     parts = {d: split(items, test_fraction) for d, items in domains.items()}

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from retrieval.contracts.interleaving import BOTH, TrialParams, decide, outcome, sides, team_draft
+from retrieval.contracts.interleaving import TrialParams, agreed_first, decide, differs, outcome, sides, team_draft
 from retrieval.contracts.lexical import lexical_scores
 from retrieval.contracts.metrics import paired_bootstrap, recall_at_k
 from retrieval.contracts.passage import passage_text
@@ -33,9 +33,9 @@ from retrieval.embed import Embedder
 from retrieval.query.order import rrf
 
 CHAMPION_RANKER = "hybrid"
-# How a trial's context is made from the two rankings: team-draft is what the service serves; the others are the
+# How a trial's context is made from the two rankings: agreed-first is what the service serves; the others are the
 # designs measured against it (docs/measurements.md, "The trial by interleaving"), kept here, in the lab only.
-MERGES = ("team-draft", "agreed-first", "union")
+MERGES = ("agreed-first", "team-draft", "union")
 
 
 @dataclass(frozen=True)
@@ -76,21 +76,21 @@ def rankings(items: list[dict], embedder: Embedder, seed: int = 0) -> dict[str, 
     return out
 
 
-def context(champ: list, chall: list, rng: random.Random, k: int, merge: str = "team-draft") -> tuple[list, dict]:
-    """(the trial's context, item -> side) by `merge`: `team-draft`, the merge's first k, as served;
-    `agreed-first`, the items both top k hold, then the team-draft of the items they disagree on, k in all;
-    `union`, every item of either top k (up to 2k: the context grows), in team-draft order."""
+def context(champ: list, chall: list, rng: random.Random, k: int, merge: str = "agreed-first") -> tuple[list, dict]:
+    """(the trial's context, item -> side of each item in it) by `merge`: `agreed-first`, the items both top k hold,
+    then the team-draft of the items they disagree on, k in all, as served (`interleaving.agreed_first`);
+    `team-draft`, the merge's first k, as served before; `union`, every item of either top k (up to 2k: the context
+    grows), in team-draft order."""
+    if merge == "agreed-first":
+        shown = agreed_first(champ, chall, k, rng)[0][:k]
+        return shown, sides(shown, champ, chall, k)
     if merge == "team-draft":
         shown = [x for x, _ in team_draft(champ, chall, rng)[:k]]
         return shown, sides(shown, champ, chall)
-    side = sides(list(dict.fromkeys([*champ[:k], *chall[:k]])), champ, chall, k)  # both top k, each item's side
-    if merge == "union":
-        return [x for x, _ in team_draft(champ, chall, rng) if x in side], side
-    if merge != "agreed-first":
+    if merge != "union":
         raise ValueError(f"merge {merge!r}: one of {', '.join(MERGES)}")
-    agreed = [x for x in champ[:k] if side[x] == BOTH]
-    rest = [x for x, _ in team_draft([x for x in champ if x not in agreed], [x for x in chall if x not in agreed], rng)]
-    return (agreed + rest)[:k], side
+    side = sides(list(dict.fromkeys([*champ[:k], *chall[:k]])), champ, chall, k)  # both top k, each item's side
+    return [x for x, _ in team_draft(champ, chall, rng) if x in side], side
 
 
 def trial(
@@ -101,13 +101,13 @@ def trial(
     consumer: Consumer,
     k: int,
     seed: int,
-    merge: str = "team-draft",
+    merge: str = "agreed-first",
 ) -> dict:
-    """One simulated trial: its decision, the cited queries it took, and the served Recall@k it cost."""
+    """One simulated trial: its decision, the judged queries it took, and the served Recall@k it cost."""
     rng = random.Random(seed)
-    wins = losses = ties = queries = 0
+    wins = losses = ties = same = queries = 0
     cost = 0.0
-    while queries < 50 * rule.max_judged:
+    while queries < 50 * rule.max_cited:
         it = items[rng.randrange(len(items))]
         rel, q = set(it["relevant_ids"]), it["qid"]
         shown, side = context(champ[q], chall[q], rng, k, merge)
@@ -116,14 +116,24 @@ def trial(
         used = {x for x in shown if rng.random() < (consumer.p_relevant if x in rel else consumer.p_other)}
         if not used:
             continue
-        o = outcome(side, used)
-        wins, losses, ties = wins + (o > 0), losses + (o < 0), ties + (o == 0)
-        v = decide(wins, losses, ties, rule)
+        if not differs(side):  # the two would have served the same context: not judged
+            same += 1
+        else:
+            o = outcome(side, used)
+            wins, losses, ties = wins + (o > 0), losses + (o < 0), ties + (o == 0)
+        v = decide(wins, losses, ties, rule, same)
         if v.decision:
-            return {"decision": v.decision, "judged": v.judged, "queries": queries, "cost": rule.share * cost / queries}
+            return {
+                "decision": v.decision,
+                "judged": v.judged,
+                "cited": v.judged + same,
+                "queries": queries,
+                "cost": rule.share * cost / queries,
+            }
     return {
         "decision": "undecided",
         "judged": wins + losses + ties,
+        "cited": wins + losses + ties + same,
         "queries": queries,
         "cost": rule.share * cost / queries,
     }
@@ -138,7 +148,7 @@ def domain_report(
     k: int = 5,
     progress=None,
     champion: str = CHAMPION_RANKER,
-    merge: str = "team-draft",
+    merge: str = "agreed-first",
 ) -> list[dict]:
     """One row per challenger against `champion` (one of the rankers: the first stage's `hybrid`, or another to
     see the trial from a weaker champion's side)."""

@@ -197,10 +197,10 @@ def read_routes(router: APIRouter, service: Service, sessions: Sessions) -> None
 
 
 def _trial_series(records: list[dict]) -> dict:
-    """The challenger's wins and losses, cumulated over the trial's cited queries in order, as a plot."""
+    """The challenger's wins and losses, cumulated over the trial's judged queries in order, as a plot."""
     wins, losses, w, lo = [], [], 0, 0
     for rec in records:
-        rw, rl, rt = trials.tally([rec])
+        rw, rl, rt, _ = trials.tally([rec])
         if rw + rl + rt == 0:
             continue
         w, lo = w + rw, lo + rl

@@ -212,3 +212,20 @@ def test_the_trial_credits_by_the_one_definition_of_used(notes, db_url, first_st
         client.post("/feedback", json={"query_id": r["query_id"], "answer": f"Yes [{cite}].", "rating": -1})
         evidence = client.get("/stats").json()["trial"]["evidence"]
         assert (evidence["wins"], evidence["judged"]) == (1, 1)  # the first query's win; the voided one is no query
+
+
+def test_a_challenger_that_serves_the_champions_context_is_never_judged(notes, db_url, first_stage_service):
+    """Citations of a context both sides would have served alike say nothing of which is better: counted as the
+    same, not as ties, so a trial is decided by the queries where the two differ."""
+    with running_service(first_stage_service, db_url) as client:
+        trial = start(db_url, {"kind": "first-stage", "version": "first-stage-again"})
+        wait_for(lambda: client.get("/selector").json()["trial"] == trial.id)
+        for query in ("bees", "comets", "tides"):
+            r = client.post("/query", json={"query": query}).json()
+            assert r["selector_version"] == f"trial:{trial.id}"
+            client.post("/feedback", json={"query_id": r["query_id"], "answer": "It is so [1]."}).raise_for_status()
+        with connect(db_url) as conn:
+            teams = {t for (t,) in conn.execute("SELECT team FROM query_candidates WHERE shown AND team IS NOT NULL")}
+        assert teams == {"both"}
+        evidence = client.get("/stats").json()["trial"]["evidence"]
+        assert (evidence["judged"], evidence["same"], evidence["decision"]) == (0, 3, None)

@@ -57,7 +57,7 @@ def test_bad_arguments_are_one_line_before_anything_loads():
     for merge in ("team-draft,agreed_first", "team-draft\x00", "x" * 10_000, ","):  # look-alike, NUL, huge, none
         for command in (["lab", "loop", "trial"], ["lab", "trial"]):  # the on-policy loop and the power simulation
             r = CliRunner().invoke(app, [*command, "--merge", merge, "--params", str(PARAMS)])
-            assert r.exit_code == 2 and "--merge: one or more of team-draft, agreed-first, union" in r.output
+            assert r.exit_code == 2 and "--merge: one or more of agreed-first, team-draft, union" in r.output
             assert len(r.output.strip().splitlines()) == 1
 
 

@@ -115,7 +115,7 @@ def test_the_trial_promotes_and_the_next_cycle_serves_the_promoted(monkeypatch):
 
 
 def test_promotion_happens_only_through_decide(monkeypatch):
-    def never(wins, losses, ties, rule):
+    def never(wins, losses, ties, rule, same=0):
         return Verdict("reject", "stub", wins, losses, ties, wins + losses + ties, 0.0, 0.0)
 
     monkeypatch.setattr(trial_power, "decide", never)
@@ -135,7 +135,7 @@ def test_each_merge_tries_every_challenger_on_the_same_training(monkeypatch):
     by_merge = {m: [r for r in both["rows"] if r["merge"] == m] for m in ("team-draft", "agreed-first")}
     assert [key(r) for r in by_merge["team-draft"]] == [key(r) for r in by_merge["agreed-first"]]
     assert [r["gain"] for r in by_merge["agreed-first"]] == [r["gain"] for r in one["rows"]]  # judged once
-    assert {r["merge"] for r in one["rows"]} == {"team-draft"} and set(one["summary"]) == {"d", "all"}
+    assert {r["merge"] for r in one["rows"]} == {"agreed-first"} and set(one["summary"]) == {"d", "all"}
     assert set(both["summary"]) == {"d (team-draft)", "all (team-draft)", "d (agreed-first)", "all (agreed-first)"}
     assert both["summary"]["d (agreed-first)"]["trials"] == len(by_merge["agreed-first"])
 

@@ -33,9 +33,26 @@ def test_a_worse_challenger_is_rejected_and_its_cost_is_the_share_of_the_loss():
     assert one["decision"] == "reject" and abs(one["cost"] - RULE.share * 0.5) < 0.1
 
 
-def test_the_same_ranking_never_wins_and_is_rejected_when_the_budget_is_spent():
+def test_the_same_ranking_is_never_judged_and_is_rejected_when_the_cited_budget_is_spent():
     out = trial(ITEMS, BEST, BEST, RULE, Consumer(), k=5, seed=0)
-    assert out == {"decision": "reject", "judged": RULE.max_judged, "queries": out["queries"], "cost": 0.0}
+    assert out == {"decision": "reject", "judged": 0, "cited": RULE.max_cited, "queries": out["queries"], "cost": 0.0}
+
+
+@pytest.mark.parametrize("merge", ["agreed-first", "team-draft"])
+def test_citations_that_ignore_relevance_favour_neither_side_only_under_agreed_first(merge):
+    # the challenger's own item (9) tops its list; the champion's (5) is its fifth: under team-draft's first 5 the
+    # champion's is never shown, so a consumer citing whatever it sees credits the challenger alone
+    a, b = [1, 2, 3, 4, 5, 6, 7, 8], [9, 1, 2, 3, 4, 5, 6, 7]
+    rng = random.Random(0)
+    net = 0
+    for _ in range(2000):
+        shown, side = context(a, b, rng, 5, merge)
+        cited = {x for x in shown if rng.random() < 0.3}
+        net += sum((side[x] == CHALLENGER) - (side[x] == CHAMPION) for x in cited)
+    if merge == "agreed-first":
+        assert abs(net) < 120  # +1 / -1 for about 600 citations of the one disputed slot: within ~5 sd of fair coins
+    else:
+        assert net > 500
 
 
 def test_the_merges_measured_against_team_draft_show_what_they_say():
@@ -47,7 +64,7 @@ def test_the_merges_measured_against_team_draft_show_what_they_say():
         assert sorted(side[x] for x in shown[3:]) == [CHALLENGER, CHAMPION]  # one disagreement of each side
         shown, side = context(a, b, random.Random(seed), 5, "union")
         assert sorted(shown) == [1, 2, 3, 4, 5, 8, 9] and side[9] == CHALLENGER and side[4] == CHAMPION
-        shown, side = context(a, b, random.Random(seed), 5)  # team-draft from the top: 1, 2, 3 and two more
+        shown, side = context(a, b, random.Random(seed), 5, "team-draft")  # from the top: 1, 2, 3 and two more
         assert len(shown) == 5 and {1, 2, 3} <= set(shown)
     with pytest.raises(ValueError, match="merge 'mixed'"):
         context(a, b, random.Random(0), 5, "mixed")

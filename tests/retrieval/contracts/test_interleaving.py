@@ -9,7 +9,10 @@ from retrieval.contracts.interleaving import (
     CHALLENGER,
     CHAMPION,
     TrialParams,
+    agreed_first,
+    agreed_propensity,
     decide,
+    differs,
     draft_propensity,
     log_evidence,
     outcome,
@@ -109,6 +112,7 @@ def test_params_are_checked():
         "trial.max_judged must be >= 1",
         "trial.max_effect must be in (0, 0.5]",
     ]
+    assert TrialParams(max_judged=800, max_cited=799).problems() == ["trial.max_cited must be >= trial.max_judged"]
 
 
 def test_draft_propensity_is_the_merge_s_own_frequency():
@@ -130,3 +134,45 @@ def test_draft_propensity_is_the_merge_s_own_frequency():
     assert sum(top.values()) == pytest.approx(5) and sum(deep.values()) == pytest.approx(15)
     assert top[0] == top[3] == 1.0 and 0 < top[12] < 1  # each side's best always; a side's 3rd only on its coin
     assert draft_propensity(champion, champion, 5) == ({x: 1.0 for x in range(5)},) * 2  # no disagreement, no chance
+
+
+def test_agreed_first_serves_the_agreed_items_then_half_of_each_sides_own():
+    # top 6: both hold 1 2 3 6; the champion alone 4 5, the challenger alone 9 8 (its best): two slots for the four
+    champion, challenger = [1, 2, 3, 4, 5, 6, 7, 8, 9], [9, 1, 8, 2, 3, 6, 4, 5, 7]
+    for seed in range(20):
+        order, agreed = agreed_first(champion, challenger, 6, random.Random(seed))
+        assert agreed == 4 and order[:4] == [1, 2, 3, 6] and sorted(order) == list(range(1, 10))
+        side = sides(order[:6], champion, challenger)
+        assert sorted(side[x] for x in order[4:6]) == [CHALLENGER, CHAMPION]  # one each, whatever the coin
+        assert set(order[4:6]) <= {4, 5, 8, 9} and differs(side)
+    same, _ = agreed_first(champion, champion, 6, random.Random(0))
+    assert same == champion and not differs(sides(same[:6], champion, champion))
+
+
+def test_agreed_propensity_is_the_served_order_s_own_frequency():
+    champion = list(range(20))
+    challenger = [3, 7, 0, 12, 1, 15, 2, 4, 5, 6, 8, 9, 10, 11, 13, 14, 16, 17, 18, 19]
+    top, deep = agreed_propensity(champion, challenger, 6, 14)
+    rng, n = random.Random(2), 20_000
+    seen_top, seen_deep = {}, {}
+    for _ in range(n):
+        order, _ = agreed_first(champion, challenger, 6, rng)
+        for x in order[:6]:
+            seen_top[x] = seen_top.get(x, 0) + 1
+        for x in order[:14]:
+            seen_deep[x] = seen_deep.get(x, 0) + 1
+    assert max(abs(seen_top.get(x, 0) / n - top.get(x, 0.0)) for x in champion) < 0.01
+    assert max(abs(seen_deep.get(x, 0) / n - deep.get(x, 0.0)) for x in champion) < 0.01
+    assert sum(top.values()) == pytest.approx(6) and sum(deep.values()) == pytest.approx(14)
+    # both top 6 hold 0 1 3: always shown; three slots for each side's own three (2 4 5 against 7 12 15): each
+    # side's best always, its second on the coin, its third never
+    assert top[0] == top[1] == top[3] == top[2] == top[7] == 1.0
+    assert top[4] == top[12] == 0.5 and 5 not in top and 15 not in top
+
+
+def test_queries_whose_context_both_would_serve_are_not_judged_but_end_a_trial_in_the_end():
+    rule = TrialParams(max_judged=50, max_cited=200)
+    assert decide(3, 1, 10, rule, same=100).decision is None
+    v = decide(3, 1, 10, rule, same=186)
+    assert v.decision == "reject" and (v.judged, v.same) == (14, 186) and "within 200 cited queries" in v.reason
+    assert decide(0, 0, 50, rule).decision == "reject"  # max_judged as before
