@@ -65,7 +65,7 @@ class TrainParams:
     give its p99)"""
     cpu_max_length: int = 1536
     """CPU profile: longer examples are dropped and counted"""
-    cpu_max_examples: int = 8
+    cpu_max_examples: int = 6
     """CPU profile: examples trained on (the first this many that fit cpu_max_length; ~10 s a step of grad_accum
     examples on 2 cores)"""
     cpu_base: str = "smollm2"

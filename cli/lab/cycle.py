@@ -12,7 +12,7 @@ It runs only in a store that holds nothing but SciFact (a fresh home, or one it 
       challenger that passes the checks goes on trial;
    b. the next part of the traffic, claims the challenger never learned from, is served (the trial's share
       interleaved), and asked again in fresh passes until the trial's rule promotes or rejects it (`trial`:
-      share, alpha, max_judged cited trial queries);
+      share, alpha, max_judged judged and max_cited cited trial queries);
    c. one line: the challenger against general on SciFact test with its CI, the trial's decision and cited
       queries, what users got (served Recall beside general alone) and the previews' tokens.
    So each part is served by whatever won before it. After the last cycle, the LLM's lines: its loss first -> last,

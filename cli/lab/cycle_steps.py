@@ -47,8 +47,8 @@ def traffic(
 ) -> tuple[dict, dict | None]:
     """The traffic after a retrain: `claims` the challenger never learned from, asked once (what users got: the
     champion, with the trial's share interleaved), then again in fresh passes (new consumer draws, another order)
-    until trial `trial_id` decides by its own rule (`max_judged` cited trial queries); past `cap` queries (a trial
-    that gathers no evidence) the demo stops it. (the first pass's summary, the trial as it closed, with the queries
+    until trial `trial_id` decides by its own rule (`max_judged` judged trial queries, `max_cited` cited ones); past
+    `cap` queries (a trial that gathers no evidence) the demo stops it. (the first pass's summary, the trial as it closed, with the queries
     it took); a promotion is waited for until the service serves it."""
     task = bar.add_task(f"2. cycle {cycle}: serve {len(claims)} new train claims", total=len(claims))
     first = replay(url, claims, functools.partial(bar.advance, task), replace(consumer, seed=consumer.seed + cycle))
