@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from eval.evaluate import EvaluateParams
 from eval.systems import BASELINES
 
 REPO = Path(__file__).resolve().parents[3]
@@ -94,10 +95,11 @@ def test_pai_cycle_in_a_fresh_clone(db_url, benchmark_dir, tmp_path):
     hotpot = result["pipeline"]["eval"]["hotpotqa/test"]["systems"]  # the ranker's chain: no LLM in it
     assert set(hotpot) == {*BASELINES, "ranker"}  # the baselines and the ranker
     hotpot_llm = result["pipeline"]["eval_llm"]["hotpotqa/test"]["systems"]  # the LLM's, after the ranker's deploy
-    assert {*BASELINES, "selector"} <= set(hotpot_llm) and hotpot_llm["selector"]["queries"] == 10
+    llm_queries = EvaluateParams().llm_max_queries  # the shipped params.yaml's (tests/test_params.py: the two agree)
+    assert {*BASELINES, "selector"} <= set(hotpot_llm) and hotpot_llm["selector"]["queries"] == llm_queries
     assert hotpot_llm["selector"]["json_valid"] == 1.0  # the exported GGUF, run as served (grammar-constrained)
     # the base model as served, on the same queries: fine-tuned minus base and minus general, each with its CI
-    assert hotpot_llm["base"]["queries"] == 10 and hotpot_llm["base"]["json_valid"] == 1.0
+    assert hotpot_llm["base"]["queries"] == llm_queries and hotpot_llm["base"]["json_valid"] == 1.0
     for bench in ("hotpotqa/test", "scifact-test"):
         vs = result["pipeline"]["eval_llm"][bench]["paired_bootstrap"]
         assert {"selector_vs_base", "selector_vs_general"} <= set(vs)
