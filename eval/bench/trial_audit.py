@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import random
 from collections import Counter
+from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated
 
@@ -32,7 +33,7 @@ from eval.items import load_items
 from eval.retrieval_eval import doc_ids, load_scifact
 from eval.systems import general_ranking, selector_pick
 from retrieval.chunking import approx_tokens
-from retrieval.contracts.interleaving import TEAMS, TrialParams, decide, differs, outcome
+from retrieval.contracts.interleaving import TEAMS, Tally, TrialParams
 from retrieval.contracts.metrics import recall_at_k
 from retrieval.contracts.selection import FIRST_STAGE
 from retrieval.db import connect
@@ -48,18 +49,12 @@ from .trial_power import MERGES, context
 app = typer.Typer(add_completion=False)
 
 
-def _tally(outcomes: list[int | None]) -> dict:
-    """wins, losses, ties over the judged queries; `same` counts None (the context both would serve)."""
-    c = Counter(outcomes)
-    return {"wins": c[1], "losses": c[-1], "ties": c[0], "same": c[None]}
-
-
 def audit_records(
     records: list[dict], relevant: dict[str, set[str]], sources: dict[int, str], used: UsedParams
 ) -> dict:
     """One trial's cited queries tallied by the log's labels and by the judged relevance of what was shown (only the
     queries whose text the judged set holds)."""
-    by_used, by_judge = [], []
+    by_used, by_judge = Tally(), Tally()
     exposure, false_cites = Counter(), Counter()
     for rec in records:
         rel = relevant.get(rec["query"])
@@ -74,12 +69,11 @@ def audit_records(
             if c["team"] in TEAMS:
                 exposure[c["team"]] += 1
                 false_cites[c["team"]] += c["rank"] in cited and c["rank"] not in judged
-        for labels, out in ((cited, by_used), (judged, by_judge)):
-            if labels:
-                out.append(outcome(teams, labels) if differs(teams) else None)
+        by_used.add(teams, cited)
+        by_judge.add(teams, judged)
     return {
-        "by_the_log": _tally(by_used),
-        "by_the_judged_set": _tally(by_judge),
+        "by_the_log": asdict(by_used),
+        "by_the_judged_set": asdict(by_judge),
         "own_chunks_shown": dict(exposure),
         "own_chunks_cited_not_relevant": dict(false_cites),
     }
@@ -140,7 +134,7 @@ def replay_trials(
 ) -> dict:
     """One simulated trial as the service runs it (queries drawn with replacement until `decide` decides)."""
     rng = random.Random(seed)
-    w = lo = t = same = 0
+    tally = Tally()
     while True:
         it = items[rng.randrange(len(items))]
         q, rel = it["qid"], set(it["relevant_ids"])
@@ -149,21 +143,17 @@ def replay_trials(
         shown, side = context(champ[q], chall[q], rng, k, merge)
         used = {x for x in shown if rng.random() < (p_relevant if x in rel else p_other)}
         if used:
-            if not differs(side):
-                same += 1
-            else:
-                o = outcome(side, used)
-                w, lo, t = w + (o > 0), lo + (o < 0), t + (o == 0)
-            v = decide(w, lo, t, rule, same)
+            tally.add(side, used)
+            v = tally.verdict(rule)
             if v.decision:
                 worse = v.evidence_against >= 1 / rule.alpha
                 return {
                     "decision": v.decision,
                     "worse": worse,
-                    "wins": w,
-                    "losses": lo,
+                    "wins": v.wins,
+                    "losses": v.losses,
                     "judged": v.judged,
-                    "same": same,
+                    "same": v.same,
                 }
 
 

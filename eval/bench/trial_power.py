@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from retrieval.contracts.interleaving import TrialParams, agreed_first, decide, differs, outcome, sides, team_draft
+from retrieval.contracts.interleaving import Tally, TrialParams, agreed_first, sides, team_draft
 from retrieval.contracts.lexical import lexical_scores
 from retrieval.contracts.metrics import paired_bootstrap, recall_at_k
 from retrieval.contracts.passage import passage_text
@@ -105,7 +105,7 @@ def trial(
 ) -> dict:
     """One simulated trial: its decision, the judged queries it took, and the served Recall@k it cost."""
     rng = random.Random(seed)
-    wins = losses = ties = same = queries = 0
+    tally, queries = Tally(), 0
     cost = 0.0
     while queries < 50 * rule.max_cited:
         it = items[rng.randrange(len(items))]
@@ -116,24 +116,20 @@ def trial(
         used = {x for x in shown if rng.random() < (consumer.p_relevant if x in rel else consumer.p_other)}
         if not used:
             continue
-        if not differs(side):  # the two would have served the same context: not judged
-            same += 1
-        else:
-            o = outcome(side, used)
-            wins, losses, ties = wins + (o > 0), losses + (o < 0), ties + (o == 0)
-        v = decide(wins, losses, ties, rule, same)
+        tally.add(side, used)  # a context both would serve is not judged
+        v = tally.verdict(rule)
         if v.decision:
             return {
                 "decision": v.decision,
                 "judged": v.judged,
-                "cited": v.judged + same,
+                "cited": v.judged + v.same,
                 "queries": queries,
                 "cost": rule.share * cost / queries,
             }
     return {
         "decision": "undecided",
-        "judged": wins + losses + ties,
-        "cited": wins + losses + ties + same,
+        "judged": tally.wins + tally.losses + tally.ties,
+        "cited": tally.wins + tally.losses + tally.ties + tally.same,
         "queries": queries,
         "cost": rule.share * cost / queries,
     }

@@ -164,6 +164,30 @@ def outcome(teams: dict[Hashable, str], used: set) -> int:
     return (challenger > champion) - (challenger < champion)
 
 
+@dataclass
+class Tally:
+    """A trial's counts over its cited queries, each added as it comes (`add`): the one bookkeeping the service's log
+    (`retrieval.logs.trials.tally`) and the lab's simulations keep."""
+
+    wins: int = 0
+    losses: int = 0
+    ties: int = 0
+    same: int = 0  # cited queries whose context both sides would have served alike: not judged
+
+    def add(self, teams: dict[Hashable, str], used: set) -> None:
+        """One query: `teams` the side (`sides`) of each item shown, `used` the items cited (none: not counted)."""
+        if not used:
+            return
+        if not differs(teams):
+            self.same += 1
+            return
+        o = outcome(teams, used)
+        self.wins, self.losses, self.ties = self.wins + (o > 0), self.losses + (o < 0), self.ties + (o == 0)
+
+    def verdict(self, rule: TrialParams) -> Verdict:
+        return decide(self.wins, self.losses, self.ties, rule, self.same)
+
+
 @dataclass(frozen=True)
 class TrialParams:
     """A trial's design, fixed when it starts and stored with it (pre-registered): the share of queries interleaved and

@@ -18,7 +18,7 @@ from datetime import datetime
 import psycopg
 from psycopg.types.json import Jsonb
 
-from ..contracts.interleaving import TrialParams, Verdict, decide, differs, outcome
+from ..contracts.interleaving import Tally, TrialParams, Verdict
 from ..contracts.selection import current_name, current_record
 from .deployments import CHANNEL, announce
 
@@ -136,27 +136,19 @@ def trial_records(conn: psycopg.Connection, trial_id: int) -> list[dict]:
     return [dict(zip(keys, r)) for r in rows]
 
 
-def tally(records: list[dict]) -> tuple[int, int, int, int]:
-    """(wins, losses, ties, same) of the challenger over the cited queries (those where something shown was used):
-    `same` counts those whose context showed nothing one side alone would serve, the others are judged."""
-    wins = losses = ties = same = 0
+def tally(records: list[dict]) -> Tally:
+    """The challenger's wins, losses and ties over the cited queries (those where something shown was used), and the
+    cited queries whose context showed nothing one side alone would serve (`same`, not judged)."""
+    out = Tally()
     for rec in records:
         teams = {c["rank"]: c["team"] for c in rec["candidates"] if c.get("shown") and c.get("team")}
-        used = {c["rank"] for c in rec["candidates"] if c.get("used") and c["rank"] in teams}
-        if not used:
-            continue
-        if not differs(teams):
-            same += 1
-            continue
-        o = outcome(teams, used)
-        wins, losses, ties = wins + (o > 0), losses + (o < 0), ties + (o == 0)
-    return wins, losses, ties, same
+        out.add(teams, {c["rank"] for c in rec["candidates"] if c.get("used") and c["rank"] in teams})
+    return out
 
 
 def verdict(conn: psycopg.Connection, trial: Trial, relabel: Callable[[dict], dict]) -> Verdict:
     """The rule read on the trial's log now; `relabel` is the one definition of "used" applied to each record."""
-    wins, losses, ties, same = tally([relabel(r) for r in trial_records(conn, trial.id)])
-    return decide(wins, losses, ties, trial.rule, same)
+    return tally([relabel(r) for r in trial_records(conn, trial.id)]).verdict(trial.rule)
 
 
 def settle(conn: psycopg.Connection, trial_id: int, relabel: Callable[[dict], dict]) -> Trial | None:

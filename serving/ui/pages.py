@@ -200,10 +200,10 @@ def _trial_series(records: list[dict]) -> dict:
     """The challenger's wins and losses, cumulated over the trial's judged queries in order, as a plot."""
     wins, losses, w, lo = [], [], 0, 0
     for rec in records:
-        rw, rl, rt, _ = trials.tally([rec])
-        if rw + rl + rt == 0:
+        t = trials.tally([rec])
+        if t.wins + t.losses + t.ties == 0:
             continue
-        w, lo = w + rw, lo + rl
+        w, lo = w + t.wins, lo + t.losses
         wins.append(w)
         losses.append(lo)
     return steps_plot({"wins": wins, "losses": losses})

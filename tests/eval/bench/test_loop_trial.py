@@ -6,6 +6,7 @@ import random
 from eval.bench import loop_trial, trial_power
 from eval.bench.loop_trial import expose, flipped, run, serve, split
 from eval.bench.trial_power import Consumer
+from retrieval.contracts import interleaving
 from retrieval.contracts.interleaving import TrialParams, Verdict
 
 ITEMS = [
@@ -118,7 +119,7 @@ def test_promotion_happens_only_through_decide(monkeypatch):
     def never(wins, losses, ties, rule, same=0):
         return Verdict("reject", "stub", wins, losses, ties, wins + losses + ties, 0.0, 0.0)
 
-    monkeypatch.setattr(trial_power, "decide", never)
+    monkeypatch.setattr(interleaving, "decide", never)  # the rule every tally reads
     out, _, _ = run_spied(monkeypatch)
     assert {r["champion"] for r in out["rows"]} == {"first-stage"} and {r["decision"] for r in out["rows"]} == {
         "reject"
