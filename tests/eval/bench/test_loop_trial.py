@@ -3,7 +3,7 @@ given, what the trial sees, and that only the trial's rule promotes."""
 
 import random
 
-from eval.bench import loop_trial, trial_power
+from eval.bench import loop_trial
 from eval.bench.loop_trial import expose, flipped, run, serve, split
 from eval.bench.trial_power import Consumer
 from retrieval.contracts import interleaving
