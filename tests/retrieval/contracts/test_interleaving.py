@@ -115,22 +115,26 @@ def test_params_are_checked():
     assert TrialParams(max_judged=800, max_cited=799).problems() == ["trial.max_cited must be >= trial.max_judged"]
 
 
+def assert_frequencies(draw, chances: dict[int, dict], items, n: int = 20_000) -> None:
+    """How often `n` draws of an order put each item among its first d equals `chances[d]` (within 0.01)."""
+    seen = {d: {} for d in chances}
+    for _ in range(n):
+        order = draw()
+        for d in chances:
+            for x in order[:d]:
+                seen[d][x] = seen[d].get(x, 0) + 1
+    for d, p in chances.items():
+        assert max(abs(seen[d].get(x, 0) / n - p.get(x, 0.0)) for x in items) < 0.01, d
+
+
 def test_draft_propensity_is_the_merge_s_own_frequency():
     """Each item's probability of landing among the merge's first 5 (and first 15) over the coins equals how often
     20,000 seeded merges put it there (within 0.01); the sums are the depths; what both rank first is always shown."""
     champion = list(range(20))
     challenger = [3, 7, 0, 12, 1, 15, 2, 4, 5, 6, 8, 9, 10, 11, 13, 14, 16, 17, 18, 19]
     top, deep = draft_propensity(champion, challenger, 15, 5)
-    rng, n = random.Random(1), 20_000
-    seen_top, seen_deep = {}, {}
-    for _ in range(n):
-        merged = [x for x, _ in team_draft(champion, challenger, rng)]
-        for x in merged[:5]:
-            seen_top[x] = seen_top.get(x, 0) + 1
-        for x in merged[:15]:
-            seen_deep[x] = seen_deep.get(x, 0) + 1
-    assert max(abs(seen_top.get(x, 0) / n - top.get(x, 0.0)) for x in champion) < 0.01
-    assert max(abs(seen_deep.get(x, 0) / n - deep.get(x, 0.0)) for x in champion) < 0.01
+    rng = random.Random(1)
+    assert_frequencies(lambda: [x for x, _ in team_draft(champion, challenger, rng)], {5: top, 15: deep}, champion)
     assert sum(top.values()) == pytest.approx(5) and sum(deep.values()) == pytest.approx(15)
     assert top[0] == top[3] == 1.0 and 0 < top[12] < 1  # each side's best always; a side's 3rd only on its coin
     assert draft_propensity(champion, champion, 5) == ({x: 1.0 for x in range(5)},) * 2  # no disagreement, no chance
@@ -153,16 +157,8 @@ def test_agreed_propensity_is_the_served_order_s_own_frequency():
     champion = list(range(20))
     challenger = [3, 7, 0, 12, 1, 15, 2, 4, 5, 6, 8, 9, 10, 11, 13, 14, 16, 17, 18, 19]
     top, deep = agreed_propensity(champion, challenger, 6, 14)
-    rng, n = random.Random(2), 20_000
-    seen_top, seen_deep = {}, {}
-    for _ in range(n):
-        order, _ = agreed_first(champion, challenger, 6, rng)
-        for x in order[:6]:
-            seen_top[x] = seen_top.get(x, 0) + 1
-        for x in order[:14]:
-            seen_deep[x] = seen_deep.get(x, 0) + 1
-    assert max(abs(seen_top.get(x, 0) / n - top.get(x, 0.0)) for x in champion) < 0.01
-    assert max(abs(seen_deep.get(x, 0) / n - deep.get(x, 0.0)) for x in champion) < 0.01
+    rng = random.Random(2)
+    assert_frequencies(lambda: agreed_first(champion, challenger, 6, rng)[0], {6: top, 14: deep}, champion)
     assert sum(top.values()) == pytest.approx(6) and sum(deep.values()) == pytest.approx(14)
     # both top 6 hold 0 1 3: always shown; three slots for each side's own three (2 4 5 against 7 12 15): each
     # side's best always, its second on the coin, its third never
