@@ -174,33 +174,44 @@ def write_documents(
         )
         stored_near = [d.near.get(c.content_hash) for _, _, c, d in fresh]
         stored_near = [n if isinstance(n, Near) else None for n in stored_near]
-        inserted = conn.execute(
-            """
-            INSERT INTO chunks (document_id, source, ord, heading, parent_heading, level,
-                start_line, end_line, text, content_hash, tokens, embedding, near_chunk_id, near_score, scope)
-            SELECT * FROM unnest(%s::bigint[], %s::text[], %s::int[], %s::text[], %s::text[], %s::int[],
-                %s::int[], %s::int[], %s::text[], %s::text[], %s::int[], %b::vector[]::halfvec[], %s::bigint[], %s::float8[],
-                %s::text[])
-            RETURNING source, content_hash, id
-            """,
-            (
-                [i for i, *_ in fresh],
-                [d.source for *_, d in fresh],
-                [o for _, o, _, _ in fresh],
-                [c.heading for _, _, c, _ in fresh],
-                [c.parent_heading for _, _, c, _ in fresh],
-                [c.level for _, _, c, _ in fresh],
-                [c.start_line for _, _, c, _ in fresh],
-                [c.end_line for _, _, c, _ in fresh],
-                [c.text for _, _, c, _ in fresh],
-                [c.content_hash for _, _, c, _ in fresh],
-                [c.tokens for _, _, c, _ in fresh],
-                [new_embeddings[c.content_hash] for _, _, c, _ in fresh],
-                [n.chunk_id if n else None for n in stored_near],
-                [n.score if n else None for n in stored_near],
-                [d.scope for *_, d in fresh],
-            ),
-        ).fetchall()
+        for attempt in range(3):
+            try:
+                with conn.transaction():  # a savepoint: the insert alone is tried again
+                    inserted = conn.execute(
+                        """
+                        INSERT INTO chunks (document_id, source, ord, heading, parent_heading, level, start_line,
+                            end_line, text, content_hash, tokens, embedding, near_chunk_id, near_score, scope)
+                        SELECT * FROM unnest(%s::bigint[], %s::text[], %s::int[], %s::text[], %s::text[], %s::int[],
+                            %s::int[], %s::int[], %s::text[], %s::text[], %s::int[], %b::vector[]::halfvec[],
+                            %s::bigint[], %s::float8[], %s::text[])
+                        RETURNING source, content_hash, id
+                        """,
+                        (
+                            [i for i, *_ in fresh],
+                            [d.source for *_, d in fresh],
+                            [o for _, o, _, _ in fresh],
+                            [c.heading for _, _, c, _ in fresh],
+                            [c.parent_heading for _, _, c, _ in fresh],
+                            [c.level for _, _, c, _ in fresh],
+                            [c.start_line for _, _, c, _ in fresh],
+                            [c.end_line for _, _, c, _ in fresh],
+                            [c.text for _, _, c, _ in fresh],
+                            [c.content_hash for _, _, c, _ in fresh],
+                            [c.tokens for _, _, c, _ in fresh],
+                            [new_embeddings[c.content_hash] for _, _, c, _ in fresh],
+                            [n.chunk_id if n else None for n in stored_near],
+                            [n.score if n else None for n in stored_near],
+                            [d.scope for *_, d in fresh],
+                        ),
+                    ).fetchall()
+                break
+            except psycopg.errors.ForeignKeyViolation as e:
+                # another writer replaced the document of a near chunk after it was found: link to the ones left
+                if e.diag.constraint_name != "chunks_near_chunk_id_fkey" or attempt == 2:
+                    raise
+                ids = [n.chunk_id for n in stored_near if n]
+                alive = {r[0] for r in conn.execute("SELECT id FROM chunks WHERE id = ANY(%s)", (ids,))}
+                stored_near = [n if n and n.chunk_id in alive else None for n in stored_near]
         chunk_id = {(s, h): i for s, h, i in inserted}
         links = [
             (chunk_id[(d.source, c.content_hash)], chunk_id[(n.source, n.content_hash)], n.score)
