@@ -121,6 +121,12 @@ def budget_cut(order: list[str], tokens: dict[str, int], budget: int, floor: int
     return n
 
 
+def served_size(it: dict, orders: dict[str, list[str]], search: SearchParams) -> int:
+    """How many chunks the context holds for item `it` served in `orders`' order (by the token budget)."""
+    tokens = {c["id"]: approx_tokens(c["text"]) for c in it["candidates"]}
+    return budget_cut(orders[it["qid"]], tokens, search.token_budget, search.min_chunks)
+
+
 def replay_trials(
     items: list[dict],
     champ: dict[str, list[str]],
@@ -135,12 +141,11 @@ def replay_trials(
     """One simulated trial as the service runs it (queries drawn with replacement until `decide` decides)."""
     rng = random.Random(seed)
     tally = Tally()
+    k_of = {it["qid"]: min(served_size(it, x, search) for x in (champ, chall)) for it in items}  # once per item
     while True:
         it = items[rng.randrange(len(items))]
         q, rel = it["qid"], set(it["relevant_ids"])
-        tokens = {c["id"]: approx_tokens(c["text"]) for c in it["candidates"]}
-        k = min(budget_cut(x[q], tokens, search.token_budget, search.min_chunks) for x in (champ, chall))
-        shown, side = context(champ[q], chall[q], rng, k, merge)
+        shown, side = context(champ[q], chall[q], rng, k_of[q], merge)
         used = {x for x in shown if rng.random() < (p_relevant if x in rel else p_other)}
         if used:
             tally.add(side, used)
@@ -162,11 +167,8 @@ def truth(items: list[dict], champ: dict, chall: dict, search: SearchParams) -> 
     served, at5 = [], []
     for it in items:
         q, rel = it["qid"], set(it["relevant_ids"])
-        tokens = {c["id"]: approx_tokens(c["text"]) for c in it["candidates"]}
-        cut = {
-            n: budget_cut(x[q], tokens, search.token_budget, search.min_chunks) for n, x in (("a", champ), ("b", chall))
-        }
-        served.append(recall_at_k(rel, chall[q], cut["b"]) - recall_at_k(rel, champ[q], cut["a"]))
+        mine, theirs = served_size(it, champ, search), served_size(it, chall, search)
+        served.append(recall_at_k(rel, chall[q], theirs) - recall_at_k(rel, champ[q], mine))
         at5.append(recall_at_k(rel, chall[q], 5) - recall_at_k(rel, champ[q], 5))
     return {"served_recall_diff": round(float(np.mean(served)), 4), "recall@5_diff": round(float(np.mean(at5)), 4)}
 
