@@ -109,16 +109,22 @@ def draft_propensity(
     return {x: round(v, 6) for x, v in top.items()}, {x: round(v, 6) for x, v in deep.items()}
 
 
+def _split(champion: Sequence[Hashable], challenger: Sequence[Hashable], k: int) -> tuple[list, list, list]:
+    """(the items both top k hold, in the champion's order; the champion's ranking without them; the challenger's)."""
+    both = set(challenger[:k])
+    agreed = [x for x in champion[:k] if x in both]
+    taken = set(agreed)
+    return agreed, [x for x in champion if x not in taken], [x for x in challenger if x not in taken]
+
+
 def agreed_first(
     champion: Sequence[Hashable], challenger: Sequence[Hashable], k: int, rng: random.Random
 ) -> tuple[list, int]:
     """(the served order, how many of it agree): the items both top k hold, in the champion's order, then every other
     item of either ranking merged by `team_draft`. The context is its first k: the agreed items and k - agreed of
     the draft, which are each side's own top-k items only (each side places at most half of them)."""
-    theirs = set(challenger[:k])
-    agreed = [x for x in champion[:k] if x in theirs]
-    taken = set(agreed)
-    rest = team_draft([x for x in champion if x not in taken], [x for x in challenger if x not in taken], rng)
+    agreed, mine, theirs = _split(champion, challenger, k)
+    rest = team_draft(mine, theirs, rng)
     return agreed + [x for x, _ in rest], len(agreed)
 
 
@@ -127,15 +133,8 @@ def agreed_propensity(
 ) -> tuple[dict, dict]:
     """(item -> P(in the context: `agreed_first`'s first k), item -> P(among its first `depth`)) over the draft's
     coins: an agreed item always, an item one side alone holds about half the time."""
-    theirs = set(challenger[:k])
-    agreed = [x for x in champion[:k] if x in theirs]
-    taken = set(agreed)
-    top, deep = draft_propensity(
-        [x for x in champion if x not in taken],
-        [x for x in challenger if x not in taken],
-        max(depth - len(agreed), 0),
-        max(k - len(agreed), 0),
-    )
+    agreed, mine, theirs = _split(champion, challenger, k)
+    top, deep = draft_propensity(mine, theirs, max(depth - len(agreed), 0), max(k - len(agreed), 0))
     sure = dict.fromkeys(agreed, 1.0)
     return {**sure, **top}, {**sure, **deep}
 
