@@ -195,8 +195,8 @@ class UsedParams:
     """a shown chunk holding this share of a sentence the answer left uncited was used (a quote without its [n]); 0 =
     off. Only a near-verbatim quote reaches it, so a consumer that restates loses nothing"""
     void_thumbs_down: bool = True
-    """a query rated -1 (its context did not answer it): the citations of its context are not uses (false cites that,
-    on-policy, reward the ranker's own misses); a judge's labels outside the context stay"""
+    """a query rated -1 (its context did not answer it): the citations of its context and previews are not uses (false
+    cites that, on-policy, reward the ranker's own misses); a judge's labels outside what the consumer was given stay"""
 
     def problems(self) -> list[str]:
         return [] if 0 <= self.min_uncited <= 1 else ["used: need min_uncited in [0, 1]"]

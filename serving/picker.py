@@ -56,7 +56,9 @@ class Served:
     explored: int | None = None  # the rank given the context's last slot by exploration, if any
     replaced: int | None = None  # the rank exploration took that slot from
     trial: int | None = None  # the trial this query was served in (interleaved), if any
-    teams: dict[int, str] = field(default_factory=dict)  # rank -> whose context alone held it: champion/challenger/both
+    teams: dict[int, str] = field(
+        default_factory=dict
+    )  # rank -> whose top k held it (champion/challenger/both): context, previews
     previews: list[Candidate] = field(default_factory=list)  # listed after the context as one-line previews
     preview_propensity: dict[int, float] = field(default_factory=dict)  # rank -> P(listed as a preview) (0 if absent)
 
@@ -180,7 +182,8 @@ class Picker:
         """A trial query: the champion's ranking (`champion`, candidate numbers) and the challenger's, each
         completed by the first-stage order, served agreed-first (`retrieval.contracts.interleaving.agreed_first`): the
         chunks both would serve, then the draft of those only one would, as many chunks as the smaller of the two
-        sides' own contexts (each cut by the token budget); each chunk in it is logged with its side (`sides`).
+        sides' own contexts (each cut by the token budget); each chunk in it and each preview one side alone would
+        serve is logged with its side (`sides`): a cited preview earns its side credit as a cited context chunk does.
         No exploration: the coin of the draft already varies what is shown, and each item's propensity is its
         probability of being shown over the coins (`agreed_propensity`). The challenger runs inline (a slow one
         within the timeout) and its pick is not cached, so it never serves a query outside the trial."""
@@ -197,9 +200,13 @@ class Picker:
             order, _ = agreed_first(ours, theirs, k, self._rng)
         chosen = [shown[i - 1] for i in order]
         context = chosen[:k]
-        team = {shown[i - 1].rank: t for i, t in sides(order[:k], ours, theirs).items()}
         self._count("interleaved")
         previews = following(context, chosen, shown, self.previews)
+        # whose own each item is, the previews' too: the draft's rest lists each side's own items it left out
+        team = {
+            shown[i - 1].rank: t
+            for i, t in sides([*order[:k], *(at[c.chunk_id] for c in previews)], ours, theirs, k).items()
+        }
         # each item's exposure over the draft's coins: what only one side would serve is shown about half the time,
         # and the trainer weighs its label for the times it was not
         top, deep = agreed_propensity(ours, theirs, k, k + len(previews))
@@ -214,7 +221,7 @@ class Picker:
             context=context,
             propensity={c.rank: top[at[c.chunk_id]] for c in context},
             trial=trial.id,
-            teams={c.rank: team[c.rank] for c in context},
+            teams=team,
         )
 
     def _draw(self, share: float) -> bool:

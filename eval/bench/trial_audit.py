@@ -62,15 +62,15 @@ def audit_records(
             continue
         rec = used_labels(rec, used)
         shown = [c for c in rec["candidates"] if c.get("shown") and c.get("team")]
-        teams = {c["rank"]: c["team"] for c in shown}
+        teams = trials.exposed_teams(rec)  # the context's and the previews' sides, as the trial reads them
         judged = {c["rank"] for c in shown if doc_ids([sources.get(c["chunk_id"], "#")])[0] in rel}
-        cited = {c["rank"] for c in shown if c.get("used")}
+        cited = {c["rank"] for c in rec["candidates"] if c.get("used") and c["rank"] in teams}
         for c in shown:
             if c["team"] in TEAMS:
                 exposure[c["team"]] += 1
                 false_cites[c["team"]] += c["rank"] in cited and c["rank"] not in judged
         by_used.add(teams, cited)
-        by_judge.add(teams, judged)
+        by_judge.add({c["rank"]: c["team"] for c in shown}, judged)  # the judged set reads the served context
     return {
         "by_the_log": asdict(by_used),
         "by_the_judged_set": asdict(by_judge),
@@ -145,7 +145,7 @@ def replay_trials(
     while True:
         it = items[rng.randrange(len(items))]
         q, rel = it["qid"], set(it["relevant_ids"])
-        shown, side = context(champ[q], chall[q], rng, k_of[q], merge)
+        shown, _, side = context(champ[q], chall[q], rng, k_of[q], merge)
         used = {x for x in shown if rng.random() < (p_relevant if x in rel else p_other)}
         if used:
             tally.add(side, used)

@@ -76,21 +76,41 @@ def rankings(items: list[dict], embedder: Embedder, seed: int = 0) -> dict[str, 
     return out
 
 
-def context(champ: list, chall: list, rng: random.Random, k: int, merge: str = "agreed-first") -> tuple[list, dict]:
-    """(the trial's context, item -> side of each item in it) by `merge`: `agreed-first`, the items both top k hold,
-    then the team-draft of the items they disagree on, k in all, as served (`interleaving.agreed_first`);
-    `team-draft`, the merge's first k, as served before; `union`, every item of either top k (up to 2k: the context
-    grows), in team-draft order."""
+def context(
+    champ: list, chall: list, rng: random.Random, k: int, merge: str = "agreed-first", previews: int = 0
+) -> tuple[list, list, dict]:
+    """(the trial's context, the `previews` items listed after it, item -> side of each item in either) by `merge`:
+    `agreed-first`, the items both top k hold, then the team-draft of the items they disagree on, k in all, as served
+    (`interleaving.agreed_first`); `team-draft`, the merge's first k, as served before; `union`, every item of either
+    top k (up to 2k: the context grows), in team-draft order. The previews are the merge's next items, as the
+    service lists them (`retrieval.query.previews.following`), and each one side alone would serve has that side."""
     if merge == "agreed-first":
-        shown = agreed_first(champ, chall, k, rng)[0][:k]
-        return shown, sides(shown, champ, chall, k)
+        order = agreed_first(champ, chall, k, rng)[0]
+        shown, listed = order[:k], order[k : k + previews]
+        return shown, listed, sides([*shown, *listed], champ, chall, k)
     if merge == "team-draft":
-        shown = [x for x, _ in team_draft(champ, chall, rng)[:k]]
-        return shown, sides(shown, champ, chall)
+        order = [x for x, _ in team_draft(champ, chall, rng)]
+        shown, listed = order[:k], order[k : k + previews]
+        return shown, listed, sides([*shown, *listed], champ, chall, k)
     if merge != "union":
         raise ValueError(f"merge {merge!r}: one of {', '.join(MERGES)}")
-    side = sides(list(dict.fromkeys([*champ[:k], *chall[:k]])), champ, chall, k)  # both top k, each item's side
-    return [x for x, _ in team_draft(champ, chall, rng) if x in side], side
+    both = sides(list(dict.fromkeys([*champ[:k], *chall[:k]])), champ, chall, k)  # both top k, each item's side
+    order = [x for x, _ in team_draft(champ, chall, rng)]
+    shown = [x for x in order if x in both]
+    listed = [x for x in order if x not in both][:previews]  # below both top k: no side
+    return shown, listed, both
+
+
+def cites(shown: list, listed: list, rel: set, consumer: Consumer, rng: random.Random) -> set:
+    """What the lab's consumer cites: a context item with `p_relevant` if relevant, else `p_other`; of the first
+    `consumer.previews` listed it reads a relevant one whole with `expand_relevant` (any other with `expand_other`)
+    and cites what it read as a context item (`eval.bench.loop_trial.serve`'s consumer)."""
+    read = [
+        x
+        for x in listed[: consumer.previews]
+        if rng.random() < (consumer.expand_relevant if x in rel else consumer.expand_other)
+    ]
+    return {x for x in (*shown, *read) if rng.random() < (consumer.p_relevant if x in rel else consumer.p_other)}
 
 
 def trial(
@@ -110,10 +130,10 @@ def trial(
     while queries < 50 * rule.max_cited:
         it = items[rng.randrange(len(items))]
         rel, q = set(it["relevant_ids"]), it["qid"]
-        shown, side = context(champ[q], chall[q], rng, k, merge)
+        shown, listed, side = context(champ[q], chall[q], rng, k, merge, consumer.previews)
         queries += 1
         cost += recall_at_k(rel, champ[q], k) - recall_at_k(rel, shown, len(shown))
-        used = {x for x in shown if rng.random() < (consumer.p_relevant if x in rel else consumer.p_other)}
+        used = cites(shown, listed, rel, consumer, rng)
         if not used:
             continue
         tally.add(side, used)  # a context both would serve is not judged

@@ -16,6 +16,13 @@ a query whose cited items were more the challenger's alone is a win for it, more
 a tie. A cited query whose context showed nothing one side alone would serve (the two agreed on all k) is `same`:
 it is not judged.
 
+The previews count too. The draft goes on past the context, so the first preview lines listed after it
+(`retrieval.query.previews.following`) are the rest of each side's own items: every item one side alone would serve
+is before the consumer, about half in the context and half a line below it, and the draft's coin decides which
+half. A cited preview earns its side the credit a cited context item does (a query's context and previews are
+`sides`' items): a query whose context citations were all of items both serve, a tie before, is decided by a
+preview of one side's own that the consumer read whole and cited.
+
 Why not the plain team-draft merge cut at k (the design served before, kept in the lab as `team-draft`): in its
 first k each team places its best items, so a side whose own-only items sit at the top of its ranking shows all of
 them while the other's (ranked lower in its own list) are often cut, and every false cite then favours the first.
@@ -140,12 +147,14 @@ def agreed_propensity(
 
 
 def sides(
-    context: Sequence[Hashable], champion: Sequence[Hashable], challenger: Sequence[Hashable], k: int | None = None
+    items: Sequence[Hashable], champion: Sequence[Hashable], challenger: Sequence[Hashable], k: int | None = None
 ) -> dict:
-    """item -> CHAMPION, CHALLENGER or BOTH: whose top k (default len(context)) holds each item of `context`."""
-    k = len(context) if k is None else k
+    """item -> CHAMPION, CHALLENGER or BOTH: whose top k (default len(items)) holds each of `items` (a context, or a
+    context and its previews); an item neither top k holds (a preview below both cuts) has no side and is left out."""
+    k = len(items) if k is None else k
     mine, theirs = set(champion[:k]), set(challenger[:k])
-    return {x: BOTH if x in mine and x in theirs else CHAMPION if x in mine else CHALLENGER for x in context}
+    held = mine | theirs
+    return {x: BOTH if x in mine and x in theirs else CHAMPION if x in mine else CHALLENGER for x in items if x in held}
 
 
 def differs(teams: dict[Hashable, str]) -> bool:

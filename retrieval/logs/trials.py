@@ -124,7 +124,7 @@ def trial_records(conn: psycopg.Connection, trial_id: int) -> list[dict]:
         """SELECT q.id, q.text, q.answer, q.rating, q.threshold,
                   json_agg(json_build_object('rank', c.rank, 'chunk_id', c.chunk_id, 'score', c.score,
                            'shown', c.shown, 'used', c.used, 'team', c.team, 'propensity', c.propensity,
-                           'text', k.text) ORDER BY c.rank)
+                           'previewed', c.previewed, 'expanded', c.expanded, 'text', k.text) ORDER BY c.rank)
            FROM queries q JOIN query_candidates c ON c.query_id = q.id
            LEFT JOIN chunks k ON k.id = c.chunk_id AND k.content_hash = c.content_hash
            WHERE q.trial_id = %s AND (q.answer IS NOT NULL OR EXISTS
@@ -136,12 +136,18 @@ def trial_records(conn: psycopg.Connection, trial_id: int) -> list[dict]:
     return [dict(zip(keys, r)) for r in rows]
 
 
+def exposed_teams(rec: dict) -> dict[int, str]:
+    """rank -> side of what a trial query put before the consumer: its context and the previews one side alone would
+    serve (`serving.picker.Picker.interleave` logs both)."""
+    return {c["rank"]: c["team"] for c in rec["candidates"] if (c.get("shown") or c.get("previewed")) and c.get("team")}
+
+
 def tally(records: list[dict]) -> Tally:
-    """The challenger's wins, losses and ties over the cited queries (those where something shown was used), and the
-    cited queries whose context showed nothing one side alone would serve (`same`, not judged)."""
+    """The challenger's wins, losses and ties over the cited queries (those where something shown or previewed was
+    used), and the cited queries whose context showed nothing one side alone would serve (`same`, not judged)."""
     out = Tally()
     for rec in records:
-        teams = {c["rank"]: c["team"] for c in rec["candidates"] if c.get("shown") and c.get("team")}
+        teams = exposed_teams(rec)
         out.add(teams, {c["rank"] for c in rec["candidates"] if c.get("used") and c["rank"] in teams})
     return out
 

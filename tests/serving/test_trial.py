@@ -52,7 +52,7 @@ def build(record):
 
 @contextlib.contextmanager
 def running_service(first_stage_service, db_url, seed=0):
-    picker = Picker(FirstStageSelector(), timeout_s=5, seed=seed, token_budget=1, min_chunks=3)  # a context of 3
+    picker = Picker(FirstStageSelector(), timeout_s=5, seed=seed, token_budget=1, min_chunks=3, previews=5)  # 3 + 5
     svc = first_stage_service(picker, swapper=HotSwapper(picker, db_url, canary_timeout_s=5, grace_s=0, build=build))
     with BackgroundServer(svc) as server, httpx.Client(base_url=server.url, timeout=30) as client:
         yield client
@@ -101,7 +101,12 @@ def test_trial_queries_are_interleaved_and_each_shown_chunk_logs_its_team(notes,
         shown = [(rank, team) for rank, s, team in rows if s]
         assert [rank for rank, _ in shown] == sorted(c["rank"] for c in r["context"])
         assert {team for _, team in shown} == {CHAMPION, CHALLENGER}  # both teams placed items
-        assert all(team is None for _, s, team in rows if not s)  # nothing unshown carries a team
+        # a preview carries the side whose top 3 alone held it (the rest of each side's own); nothing else unshown does
+        listed = {c["rank"] for c in r["previews"]}
+        assert all(team is None for rank, s, team in rows if not s and rank not in listed)
+        previewed = {rank: team for rank, s, team in rows if rank in listed}
+        assert {previewed[x] for x in (2, 3, len(rows) - 1, len(rows) - 2) if x in previewed} == {CHAMPION, CHALLENGER}
+        assert all(previewed[x] is None for x in range(4, len(rows) - 2) if x in previewed)
         # the champion's best (rank 1) and the challenger's best (the last candidate) are both in the context
         assert {1, len(rows)} <= {c["rank"] for c in r["context"]}
         stats = client.get("/stats").json()["trial"]
@@ -162,16 +167,43 @@ def test_citations_of_the_champions_team_reject_the_challenger(notes, db_url, fi
             assert trials.get(conn, trial.id).evidence["losses"] > 0 and deployments.latest(conn) is None
 
 
-def test_a_citation_of_a_chunk_never_shown_credits_no_team(notes, db_url, first_stage_service):
+def test_a_citation_of_a_chunk_neither_side_would_serve_credits_no_team(notes, db_url, first_stage_service):
     with running_service(first_stage_service, db_url) as client:
         trial = start(db_url)
         wait_for(lambda: client.get("/selector").json()["trial"] == trial.id)
         r = client.post("/query", json={"query": "orchids"}).json()
-        unshown = next(c["rank"] for c in r["candidates"] if c["rank"] not in {x["rank"] for x in r["context"]})
-        client.post("/feedback", json={"query_id": r["query_id"], "answer": f"Maybe [{unshown}]."})
+        # the champion's top 3 are candidates 1-3, the challenger's the last 3: the 4th is neither's own
+        assert 4 not in {x["rank"] for x in r["context"]}
+        client.post("/feedback", json={"query_id": r["query_id"], "answer": "Maybe [4]."})
         with connect(db_url) as conn:
             v = trials.verdict(conn, trials.get(conn, trial.id), lambda rec: rec)
         assert (v.wins, v.losses, v.judged) == (0, 0, 0)
+
+
+def test_a_cited_preview_of_one_sides_own_credits_that_side(notes, db_url, first_stage_service):
+    # the context of 3 holds the first two of the draft and one more; the draft's rest, each side's own items it
+    # left out, are the first previews: a consumer that reads one whole and cites it judges the query
+    with running_service(first_stage_service, db_url) as client:
+        trial = start(db_url)
+        wait_for(lambda: client.get("/selector").json()["trial"] == trial.id)
+        tally = {CHAMPION: 0, CHALLENGER: 0}
+        for query in ("orchids", "comets", "glaciers", "bees and honey"):
+            r = client.post("/query", json={"query": query}).json()
+            with connect(db_url) as conn:
+                team = dict(
+                    conn.execute(
+                        "SELECT rank, team FROM query_candidates WHERE query_id = %s AND previewed AND team IS NOT NULL",
+                        (r["query_id"],),
+                    ).fetchall()
+                )
+            rank, side = next(iter(team.items()))  # the first preview with a side
+            assert rank in {c["rank"] for c in r["previews"]} and rank not in {c["rank"] for c in r["context"]}
+            client.post("/expand", json={"query_id": r["query_id"], "n": rank}).raise_for_status()
+            client.post("/feedback", json={"query_id": r["query_id"], "answer": f"So it is [{rank}]."})
+            tally[side] += 1
+            with connect(db_url) as conn:
+                v = trials.verdict(conn, trials.get(conn, trial.id), lambda rec: rec)
+            assert (v.wins, v.losses, v.judged) == (tally[CHALLENGER], tally[CHAMPION], sum(tally.values()))
 
 
 def test_a_restarted_service_resumes_the_running_trial_and_its_tallies(notes, db_url, first_stage_service):

@@ -4,7 +4,7 @@ import random
 
 import pytest
 
-from eval.bench.trial_power import Consumer, context, trial
+from eval.bench.trial_power import Consumer, cites, context, trial
 from retrieval.contracts.interleaving import BOTH, CHALLENGER, CHAMPION, TrialParams
 
 ITEMS = [
@@ -46,7 +46,7 @@ def test_citations_that_ignore_relevance_favour_neither_side_only_under_agreed_f
     rng = random.Random(0)
     net = 0
     for _ in range(2000):
-        shown, side = context(a, b, rng, 5, merge)
+        shown, _, side = context(a, b, rng, 5, merge)
         cited = {x for x in shown if rng.random() < 0.3}
         net += sum((side[x] == CHALLENGER) - (side[x] == CHAMPION) for x in cited)
     if merge == "agreed-first":
@@ -59,12 +59,12 @@ def test_the_merges_measured_against_team_draft_show_what_they_say():
     # champion 1 2 3 4 5 6, challenger 2 1 3 9 8 6: both top 5 hold 1 2 3; then 4 5 against 9 8
     a, b = [1, 2, 3, 4, 5, 6], [2, 1, 3, 9, 8, 6]
     for seed in range(20):
-        shown, side = context(a, b, random.Random(seed), 5, "agreed-first")
+        shown, _, side = context(a, b, random.Random(seed), 5, "agreed-first")
         assert shown[:3] == [1, 2, 3] and [side[x] for x in shown[:3]] == [BOTH] * 3
         assert sorted(side[x] for x in shown[3:]) == [CHALLENGER, CHAMPION]  # one disagreement of each side
-        shown, side = context(a, b, random.Random(seed), 5, "union")
+        shown, _, side = context(a, b, random.Random(seed), 5, "union")
         assert sorted(shown) == [1, 2, 3, 4, 5, 8, 9] and side[9] == CHALLENGER and side[4] == CHAMPION
-        shown, side = context(a, b, random.Random(seed), 5, "team-draft")  # from the top: 1, 2, 3 and two more
+        shown, _, side = context(a, b, random.Random(seed), 5, "team-draft")  # from the top: 1, 2, 3 and two more
         assert len(shown) == 5 and {1, 2, 3} <= set(shown)
     with pytest.raises(ValueError, match="merge 'mixed'"):
         context(a, b, random.Random(0), 5, "mixed")
@@ -75,5 +75,40 @@ def test_under_agreed_first_equal_rankers_split_the_credit():
     a, b = [1, 2, 3, 4, 5, 6, 7], [1, 2, 3, 6, 7, 4, 5]
     rng = random.Random(0)
     credit = [context(a, b, rng, 4, "agreed-first") for _ in range(2000)]
-    wins = sum((side[shown[-1]] == CHALLENGER) - (side[shown[-1]] == CHAMPION) for shown, side in credit)
+    wins = sum((side[shown[-1]] == CHALLENGER) - (side[shown[-1]] == CHAMPION) for shown, _, side in credit)
     assert abs(wins) < 150  # +1 / -1 per query: within about 3 sd of 2,000 fair coins
+
+
+def test_the_previews_list_the_rest_of_each_sides_own_items_and_only_those_have_a_side():
+    # both top 5 hold 1 2 3; the champion's own are 4 5, the challenger's 9 8; 6 is in neither top 5
+    a, b = [1, 2, 3, 4, 5, 6, 7], [2, 1, 3, 9, 8, 6, 7]
+    for seed in range(20):
+        shown, listed, side = context(a, b, random.Random(seed), 5, "agreed-first", previews=3)
+        assert sorted(shown[3:]) == [4, 9]  # each side's best own item in the context
+        assert sorted(listed[:2]) == [5, 8] and listed[2] == 6  # the rest of them first, then the draft goes on
+        assert (side[5], side[8]) == (CHAMPION, CHALLENGER) and 6 not in side and 7 not in side
+        assert context(a, b, random.Random(seed), 5, "agreed-first")[1] == []  # no previews asked, none listed
+
+
+def test_a_consumer_citing_context_and_previews_alike_favours_neither_side():
+    a, b = [1, 2, 3, 4, 5, 6, 7, 8], [9, 1, 2, 3, 4, 5, 6, 7]
+    blind = Consumer(p_relevant=0.3, p_other=0.3, previews=8, expand_relevant=0.5, expand_other=0.5)
+    rng, net, cited_previews = random.Random(0), 0, 0
+    for _ in range(3000):
+        shown, listed, side = context(a, b, rng, 5, "agreed-first", previews=8)
+        used = cites(shown, listed, set(), blind, rng)
+        cited_previews += len(used & set(listed))
+        net += sum((side.get(x) == CHALLENGER) - (side.get(x) == CHAMPION) for x in used)
+    assert cited_previews > 300  # the previews were read and cited
+    assert abs(net) < 170  # +1 / -1 for about 1,300 citations of the disputed items: within ~5 sd of fair coins
+
+
+def test_previews_decide_queries_the_context_leaves_tied():
+    # both top 2 hold the first item; the champion's own is an irrelevant one, the challenger's the relevant one:
+    # the coin puts one in the context and the other a line below, where only a consumer reading previews finds it
+    champ = {it["qid"]: [f"{it['qid']}-0", f"{it['qid']}-1", f"{it['qid']}-rel"] for it in ITEMS}
+    chall = {it["qid"]: [f"{it['qid']}-0", f"{it['qid']}-rel", f"{it['qid']}-1"] for it in ITEMS}
+    blind = trial(ITEMS, champ, chall, RULE, Consumer(), k=2, seed=0)
+    reading = trial(ITEMS, champ, chall, RULE, Consumer(previews=8, expand_relevant=0.8), k=2, seed=0)
+    assert blind["decision"] == reading["decision"] == "promote"
+    assert reading["queries"] < blind["queries"]  # fewer queries to the same decision

@@ -35,6 +35,23 @@ def test_a_thumbs_down_voids_the_citations_of_its_context_only():
     assert used_labels(up, ON) is up
 
 
+def test_a_thumbs_down_voids_a_cited_preview_too():
+    """A preview the consumer was given and cited in a query rated -1 is voided as a context citation is; a judge's
+    label on a candidate it was never given (not shown, not listed) stays."""
+    down = record(
+        answer=None,
+        candidates=[
+            candidate(1, False, text=ASPIRIN),
+            candidate(6, True, False, text=BEES, previewed=True, expanded=True),
+            candidate(9, True, False, text=BEES, previewed=False),
+        ],
+        rating=-1,
+    )
+    out = used_labels(down, ON)
+    assert [c["used"] for c in out["candidates"]] == [False, False, True]
+    assert used_labels({**down, "rating": 1}, ON)["candidates"][1]["used"] is True
+
+
 def test_the_answer_is_read_again():
     """[2] on chunk 1's claim: it stands (a citation is never taken back by its sentence). Chunk 1 quoted without
     its [n]: used (min_uncited 0.8, on by default); off, as logged."""
