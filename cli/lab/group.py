@@ -27,12 +27,13 @@ from rich.table import Table
 
 from eval.bench import trial_power
 from eval.code_bench import build as build_code_items
+from eval.consumer import ReplayParams
 from eval.evaluate import EvaluateParams
 from eval.items import checked_items
 from retrieval.contracts.interleaving import TrialParams
 from retrieval.db import DatabaseError
 from retrieval.embed import get_embedder
-from retrieval.params import ParamsError, load_section
+from retrieval.params import ParamsError, SearchParams, load_section
 from training import gpu_smoke
 
 from ..terminal import (
@@ -79,6 +80,13 @@ def trial_command(
             help="the trial contexts to compare on the same items: agreed-first (served), team-draft (served before), union"
         ),
     ] = "agreed-first",
+    previews: Annotated[
+        Optional[int],
+        typer.Option(
+            help="preview lines the consumer reads after the context (default: search.previews, at most "
+            "replay.previews_read; 0 = a consumer blind to previews); it expands them by replay's chances"
+        ),
+    ] = None,
     benchmark_dir: BenchDirOpt = None,
     params: ParamsOpt = Path("params.yaml"),
     as_json: JsonOpt = False,
@@ -89,6 +97,14 @@ def trial_command(
     benchmark_dir = judged_dir(params, benchmark_dir)
     try:
         rule = load_section(params, "trial", TrialParams)
+        search, cp = load_section(params, "search", SearchParams), load_section(params, "replay", ReplayParams)
+        if previews is not None and previews < 0:
+            raise ParamsError("--previews: 0 or more")
+        consumer = trial_power.Consumer(  # the realistic consumer of replay, as `pai lab loop trial` reads it
+            previews=min(search.previews, cp.previews_read) if previews is None else previews,
+            expand_relevant=cp.expand_relevant,
+            expand_other=cp.expand_irrelevant,
+        )
         merges = [m for m in merge.split(",") if m]
         if not merges or any(m not in trial_power.MERGES for m in merges):
             raise ParamsError(f"--merge: one or more of {', '.join(trial_power.MERGES)}, comma-separated")
@@ -108,22 +124,28 @@ def trial_command(
         for m in merges:
             key = name if len(merges) == 1 else f"{name} ({m})"
             title = f"{key}: {len(items)} queries, {seeds} trials each"
-            rows = _power(items, embedder, rule, seeds, champion, m, title)
+            rows = _power(items, embedder, rule, consumer, seeds, champion, m, title)
             report["domains"][key] = {
                 "queries": len(items),
                 "champion": champion,
                 "merge": m,
+                "previews": consumer.previews,
                 "challengers": rows,
             }
             if not as_json:
-                _print_power(f"{key}: {len(items)} queries; champion {champion}; {seeds} trials per challenger", rows)
+                _print_power(
+                    f"{key}: {len(items)} queries; champion {champion}; {seeds} trials per challenger; the consumer "
+                    f"reads {consumer.previews} previews",
+                    rows,
+                )
     emit(report, as_json, out, lambda console: None)  # the tables are printed above, domain by domain
 
 
-def _power(items: list[dict], embedder, rule, seeds: int, champion: str, merge: str, title: str) -> list[dict]:
+def _power(
+    items: list[dict], embedder, rule, consumer, seeds: int, champion: str, merge: str, title: str
+) -> list[dict]:
     with progress_bar() as bar:
         task = bar.add_task(title, total=10)
-        consumer = trial_power.Consumer()
         progress = lambda t=task: bar.advance(t)  # noqa: E731
         return trial_power.domain_report(
             items, embedder, rule, consumer, seeds, progress=progress, champion=champion, merge=merge

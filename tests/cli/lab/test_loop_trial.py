@@ -59,6 +59,8 @@ def test_bad_arguments_are_one_line_before_anything_loads():
             r = CliRunner().invoke(app, [*command, "--merge", merge, "--params", str(PARAMS)])
             assert r.exit_code == 2 and "--merge: one or more of agreed-first, team-draft, union" in r.output
             assert len(r.output.strip().splitlines()) == 1
+    r = CliRunner().invoke(app, ["lab", "trial", "--previews", "-1", "--params", str(PARAMS)])
+    assert r.exit_code == 2 and r.output.strip() == "error: --previews: 0 or more"
 
 
 def test_the_params_it_reads_load():
