@@ -63,7 +63,7 @@ class EvaluateParams:
     """eval.json (DVC metrics) and recall_at_k.csv (DVC plot); the LLM's chain: eval-llm.json, recall_at_k-llm.csv"""
     max_queries: int = 0
     """per benchmark, for the baselines and the fast selector (the ranker); 0 = all (the tightest CIs)"""
-    llm_max_queries: int = 6
+    llm_max_queries: int = 4
     """the first this many queries per benchmark for the LLM selector and its base, every system compared on them (on
     2 CPU cores the 135 M model reads a HotpotQA prompt in ~1.5 s, a SciFact one in ~3.5 s, its base as long again
     the first time: the LLM's chain within its time in `pai lab cycle`); 0 = all, on a GPU box"""

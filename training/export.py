@@ -58,7 +58,7 @@ class ExportParams:
     weights")"""
     gpu_merge_base: str = "unsloth/Qwen2.5-14B-Instruct"
     """GPU profile: the LoRA merges into this 16-bit base, never the 4-bit one"""
-    parity_prompts: int = 6
+    parity_prompts: int = 4
     """validation prompts decoded by both the HF model and the GGUF (about 6 s each for the 135 M model on 2 cores;
     an export that is wrong disagrees on most of them)"""
     parity_tokens: int = 24

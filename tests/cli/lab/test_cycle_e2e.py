@@ -48,7 +48,7 @@ def test_pai_cycle_in_a_fresh_clone(db_url, benchmark_dir, tmp_path):
     assert not list(bench.rglob("*.jsonl"))  # nothing unpacked is committed
     scifact_slice(benchmark_dir / "scifact", bench / "scifact")
     params = (clone / "params.yaml").read_text().replace("lag_seconds: 5.0", "lag_seconds: 0.0")
-    params = params.replace("  max_queries: 0 ", "  max_queries: 10 ")  # llm_max_queries is 6
+    params = params.replace("  max_queries: 0 ", "  max_queries: 10 ")  # llm_max_queries is 4
     # a trial over 30 claims decides within a bounded number of cited queries, as the rule's own cap
     params = params.replace("  max_judged: 800 ", "  max_judged: 15 ")
     params = params.replace("  max_cited: 4000 ", "  max_cited: 60 ")  # and queries both serve alike end it too
