@@ -56,9 +56,7 @@ class Served:
     explored: int | None = None  # the rank given the context's last slot by exploration, if any
     replaced: int | None = None  # the rank exploration took that slot from
     trial: int | None = None  # the trial this query was served in (interleaved), if any
-    teams: dict[int, str] = field(
-        default_factory=dict
-    )  # rank -> whose top k held it (champion/challenger/both): context, previews
+    teams: dict[int, str] = field(default_factory=dict)  # rank -> whose top k held it, context and previews
     previews: list[Candidate] = field(default_factory=list)  # listed after the context as one-line previews
     preview_propensity: dict[int, float] = field(default_factory=dict)  # rank -> P(listed as a preview) (0 if absent)
 

@@ -100,10 +100,11 @@ def trial_command(
         search, cp = load_section(params, "search", SearchParams), load_section(params, "replay", ReplayParams)
         if previews is not None and previews < 0:
             raise ParamsError("--previews: 0 or more")
-        consumer = trial_power.Consumer(  # the realistic consumer of replay, as `pai lab loop trial` reads it
-            previews=min(search.previews, cp.previews_read) if previews is None else previews,
-            expand_relevant=cp.expand_relevant,
-            expand_other=cp.expand_irrelevant,
+        consumer = trial_power.Consumer.realistic(  # as `pai lab loop trial` reads it; --previews 0: blind to them
+            search.previews if previews is None else previews,
+            cp.previews_read if previews is None else previews,
+            cp.expand_relevant,
+            cp.expand_irrelevant,
         )
         merges = [m for m in merge.split(",") if m]
         if not merges or any(m not in trial_power.MERGES for m in merges):

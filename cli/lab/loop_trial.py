@@ -179,11 +179,7 @@ def command(
         search = load_section(params, "search", SearchParams)
         cp = load_section(params, "replay", ReplayParams)
         # the lab's consumer of the trial's rule (p 0.8 / 0.05), reading the previews as replay's consumer does
-        consumer = Consumer(
-            previews=min(search.previews, cp.previews_read),
-            expand_relevant=cp.expand_relevant,
-            expand_other=cp.expand_irrelevant,
-        )
+        consumer = Consumer.realistic(search.previews, cp.previews_read, cp.expand_relevant, cp.expand_irrelevant)
         out = Path(load_section(params, "evaluate", EvaluateParams).out) / "loop_trial.json" if out is None else out
         merges = list(dict.fromkeys(m for m in merge.split(",") if m))
         if not merges or any(m not in MERGES for m in merges):

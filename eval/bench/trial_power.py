@@ -46,6 +46,12 @@ class Consumer:
     expand_relevant: float = 0.0  # a relevant preview read whole (then cited as a context item is)
     expand_other: float = 0.05  # any other preview read whole
 
+    @classmethod
+    def realistic(cls, previews: int, previews_read: int, expand_relevant: float, expand_other: float) -> Consumer:
+        """replay's realistic consumer (params.yaml `replay`) under the trial's citing chances: it reads the first
+        `previews_read` of the `previews` listed lines, and expands them by its chances."""
+        return cls(previews=min(previews, previews_read), expand_relevant=expand_relevant, expand_other=expand_other)
+
 
 def rankings(items: list[dict], embedder: Embedder, seed: int = 0) -> dict[str, dict[str, list[str]]]:
     """name -> qid -> candidate ids best first, for the champion and every challenger."""
@@ -84,21 +90,19 @@ def context(
     (`interleaving.agreed_first`); `team-draft`, the merge's first k, as served before; `union`, every item of either
     top k (up to 2k: the context grows), in team-draft order. The previews are the merge's next items, as the
     service lists them (`retrieval.query.previews.following`), and each one side alone would serve has that side."""
+    if merge == "union":
+        both = sides(list(dict.fromkeys([*champ[:k], *chall[:k]])), champ, chall, k)  # both top k, each item's side
+        order = [x for x, _ in team_draft(champ, chall, rng)]
+        listed = [x for x in order if x not in both][:previews]  # below both top k: no side
+        return [x for x in order if x in both], listed, both
     if merge == "agreed-first":
         order = agreed_first(champ, chall, k, rng)[0]
-        shown, listed = order[:k], order[k : k + previews]
-        return shown, listed, sides([*shown, *listed], champ, chall, k)
-    if merge == "team-draft":
+    elif merge == "team-draft":
         order = [x for x, _ in team_draft(champ, chall, rng)]
-        shown, listed = order[:k], order[k : k + previews]
-        return shown, listed, sides([*shown, *listed], champ, chall, k)
-    if merge != "union":
+    else:
         raise ValueError(f"merge {merge!r}: one of {', '.join(MERGES)}")
-    both = sides(list(dict.fromkeys([*champ[:k], *chall[:k]])), champ, chall, k)  # both top k, each item's side
-    order = [x for x, _ in team_draft(champ, chall, rng)]
-    shown = [x for x in order if x in both]
-    listed = [x for x in order if x not in both][:previews]  # below both top k: no side
-    return shown, listed, both
+    shown, listed = order[:k], order[k : k + previews]
+    return shown, listed, sides([*shown, *listed], champ, chall, k)
 
 
 def cites(shown: list, listed: list, rel: set, consumer: Consumer, rng: random.Random) -> set:
