@@ -6,7 +6,7 @@
 # .pai). Writes OUT/<config>-s<seed>/.
 # usage: eval/bench/previews_sweep.sh OUT [SEEDS...]   (default seeds: 0 1 2; CYCLES=3; CONFIGS, default
 # "none p0.3 p0.5 p0.8": a config `pX` expands a relevant preview with p X; `pX-noexplore` also turns search.explore_rate
-# off, the context's last slot never explored)
+# off, the context's last slot never explored; `-linesN` lists N preview lines instead of search.previews)
 set -euo pipefail
 out=${1:?usage: previews_sweep.sh OUT [SEEDS...]}
 shift
@@ -27,10 +27,15 @@ raw["replay"]["seed"] = seed
 if config == "none":
     raw["search"]["previews"] = 0
 else:
-    raw["replay"]["expand_relevant"] = float(config[1:].removesuffix("-noexplore"))
+    raw["replay"]["expand_relevant"] = float(config[1:].split("-")[0])
     raw["replay"]["expand_irrelevant"] = 0.05
-if config.endswith("-noexplore"):
-    raw["search"]["explore_rate"] = 0.0
+for flag in config.split("-")[1:]:
+    if flag == "noexplore":
+        raw["search"]["explore_rate"] = 0.0
+    elif flag.startswith("lines"):
+        raw["search"]["previews"] = int(flag.removeprefix("lines"))
+    else:
+        sys.exit(f"previews_sweep.sh: unknown config flag -{flag} in {config}")
 yaml.safe_dump(raw, open(dest, "w"), sort_keys=False)
 EOF
     echo "== $config seed $seed: $(date -u +%H:%M:%S)"
