@@ -126,7 +126,8 @@ def status(as_json: JsonOpt = False, params: FoundParamsOpt = None) -> None:
         console.print(line, soft_wrap=True)
     if running:
         console.print(
-            f"trial {running.id}: [bold]{running.challenger}[/bold] vs {running.champion} on {running.share:.0%} of queries: "
+            f"trial {running.id}: [bold]{running.challenger}[/bold] vs {running.champion} on "
+            f"{running.rule.share_at(evidence['evidence_for']):.0%} of queries now: "
             f"{evidence['reason']}; evidence for {evidence['evidence_for']:g}, against {evidence['evidence_against']:g} "
             f"(decides at {1 / running.rule.alpha:g}, or after {running.rule.max_judged} judged or "
             f"{running.rule.max_cited} cited queries)",

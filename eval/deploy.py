@@ -174,7 +174,7 @@ def main(argv: list[str] | None = None) -> None:
         t = out["trial"]
         console.print(
             f"deploy: {out['version']} is on trial {t['id']} against {t['champion']}: {t['rule']['share']:.0%} of "
-            f"queries interleaved; promoted or rejected within {t['rule']['max_judged']} judged queries (cited, the two "
+            f"queries interleaved (up to {t['rule']['max_share']:.0%} as the evidence for it grows); promoted or rejected within {t['rule']['max_judged']} judged queries (cited, the two "
             f"contexts differing) or {t['rule']['max_cited']} cited ones "
             "(`pai status` follows it)",
             soft_wrap=True,

@@ -192,6 +192,7 @@ class HotSwapper:
         """Serve the running trial's challenger beside the champion (loaded and canaried first), or none."""
         trial, arm = trials.running(conn), self.picker.trial
         if trial is not None and arm is not None and arm.id == trial.id:
+            arm.follow(trial.evidence)  # the evidence another service settled: the share follows it here too
             return
         if arm is not None:  # the trial ended (or another replaced it): the champion serves alone again
             self.picker.trial = None
@@ -218,9 +219,14 @@ class HotSwapper:
             self.last_error = f"trial {trial.id} ({trial.challenger}) not served here: {detail}"
             log.warning("%s", self.last_error)
             return
-        self.picker.trial = TrialArm(trial.id, challenger, trial.share)
+        arm = self.picker.trial = TrialArm(trial.id, challenger, trial.rule, trial.evidence)
         log.info(
-            "trial %d: %s vs %s on %.0f%% of queries", trial.id, trial.challenger, trial.champion, 100 * trial.share
+            "trial %d: %s vs %s on %.0f%% of queries (up to %.0f%% as the evidence for it grows)",
+            trial.id,
+            trial.challenger,
+            trial.champion,
+            100 * arm.share,
+            100 * trial.rule.max_share,
         )
 
     def _follow_deployment(self, conn: psycopg.Connection, startup: bool) -> None:

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from retrieval.contracts.interleaving import agreed_first, agreed_propensity, sides
+from retrieval.contracts.interleaving import TrialParams, agreed_first, agreed_propensity, sides
 from retrieval.contracts.selection import FIRST_STAGE, Pick, PromptCandidate, choose, first_stage_order, top_up
 from retrieval.logs.feedback_records import normalize_query
 from retrieval.query.previews import following, listed_propensity
@@ -61,13 +61,23 @@ class Served:
     preview_propensity: dict[int, float] = field(default_factory=dict)  # rank -> P(listed as a preview) (0 if absent)
 
 
-@dataclass(frozen=True)
+@dataclass
 class TrialArm:
-    """A running trial as a service holds it: the challenger loaded (and canaried) beside the champion."""
+    """A running trial as a service holds it: the challenger loaded (and canaried) beside the champion, and the share
+    of queries it interleaves now (`TrialParams.share_at` of the evidence for the challenger so far)."""
 
     id: int
     selector: Selector
-    share: float  # of queries served interleaved
+    rule: TrialParams
+    evidence: dict | None = None  # the trial's evidence as `settle` stored it (None: none yet)
+    share: float = field(init=False)  # of queries served interleaved now
+
+    def __post_init__(self) -> None:
+        self.follow(self.evidence)
+
+    def follow(self, evidence: dict | None) -> None:
+        """Take the trial's evidence as `settle` stored it (None: none yet, the starting share)."""
+        self.share = self.rule.share_at(evidence["evidence_for"] if evidence else 1.0)
 
 
 def split(selector: Selector) -> tuple[Selector | None, Selector | None]:

@@ -172,24 +172,36 @@ def run_query(
 
 def settle_trial(service: Service, query_id: int) -> dict | None:
     """After feedback on `query_id`: if it was served in a running trial, read the trial's rule now. The closed
-    trial when this feedback decided it (a promotion is announced to every service), else None."""
+    trial when this feedback decided it (a promotion is announced to every service), else None; undecided, this
+    service's arm of the trial takes the evidence so far (its share of interleaved queries follows it)."""
     with service.pool.connection() as conn:
         row = conn.execute("SELECT trial_id FROM queries WHERE id = %s", (query_id,)).fetchone()
         if row is None or row[0] is None:
             return None
-        closed = trials.settle(conn, row[0], service.relabel)
-    return closed.as_dict() if closed else None
+        trial = trials.settle(conn, row[0], service.relabel)
+    if trial is None or trial.status != "running":
+        return trial.as_dict() if trial else None
+    arm = service.picker.trial
+    if arm is not None and arm.id == trial.id:
+        arm.follow(trial.evidence)
+    return None
 
 
 def trial_status(service: Service) -> dict | None:
-    """The running trial, its evidence so far, and whether this service serves it; None when none runs."""
+    """The running trial, its evidence so far, the share of queries it interleaves now, and whether this service
+    serves it; None when none runs."""
     with service.pool.connection() as conn:
         trial = trials.running(conn)
         if trial is None:
             return None
         v = trials.verdict(conn, trial, service.relabel)
     arm = service.picker.trial
-    return trial.as_dict() | {"evidence": v.as_dict(), "served_here": arm is not None and arm.id == trial.id}
+    served_here = arm is not None and arm.id == trial.id
+    return trial.as_dict() | {
+        "evidence": v.as_dict(),
+        "share_now": trial.rule.share_at(v.evidence_for),
+        "served_here": served_here,
+    }
 
 
 def scope_of(conn, table: str, row_id: int) -> str | None:

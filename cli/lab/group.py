@@ -155,7 +155,17 @@ def _power(
 
 def _print_power(title: str, rows: list[dict]) -> None:
     t = Table(title=title)
-    for col in ("challenger", "recall@5", "gain [95% CI]", "promoted", "rejected", "cited to promote", "max cost"):
+    cols = (
+        "challenger",
+        "recall@5",
+        "gain [95% CI]",
+        "promoted",
+        "rejected",
+        "cited to promote",
+        "queries",
+        "max cost",
+    )
+    for col in cols:
         t.add_column(col, justify="right")
     for r in rows:
         t.add_row(
@@ -165,6 +175,7 @@ def _print_power(title: str, rows: list[dict]) -> None:
             f"{r['promoted']:.0%}",
             f"{r['rejected']:.0%}",
             str(r["median_judged_to_promote"] or "-"),
+            str(r["median_served"]),
             f"{r['max_cost']:.4f}",
         )
     console.print(t)

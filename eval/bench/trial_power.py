@@ -127,35 +127,35 @@ def trial(
     seed: int,
     merge: str = "agreed-first",
 ) -> dict:
-    """One simulated trial: its decision, the judged queries it took, and the served Recall@k it cost."""
+    """One simulated trial: its decision, the judged queries it took, the interleaved queries (`queries`) and the
+    users' queries they stand for (`served`: each interleaved one at the share then, `TrialParams.share_at`, stands
+    for 1 / share of them), and the served Recall@k it cost over the users' queries."""
     rng = random.Random(seed)
-    tally, queries = Tally(), 0
+    tally, queries, served, share = Tally(), 0, 0.0, rule.share
     cost = 0.0
     while queries < 50 * rule.max_cited:
         it = items[rng.randrange(len(items))]
         rel, q = set(it["relevant_ids"]), it["qid"]
         shown, listed, side = context(champ[q], chall[q], rng, k, merge, consumer.previews)
-        queries += 1
+        queries, served = queries + 1, served + 1 / share
         cost += recall_at_k(rel, champ[q], k) - recall_at_k(rel, shown, len(shown))
         used = cites(shown, listed, rel, consumer, rng)
         if not used:
             continue
         tally.add(side, used)  # a context both would serve is not judged
         v = tally.verdict(rule)
+        share = rule.share_at(v.evidence_for)
         if v.decision:
-            return {
-                "decision": v.decision,
-                "judged": v.judged,
-                "cited": v.judged + v.same,
-                "queries": queries,
-                "cost": rule.share * cost / queries,
-            }
+            break
+    else:
+        v = tally.verdict(rule)
     return {
-        "decision": "undecided",
-        "judged": tally.wins + tally.losses + tally.ties,
-        "cited": tally.wins + tally.losses + tally.ties + tally.same,
+        "decision": v.decision or "undecided",
+        "judged": v.judged,
+        "cited": v.judged + v.same,
         "queries": queries,
-        "cost": rule.share * cost / queries,
+        "served": round(served),
+        "cost": cost / served,
     }
 
 
@@ -193,6 +193,7 @@ def domain_report(
                 "rejected": round(sum(r["decision"] == "reject" for r in runs) / seeds, 3),
                 "median_judged_to_promote": judged[len(judged) // 2],
                 "median_judged": sorted(r["judged"] for r in runs)[seeds // 2],
+                "median_served": sorted(r["served"] for r in runs)[seeds // 2],  # the users' queries to a decision
                 "max_cost": round(max(r["cost"] for r in runs), 4),
                 "mean_cost": round(float(np.mean([r["cost"] for r in runs])), 4),
             }

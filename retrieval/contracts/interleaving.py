@@ -39,6 +39,11 @@ every query, by every service, with no correction for looks. The mirror statisti
 is surely worse; a trial that reaches `max_judged` judged queries without proof rejects it too (the champion
 stays: promotion needs evidence, rejection only needs its absence), and so does one that reaches `max_cited`
 cited queries in all (a challenger that almost never serves anything else).
+
+How many queries a trial interleaves is `TrialParams.share_at`: `share` at first, rising with the evidence for the
+challenger up to `max_share`. A challenger that is winning decides in fewer of the users' queries; one that is not
+costs what a fixed share did. The test is untouched: it reads the interleaved queries alone, and which ones are
+interleaved is decided by coins and the past.
 """
 
 from __future__ import annotations
@@ -202,7 +207,9 @@ class TrialParams:
     the sequential stopping rule. Read by the deploy stages and `pai lab trial`."""
 
     share: float = 0.2
-    """of queries served interleaved while a trial runs; the others get the champion alone"""
+    """of queries served interleaved while a trial runs, at first; the others get the champion alone"""
+    max_share: float = 0.6
+    """the share rises with the evidence for the challenger (`share_at`), up to this; at or below `share`: fixed"""
     alpha: float = 0.05
     """the chance of promoting a challenger that is no better, at most (sequential sign test, any number of looks)"""
     max_judged: int = 800
@@ -218,6 +225,8 @@ class TrialParams:
         out = []
         if not 0 < self.share <= 1:
             out.append("trial.share must be in (0, 1]")
+        if not 0 < self.max_share <= 1:
+            out.append("trial.max_share must be in (0, 1]")
         if not 0 < self.alpha < 1:
             out.append("trial.alpha must be in (0, 1)")
         if self.max_judged < 1:
@@ -227,6 +236,14 @@ class TrialParams:
         if not 0 < self.max_effect <= 0.5:
             out.append("trial.max_effect must be in (0, 0.5]")
         return out
+
+    def share_at(self, evidence_for: float) -> float:
+        """The share of queries to interleave now, given the evidence for the challenger so far (1 at the start):
+        `share` times that evidence, up to `max_share`, never below `share`. The test reads interleaved queries
+        only, and which queries are interleaved depends on the past alone, so its error rates stay as they are; a
+        challenger no better keeps an evidence whose expectation stays at most 1, so its trial interleaves at most
+        twice `share` in expectation, and a worse one's evidence sinks, keeping it near `share`."""
+        return max(self.share, min(self.max_share, self.share * evidence_for))
 
 
 def log_evidence(wins: int, losses: int, max_effect: float) -> float:

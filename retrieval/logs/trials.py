@@ -5,7 +5,8 @@ trial and the same evidence, and a restarted one resumes it.
 
 `start` opens a trial (stopping a running one) and tells the services (NOTIFY on the deployment channel);
 `settle` reads the tallies under the trial's row lock and, when the rule decides, closes it, announcing the
-challenger as the new champion in the same transaction when it won. Whichever service or command settles
+challenger as the new champion in the same transaction when it won; undecided, it stores the evidence so far, which
+sets the share of queries the services interleave. Whichever service or command settles
 first decides; the others find it closed.
 """
 
@@ -57,7 +58,8 @@ _COLS = (
 def _trial(row) -> Trial:
     """A row as named now (a trial against the first-stage order stored under its old name reads as it)."""
     names = (current_name(row[1]), current_record(row[2]), row[3], current_record(row[4]))
-    return Trial(row[0], *names, row[5], TrialParams(**row[6]), *row[7:])
+    rule = {"max_share": row[6]["share"], **row[6]}  # a trial registered before the share could rise keeps it fixed
+    return Trial(row[0], *names, row[5], TrialParams(**rule), *row[7:])
 
 
 def _iso(t: datetime | None) -> str | None:
@@ -158,8 +160,10 @@ def verdict(conn: psycopg.Connection, trial: Trial, relabel: Callable[[dict], di
 
 
 def settle(conn: psycopg.Connection, trial_id: int, relabel: Callable[[dict], dict]) -> Trial | None:
-    """Decide trial `trial_id` if its rule does now: the trial closed (promoted with the challenger announced
-    as champion, or rejected), else None (still running, or already closed by someone else)."""
+    """Read trial `trial_id`'s rule now: the trial closed when it decides (promoted with the challenger announced as
+    champion, or rejected); the trial still running with its evidence so far stored (`evidence`: the share of
+    queries it interleaves rises with it, `TrialParams.share_at`); None when no such trial runs (already closed by
+    someone else)."""
     with conn.transaction():
         row = conn.execute(
             f"SELECT {_COLS} FROM selector_trials WHERE id = %s AND status = 'running' FOR UPDATE", (trial_id,)
@@ -169,7 +173,11 @@ def settle(conn: psycopg.Connection, trial_id: int, relabel: Callable[[dict], di
         trial = _trial(row)
         v = verdict(conn, trial, relabel)
         if v.decision is None:
-            return None
+            row = conn.execute(
+                f"UPDATE selector_trials SET evidence = %s WHERE id = %s RETURNING {_COLS}",
+                (Jsonb(v.as_dict()), trial_id),
+            ).fetchone()
+            return _trial(row)
         dep_id = None
         if v.decision == "promote":
             dep_id = announce(conn, trial.challenger_record, "promote", f"won trial {trial.id}: {v.reason}")

@@ -261,3 +261,44 @@ def test_a_challenger_that_serves_the_champions_context_is_never_judged(notes, d
         assert teams == {"both"}
         evidence = client.get("/stats").json()["trial"]["evidence"]
         assert (evidence["judged"], evidence["same"], evidence["decision"]) == (0, 3, None)
+
+
+def test_the_share_of_interleaved_queries_rises_with_the_evidence_for_the_challenger(
+    notes, db_url, first_stage_service
+):
+    rule = TrialParams(share=0.25, max_share=1.0, alpha=0.001, max_judged=200)  # decides at 1000: room to rise first
+    with running_service(first_stage_service, db_url) as client:
+        trial = start(db_url, rule=rule)
+        wait_for(lambda: client.get("/selector").json()["trial"] == trial.id)
+        on_trial = f"trial:{trial.id}"
+
+        def interleaved(n: int) -> int:
+            return sum(
+                client.post("/query", json={"query": "bees"}).json()["selector_version"] == on_trial for _ in range(n)
+            )
+
+        assert 2 <= interleaved(60) <= 30  # a quarter of them, at first
+        assert client.get("/stats").json()["trial"]["share_now"] == 0.25
+        evidence = 1.0
+        while evidence < 4:  # the challenger's own chunks cited on the trial's queries: its evidence grows
+            r = client.post("/query", json={"query": "how do bees make honey?"}).json()
+            if r["selector_version"] != on_trial:
+                continue
+            with connect(db_url) as conn:
+                teams = dict(
+                    conn.execute(
+                        "SELECT rank, team FROM query_candidates WHERE query_id = %s AND shown", (r["query_id"],)
+                    ).fetchall()
+                )
+            cite = next(c["rank"] for c in r["context"] if teams[c["rank"]] == CHALLENGER)
+            out = client.post("/feedback", json={"query_id": r["query_id"], "answer": f"So it is [{cite}]."}).json()
+            assert "trial" not in out  # not decided yet
+            with connect(db_url) as conn:
+                stored = trials.get(conn, trial.id).evidence  # settled after each feedback, stored while running
+            assert stored["wins"] > 0 and stored["losses"] == 0
+            evidence = stored["evidence_for"]
+        assert client.get("/stats").json()["trial"]["share_now"] == 1.0
+        assert interleaved(30) == 30  # every query now: the trial gathers its evidence faster
+    with connect(db_url) as conn:  # a trial registered before the share could rise keeps its share fixed
+        conn.execute("UPDATE selector_trials SET rule = rule - 'max_share' WHERE id = %s", (trial.id,))
+        assert trials.get(conn, trial.id).rule.share_at(evidence) == 0.25

@@ -24,6 +24,8 @@ def test_a_challenger_that_ranks_the_relevant_chunk_first_is_promoted_and_costs_
     out = trial(ITEMS, WORST, BEST, RULE, Consumer(), k=5, seed=0)
     assert out["decision"] == "promote" and out["judged"] < 60
     assert out["cost"] < 0  # users got more than the champion alone gave them
+    # its evidence raised the share interleaved: fewer of the users' queries than at the starting share
+    assert out["queries"] / RULE.max_share <= out["served"] < out["queries"] / RULE.share
 
 
 def test_a_worse_challenger_is_rejected_and_its_cost_is_the_share_of_the_loss():
@@ -35,7 +37,14 @@ def test_a_worse_challenger_is_rejected_and_its_cost_is_the_share_of_the_loss():
 
 def test_the_same_ranking_is_never_judged_and_is_rejected_when_the_cited_budget_is_spent():
     out = trial(ITEMS, BEST, BEST, RULE, Consumer(), k=5, seed=0)
-    assert out == {"decision": "reject", "judged": 0, "cited": RULE.max_cited, "queries": out["queries"], "cost": 0.0}
+    assert out == {
+        "decision": "reject",
+        "judged": 0,
+        "cited": RULE.max_cited,
+        "queries": out["queries"],
+        "served": 2 * out["queries"],  # no evidence either way: the share stays at 0.5
+        "cost": 0.0,
+    }
 
 
 @pytest.mark.parametrize("merge", ["agreed-first", "team-draft"])

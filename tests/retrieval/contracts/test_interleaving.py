@@ -172,3 +172,14 @@ def test_queries_whose_context_both_would_serve_are_not_judged_but_end_a_trial_i
     v = decide(3, 1, 10, rule, same=186)
     assert v.decision == "reject" and (v.judged, v.same) == (14, 186) and "within 200 cited queries" in v.reason
     assert decide(0, 0, 50, rule).decision == "reject"  # max_judged as before
+
+
+def test_the_share_starts_at_share_rises_with_the_evidence_for_the_challenger_and_stops_at_max_share():
+    rule = TrialParams(share=0.2, max_share=0.6)
+    assert rule.share_at(1.0) == 0.2  # no evidence yet
+    assert rule.share_at(0.01) == 0.2  # evidence against: never below the registered share
+    assert rule.share_at(2.0) == 0.4
+    assert rule.share_at(50.0) == 0.6
+    fixed = TrialParams(share=0.8, max_share=0.6)  # a max at or below share: fixed
+    assert fixed.share_at(0.1) == fixed.share_at(100.0) == 0.8
+    assert TrialParams(max_share=0.0).problems() == ["trial.max_share must be in (0, 1]"]
