@@ -162,8 +162,8 @@ def _print_power(title: str, rows: list[dict]) -> None:
         "promoted",
         "rejected",
         "cited to promote",
-        "queries",
-        "max cost",
+        "queries (fixed share)",
+        "max cost (fixed share)",
     )
     for col in cols:
         t.add_column(col, justify="right")
@@ -175,8 +175,8 @@ def _print_power(title: str, rows: list[dict]) -> None:
             f"{r['promoted']:.0%}",
             f"{r['rejected']:.0%}",
             str(r["median_judged_to_promote"] or "-"),
-            str(r["median_served"]),
-            f"{r['max_cost']:.4f}",
+            f"{r['median_served']} ({r['median_served_fixed']})",
+            f"{r['max_cost']:.4f} ({r['max_cost_fixed']:.4f})",
         )
     console.print(t)
 

@@ -156,6 +156,8 @@ def trial(
         "queries": queries,
         "served": round(served),
         "cost": cost / served,
+        "served_fixed": round(queries / rule.share),  # the same trial at a share that never rises
+        "cost_fixed": rule.share * cost / queries,
     }
 
 
@@ -194,6 +196,8 @@ def domain_report(
                 "median_judged_to_promote": judged[len(judged) // 2],
                 "median_judged": sorted(r["judged"] for r in runs)[seeds // 2],
                 "median_served": sorted(r["served"] for r in runs)[seeds // 2],  # the users' queries to a decision
+                "median_served_fixed": sorted(r["served_fixed"] for r in runs)[seeds // 2],
+                "max_cost_fixed": round(max(r["cost_fixed"] for r in runs), 4),
                 "max_cost": round(max(r["cost"] for r in runs), 4),
                 "mean_cost": round(float(np.mean([r["cost"] for r in runs])), 4),
             }

@@ -44,6 +44,8 @@ def test_the_same_ranking_is_never_judged_and_is_rejected_when_the_cited_budget_
         "queries": out["queries"],
         "served": 2 * out["queries"],  # no evidence either way: the share stays at 0.5
         "cost": 0.0,
+        "served_fixed": 2 * out["queries"],
+        "cost_fixed": 0.0,
     }
 
 
