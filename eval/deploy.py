@@ -174,8 +174,9 @@ def main(argv: list[str] | None = None) -> None:
         t = out["trial"]
         console.print(
             f"deploy: {out['version']} is on trial {t['id']} against {t['champion']}: {t['rule']['share']:.0%} of "
-            f"queries interleaved (up to {t['rule']['max_share']:.0%} as the evidence for it grows); promoted or rejected within {t['rule']['max_judged']} judged queries (cited, the two "
-            f"contexts differing) or {t['rule']['max_cited']} cited ones "
+            f"queries interleaved (up to {t['rule']['max_share']:.0%} as the evidence for it grows); promoted or "
+            f"rejected within {t['rule']['max_judged']} judged queries (cited, the two contexts differing) or "
+            f"{t['rule']['max_cited']} cited ones "
             "(`pai status` follows it)",
             soft_wrap=True,
         )

@@ -25,7 +25,7 @@ import time
 from collections import Counter, OrderedDict
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import InitVar, dataclass, field, replace
 
 import numpy as np
 
@@ -69,11 +69,11 @@ class TrialArm:
     id: int
     selector: Selector
     rule: TrialParams
-    evidence: dict | None = None  # the trial's evidence as `settle` stored it (None: none yet)
+    evidence: InitVar[dict | None] = None  # the trial's evidence as `settle` stored it (None: none yet)
     share: float = field(init=False)  # of queries served interleaved now
 
-    def __post_init__(self) -> None:
-        self.follow(self.evidence)
+    def __post_init__(self, evidence: dict | None) -> None:
+        self.follow(evidence)
 
     def follow(self, evidence: dict | None) -> None:
         """Take the trial's evidence as `settle` stored it (None: none yet, the starting share)."""

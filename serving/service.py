@@ -196,11 +196,10 @@ def trial_status(service: Service) -> dict | None:
             return None
         v = trials.verdict(conn, trial, service.relabel)
     arm = service.picker.trial
-    served_here = arm is not None and arm.id == trial.id
     return trial.as_dict() | {
         "evidence": v.as_dict(),
         "share_now": trial.rule.share_at(v.evidence_for),
-        "served_here": served_here,
+        "served_here": arm is not None and arm.id == trial.id,
     }
 
 
