@@ -79,7 +79,7 @@ def chunk_of(c: dict) -> Chunk:
     )
 
 
-PREVIEWS_HEADER = "More, not read yet (`expand` query_id and n reads one whole; cite it once read):"
+PREVIEWS_HEADER = "Not read yet (`expand` n reads one whole; cite it once read):"
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,7 @@ from retrieval.corpus.sources import Document, read_documents
 from retrieval.db import connect
 from retrieval.logs.grounding import best_sentence
 from retrieval.params import load_section
-from serving.client import PREVIEWS_HEADER
+from serving.client import PREVIEWS_HEADER, chunk_of
 from serving.server import BackgroundServer, build_service
 
 
@@ -63,9 +63,9 @@ class ReplaySummary:
     previews: int = 0  # previews listed after the context
     expanded: int = 0  # previews the consumer read whole
     expanded_relevant: int = 0  # of which relevant
-    context_tokens: int = 0  # the context's chunks, as the prompt budgets them (retrieval.chunking.approx_tokens)
+    context_tokens: int = 0  # the context's chunks as the assistant reads them: each under its [n] line (`read_tokens`)
     preview_tokens: int = 0  # the previews' lines and their header
-    expanded_tokens: int = 0  # the previews read whole
+    expanded_tokens: int = 0  # the previews read whole, as `expand` returns them
     errors: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
@@ -180,6 +180,12 @@ def read_previews(client: httpx.Client, body: dict, q: ReplayQuery, p: ReplayPar
     return out
 
 
+def read_tokens(c: dict) -> int:
+    """A chunk's tokens as the assistant reads it (`serving.client.Context.prompt`, MCP's `context` and `expand`):
+    its [n] line (source, lines, heading) and its text (retrieval.chunking.approx_tokens)."""
+    return approx_tokens(f"{chunk_of(c).cite()}\n{c['text'].strip()}")
+
+
 def replay(
     base_url: str,
     queries: list[ReplayQuery],
@@ -214,11 +220,11 @@ def replay(
             s.previews += len(body.get("previews") or [])
             s.expanded += len(expanded)
             s.expanded_relevant += len(relevant_chunks(expanded, q))
-            s.context_tokens += sum(approx_tokens(c["text"]) for c in body["context"])
+            s.context_tokens += sum(read_tokens(c) for c in body["context"])
             if body.get("previews"):
                 lines = [f"[{v['rank']}] {v['preview']}" for v in body["previews"]]
                 s.preview_tokens += approx_tokens("\n".join([PREVIEWS_HEADER, *lines]))
-            s.expanded_tokens += sum(approx_tokens(c["text"]) for c in expanded)
+            s.expanded_tokens += sum(read_tokens(c) for c in expanded)
             context = {c["chunk_id"] for c in body["context"]}
             if body.get("exploration"):  # the context as the policy planned it, before exploration swapped a slot
                 by_rank = {c["rank"]: c["chunk_id"] for c in body["candidates"]}
