@@ -37,7 +37,7 @@ from retrieval.contracts.metrics import paired_bootstrap, recall_at_k
 from retrieval.query.order import rrf_scores
 from retrieval.query.previews import following, listed_propensity
 
-from .trial_power import MERGES, Consumer, trial
+from .trial_power import MERGES, Consumer, cited, reads, trial
 
 SERVED = MERGES[0]  # agreed-first: the merge the service serves
 
@@ -152,12 +152,9 @@ def serve(
         chance = listed_propensity(planned, order, order, consumer.previews, explore_rate, same)
         previews = following(context, served, order, consumer.previews, same)
         listed = {x: chance[x] for x in previews}  # what this query listed (the others could have been, were not)
-        expanded = frozenset(
-            x for x in previews if rng.random() < (consumer.expand_relevant if x in rel else consumer.expand_other)
-        )
-        used = {
-            x for x in (*context, *expanded) if rng.random() < (consumer.p_relevant if x in rel else consumer.p_other)
-        }
+        read = reads(previews, rel, consumer, rng)
+        used = cited(context, read, rel, consumer, rng)
+        expanded = frozenset(read)
         records.append(record(first_id + i, it, first_stage[it["qid"]], served, context, p, used, listed, expanded))
         got.append(recall_at_k(rel, context, k))
     return records, float(np.mean(got)) if got else 0.0

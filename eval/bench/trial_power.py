@@ -105,16 +105,26 @@ def context(
     return shown, listed, sides([*shown, *listed], champ, chall, k)
 
 
-def cites(shown: list, listed: list, rel: set, consumer: Consumer, rng: random.Random) -> set:
-    """What the lab's consumer cites: a context item with `p_relevant` if relevant, else `p_other`; of the first
-    `consumer.previews` listed it reads a relevant one whole with `expand_relevant` (any other with `expand_other`)
-    and cites what it read as a context item (`eval.bench.loop_trial.serve`'s consumer)."""
-    read = [
+def reads(listed: list, rel: set, consumer: Consumer, rng: random.Random) -> list:
+    """The previews the lab's consumer reads whole: of the first `consumer.previews` listed, a relevant one with
+    `expand_relevant`, any other with `expand_other`."""
+    return [
         x
         for x in listed[: consumer.previews]
         if rng.random() < (consumer.expand_relevant if x in rel else consumer.expand_other)
     ]
+
+
+def cited(shown: list, read: list, rel: set, consumer: Consumer, rng: random.Random) -> set:
+    """What the lab's consumer cites of what it read: the context and the previews it read whole alike, a relevant
+    item with `p_relevant`, any other with `p_other`."""
     return {x for x in (*shown, *read) if rng.random() < (consumer.p_relevant if x in rel else consumer.p_other)}
+
+
+def cites(shown: list, listed: list, rel: set, consumer: Consumer, rng: random.Random) -> set:
+    """What the lab's consumer cites after a context `shown` and previews `listed` (`reads`, then `cited`; the same
+    consumer as `eval.bench.loop_trial.serve`'s)."""
+    return cited(shown, reads(listed, rel, consumer, rng), rel, consumer, rng)
 
 
 def trial(
