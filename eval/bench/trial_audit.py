@@ -33,7 +33,7 @@ from eval.items import load_items
 from eval.retrieval_eval import doc_ids, load_scifact
 from eval.systems import general_ranking, selector_pick
 from retrieval.chunking import approx_tokens
-from retrieval.contracts.interleaving import TEAMS, Tally, TrialParams
+from retrieval.contracts.interleaving import CHALLENGER, CHAMPION, TEAMS, Tally, TrialParams, differs, outcome
 from retrieval.contracts.metrics import recall_at_k
 from retrieval.contracts.selection import FIRST_STAGE
 from retrieval.db import connect
@@ -53,22 +53,35 @@ def audit_records(
     records: list[dict], relevant: dict[str, set[str]], sources: dict[int, str], used: UsedParams
 ) -> dict:
     """One trial's cited queries tallied by the log's labels and by the judged relevance of what was shown (only the
-    queries whose text the judged set holds)."""
+    queries whose text the judged set holds); and what the trial could see at all: the distinct questions on which
+    one side alone put a relevant chunk before the consumer (context or previews), and how many of the log's wins
+    and losses a cited chunk that is not relevant decided (nothing relevant of that side was cited)."""
     by_used, by_judge = Tally(), Tally()
-    exposure, false_cites = Counter(), Counter()
+    exposure, false_cites, decided_by_false = Counter(), Counter(), Counter()
+    questions: set[str] = set()
+    own_relevant: dict[str, set[str]] = {t: set() for t in TEAMS}
     for rec in records:
         rel = relevant.get(rec["query"])
         if rel is None:
             continue
+        questions.add(rec["query"])
         rec = used_labels(rec, used)
         shown = [c for c in rec["candidates"] if c.get("shown") and c.get("team")]
         teams = trials.exposed_teams(rec)  # the context's and the previews' sides, as the trial reads them
-        judged = {c["rank"] for c in shown if doc_ids([sources.get(c["chunk_id"], "#")])[0] in rel}
+        is_rel = {c["rank"]: doc_ids([sources.get(c["chunk_id"], "#")])[0] in rel for c in rec["candidates"]}
+        judged = {c["rank"] for c in shown if is_rel[c["rank"]]}
         cited = {c["rank"] for c in rec["candidates"] if c.get("used") and c["rank"] in teams}
         for c in shown:
             if c["team"] in TEAMS:
                 exposure[c["team"]] += 1
                 false_cites[c["team"]] += c["rank"] in cited and c["rank"] not in judged
+        for rank, team in teams.items():
+            if team in TEAMS and is_rel[rank]:
+                own_relevant[team].add(rec["query"])
+        o = outcome(teams, cited) if differs(teams) else 0
+        if o:  # the winner's own cited chunks: did a relevant one decide it?
+            winner = CHALLENGER if o > 0 else CHAMPION
+            decided_by_false["win" if o > 0 else "loss"] += not any(is_rel[r] for r in cited if teams.get(r) == winner)
         by_used.add(teams, cited)
         by_judge.add({c["rank"]: c["team"] for c in shown}, judged)  # the judged set reads the served context
     return {
@@ -76,6 +89,9 @@ def audit_records(
         "by_the_judged_set": asdict(by_judge),
         "own_chunks_shown": dict(exposure),
         "own_chunks_cited_not_relevant": dict(false_cites),
+        "questions": len(questions),
+        "questions_with_own_relevant": {t: len(q) for t, q in own_relevant.items()},
+        "decided_by_not_relevant": {k: decided_by_false[k] for k in ("win", "loss")},
     }
 
 

@@ -38,6 +38,25 @@ def test_a_false_cite_of_the_champions_own_chunk_is_a_loss_by_the_log_and_nothin
     assert out["own_chunks_cited_not_relevant"] == {"champion": 1, "challenger": 0}
 
 
+def test_the_audit_counts_questions_not_queries_and_names_the_outcomes_a_false_cite_decided():
+    relevant = {"claim a": {"10"}, "claim b": {"10"}}
+    previewed = record("claim a", [(2, "both"), (3, "champion")], used=set())
+    previewed["candidates"].append(  # the challenger's own relevant chunk, listed as a preview, read and cited
+        {"rank": 3, "chunk_id": 1, "shown": False, "previewed": True, "team": "challenger", "used": True}
+    )
+    records = [
+        previewed,
+        dict(previewed),  # the same question asked again: one question
+        # the champion's own chunk 2 is not relevant and is cited: a loss no relevant chunk decided
+        record("claim b", [(1, "both"), (2, "champion"), (3, "challenger")], used={2}),
+    ]
+    out = audit_records(records, relevant, SOURCES, USED)
+    assert out["by_the_log"] == {"wins": 2, "losses": 1, "ties": 0, "same": 0}
+    assert out["questions"] == 2
+    assert out["questions_with_own_relevant"] == {"champion": 0, "challenger": 1}
+    assert out["decided_by_not_relevant"] == {"win": 0, "loss": 1}
+
+
 def test_budget_cut_is_the_services_rule():
     tokens = {"a": 600, "b": 600, "c": 600, "d": 10}
     assert budget_cut(["a", "b", "c", "d"], tokens, 1500, 0) == 2
