@@ -43,7 +43,7 @@ from retrieval.corpus.ingest import ingest_paths
 from retrieval.db import DatabaseError, connect, own_database
 from retrieval.embed import get_embedder
 from retrieval.files import write_atomic
-from retrieval.params import EmbedParams, IngestParams, ParamsError, SearchParams, load_section
+from retrieval.params import EmbedParams, IngestParams, ParamsError, SearchParams, UsedParams, load_section
 from serving.server import BackgroundServer, build_service
 
 from .. import workspace
@@ -124,7 +124,9 @@ def run_cycle(
             served_by = served_version(srv.url)
             seconds = dvc_repro(bar, () if c == cycles else ("deploy",))  # the LLM's chain once, after the last
             row = {"cycle": c, "served_by": served_by, **challenger_row(params), "stage_seconds": seconds}
-            row["served"], row["trial"] = traffic(srv.url, parts[c], row.get("trial_id"), consumer, c, bar)
+            row["served"], row["trial"] = traffic(
+                srv.url, parts[c], row.get("trial_id"), consumer, c, bar, used=load_section(params, "used", UsedParams)
+            )
             row["champion"] = served_version(srv.url)
             result["cycles"].append(row)
             log(cycle_line(row))

@@ -12,12 +12,13 @@ from pathlib import Path
 
 import httpx
 
+from eval.bench.trial_audit import audit_records
 from eval.consumer import ReplayParams
 from eval.evaluate import EvaluateParams
 from eval.gate import DeployParams
 from retrieval.db import connect
 from retrieval.logs import trials
-from retrieval.params import load_section
+from retrieval.params import UsedParams, load_section
 
 from .replay import replay
 
@@ -43,13 +44,21 @@ def challenger_row(params: Path) -> dict:
 
 
 def traffic(
-    url: str, claims: list, trial_id: int | None, consumer: ReplayParams, cycle: int, bar, cap: int = 10_000
+    url: str,
+    claims: list,
+    trial_id: int | None,
+    consumer: ReplayParams,
+    cycle: int,
+    bar,
+    cap: int = 10_000,
+    used: UsedParams = UsedParams(),
 ) -> tuple[dict, dict | None]:
     """The traffic after a retrain: `claims` the challenger never learned from, asked once (what users got: the
     champion, with the trial's share interleaved), then again in fresh passes (new consumer draws, another order)
     until trial `trial_id` decides by its own rule (`max_judged` judged trial queries, `max_cited` cited ones); past
     `cap` queries (a trial that gathers no evidence) the demo stops it. (the first pass's summary, the trial as it closed, with the queries
-    it took); a promotion is waited for until the service serves it."""
+    it took and what it could see: `what_the_trial_saw`, by the `used` definition); a promotion is waited for until the
+    service serves it."""
     task = bar.add_task(f"2. cycle {cycle}: serve {len(claims)} new train claims", total=len(claims))
     first = replay(url, claims, functools.partial(bar.advance, task), replace(consumer, seed=consumer.seed + cycle))
     if trial_id is None:
@@ -65,12 +74,28 @@ def traffic(
     if trial is not None and trial.status == "running":
         with connect() as conn:
             trial = trials.stop(conn, f"the demo's traffic cap: {asked} queries without a decision")
+    audit = what_the_trial_saw(trial_id, claims, used)
     if trial is not None and trial.status == "promoted":  # announced: the service swaps it in (load, canary)
         deadline = time.monotonic() + 120
         while served_version(url) != trial.challenger and time.monotonic() < deadline:
             time.sleep(0.2)
     closed = trial.as_dict() if trial else {"id": trial_id, "status": "gone"}
-    return first.as_dict(), {**closed, "queries_asked": asked}
+    return first.as_dict(), {**closed, "queries_asked": asked, "audit": audit}
+
+
+def what_the_trial_saw(trial_id: int, claims: list, used: UsedParams) -> dict:
+    """The trial's log read by the claims' judgements (`eval.bench.trial_audit.audit_records`): on how many distinct
+    questions one side alone put a relevant chunk before the consumer, and how many wins and losses a chunk that was
+    not relevant decided. What a trial can decide on this traffic, beside what it decided."""
+    relevant = {q.query: set(q.relevant) for q in claims}
+    with connect() as conn:
+        records = trials.trial_records(conn, trial_id)
+        ids = list({c["chunk_id"] for r in records for c in r["candidates"] if c.get("chunk_id") is not None})
+        sources = dict(conn.execute("SELECT id, source FROM chunks WHERE id = ANY(%s)", (ids,)).fetchall())
+    out = audit_records(records, relevant, sources, used)
+    return {
+        k: out[k] for k in ("questions", "questions_with_own_relevant", "decided_by_not_relevant", "by_the_judged_set")
+    }
 
 
 def _trial(trial_id: int) -> trials.Trial | None:
@@ -106,6 +131,14 @@ def cycle_line(row: dict) -> str:
             f"({ev.get('wins', '?')} wins, {ev.get('losses', '?')} losses, {ev.get('same', 0)} cited with the same "
             f"context; {t['queries_asked']} queries)"
         )
+        if a := t.get("audit"):
+            own = a["questions_with_own_relevant"]
+            false = a["decided_by_not_relevant"]
+            decided += (
+                f"; by the qrels, one side alone showed a relevant chunk on {own['challenger']} (challenger) and "
+                f"{own['champion']} (champion) of {a['questions']} questions, and {false['win']} wins and "
+                f"{false['loss']} losses a chunk that was not relevant decided"
+            )
     return (
         f"{head}; {decided}; "
         + served_line("then", row["served_by"], row["served"])

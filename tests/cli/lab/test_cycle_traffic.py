@@ -4,7 +4,7 @@ challenger that buries every relevant note is rejected, and the champion stays."
 
 from __future__ import annotations
 
-from cli.lab.cycle_steps import traffic
+from cli.lab.cycle_steps import cycle_line, traffic
 from cli.lab.replay import ReplayQuery
 from eval.consumer import ReplayParams
 from retrieval.contracts.interleaving import TrialParams
@@ -53,3 +53,43 @@ def test_the_traffic_goes_on_until_the_trial_decides(db_url, first_stage_service
     assert closed["id"] == trial.id and closed["status"] == "rejected", closed
     assert closed["queries_asked"] > len(NOTES) and closed["queries_asked"] % len(NOTES) == 0  # whole passes
     assert bar.advanced == closed["queries_asked"] and served == "first-stage"  # the champion stays
+    # what the trial could see, by the claims' judgements: the champion alone showed the relevant note, and with no
+    # false cites no outcome was decided by a note that was not relevant
+    saw = closed["audit"]
+    assert saw["questions"] == len(NOTES) and saw["decided_by_not_relevant"] == {"win": 0, "loss": 0}
+    assert saw["questions_with_own_relevant"]["challenger"] == 0 < saw["questions_with_own_relevant"]["champion"]
+
+
+def test_the_cycle_line_says_what_the_trial_could_see():
+    row = {
+        "cycle": 2,
+        "challenger": "pai-selector:2",
+        "vs_general": {"scifact-test": {"recall@5_diff": 0.042, "ci95_low": 0.023, "ci95_high": 0.065}},
+        "served_by": "pai-selector:1",
+        "champion": "pai-selector:1",
+        "served": {
+            "queries": 270,
+            "served_recall": 0.82,
+            "general_recall": 0.821,
+            "expanded": 139,
+            "expanded_relevant": 53,
+            "preview_token_share": 0.143,
+        },
+        "trial": {
+            "id": 2,
+            "status": "stopped",
+            "queries_asked": 10260,
+            "evidence": {"judged": 544, "wins": 22, "losses": 33, "same": 1042},
+            "audit": {
+                "questions": 270,
+                "questions_with_own_relevant": {"champion": 4, "challenger": 4},
+                "decided_by_not_relevant": {"win": 13, "loss": 17},
+            },
+        },
+    }
+    line = cycle_line(row)
+    assert "vs general on SciFact test +0.042 [+0.023, +0.065]" in line
+    assert "trial 2: stopped after 544 judged trial queries (22 wins, 33 losses" in line
+    assert "relevant chunk on 4 (challenger) and 4 (champion) of 270 questions" in line
+    assert "13 wins and 17 losses a chunk that was not relevant decided" in line
+    assert "+14.3% tokens" in line
