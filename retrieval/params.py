@@ -136,7 +136,7 @@ class SearchParams:
     explore_rate: float = 0.05
     """share of queries whose last context slot goes to a random candidate below the cut, its propensity logged: what
     lets citations speak for the chunks the order hides (its cost to the context: `pai lab loop report`); 0 = off"""
-    previews: int = 8
+    previews: int = 5
     """after the context, this many of the next candidates are listed as one-line previews (source, heading, first
     words) that the consumer may read whole (`expand`) and cite: labels below the context's cut (docs/service.md,
     "Previews"); 0 = off"""
