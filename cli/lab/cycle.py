@@ -14,7 +14,9 @@ It runs only in a store that holds nothing but SciFact (a fresh home, or one it 
       interleaved), and asked again in fresh passes until the trial's rule promotes or rejects it (`trial`:
       share, alpha, max_judged judged and max_cited cited trial queries);
    c. one line: the challenger against general on SciFact test with its CI, the trial's decision and cited
-      queries, what users got (served Recall beside general alone) and the previews' tokens.
+      queries, what the trial could see by the qrels (the questions on which one side alone showed a relevant chunk;
+      the wins and losses a chunk that was not relevant decided), what users got (served Recall beside general alone)
+      and the previews' tokens.
    So each part is served by whatever won before it. After the last cycle, the LLM's lines: its loss first -> last,
    and per judged test set Recall@5 of its base model as served, the fine-tuned one and general, the share of
    outputs that parse, fine-tuned - base and fine-tuned - general with their paired CIs, and the chain's stage times.
