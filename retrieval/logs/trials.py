@@ -119,22 +119,23 @@ def stop(conn: psycopg.Connection, reason: str) -> Trial | None:
     return _trial(row) if row else None
 
 
-def trial_records(conn: psycopg.Connection, trial_id: int) -> list[dict]:
-    """The trial's queries that have feedback, as feedback records (contract 3's keys the labels need) whose
-    candidates carry their `team`: what the one definition of "used" reads."""
+def trial_records(conn: psycopg.Connection, trial_id: int, query_ids: list[int] | None = None) -> list[dict]:
+    """The trial's queries that have feedback (of `query_ids` only, when given), as feedback records (contract 3's keys
+    the labels need, and `updated_at`: the version of the query they were read at) whose candidates carry their
+    `team`: what the one definition of "used" reads."""
     rows = conn.execute(
-        """SELECT q.id, q.text, q.answer, q.rating, q.threshold,
+        """SELECT q.id, q.text, q.answer, q.rating, q.threshold, q.updated_at,
                   json_agg(json_build_object('rank', c.rank, 'chunk_id', c.chunk_id, 'score', c.score,
                            'shown', c.shown, 'used', c.used, 'team', c.team, 'propensity', c.propensity,
                            'previewed', c.previewed, 'expanded', c.expanded, 'text', k.text) ORDER BY c.rank)
            FROM queries q JOIN query_candidates c ON c.query_id = q.id
            LEFT JOIN chunks k ON k.id = c.chunk_id AND k.content_hash = c.content_hash
-           WHERE q.trial_id = %s AND (q.answer IS NOT NULL OR EXISTS
+           WHERE q.trial_id = %s AND (%s::bigint[] IS NULL OR q.id = ANY(%s)) AND (q.answer IS NOT NULL OR EXISTS
                  (SELECT 1 FROM query_candidates u WHERE u.query_id = q.id AND u.used IS NOT NULL))
            GROUP BY q.id ORDER BY q.id""",
-        (trial_id,),
+        (trial_id, query_ids, query_ids),
     ).fetchall()
-    keys = ("query_id", "query", "answer", "rating", "threshold", "candidates")
+    keys = ("query_id", "query", "answer", "rating", "threshold", "updated_at", "candidates")
     return [dict(zip(keys, r)) for r in rows]
 
 
@@ -154,9 +155,51 @@ def tally(records: list[dict]) -> Tally:
     return out
 
 
+def kind(rec: dict) -> str:
+    """One query's outcome as the rule reads it (`tally` of it alone): win, loss or tie; same (cited, nothing one side
+    alone would serve); none (nothing it was shown or previewed cited)."""
+    t = tally([rec])
+    return "win" if t.wins else "loss" if t.losses else "tie" if t.ties else "same" if t.same else "none"
+
+
+def outcomes(conn: psycopg.Connection, trial_id: int, relabel: Callable[[dict], dict]) -> list[str]:
+    """Each of the trial's queries' outcome (`kind`), in query order. Kept in trial_outcomes (migration 022): only the
+    queries logged or changed since the last read (no row, or their updated_at moved) are read from the log again,
+    with `relabel`, the one definition of "used" applied to each record; the rest are one small row each."""
+    stale = [
+        (qid, updated)
+        for qid, updated in conn.execute(
+            """SELECT q.id, q.updated_at FROM queries q LEFT JOIN trial_outcomes o ON o.query_id = q.id
+               WHERE q.trial_id = %s AND (o.query_id IS NULL OR o.seen_at <> q.updated_at)""",
+            (trial_id,),
+        )
+    ]
+    if stale:
+        read = {r["query_id"]: r for r in trial_records(conn, trial_id, [q for q, _ in stale])}
+        rows = [
+            # a query without feedback reads as none, at the version seen; its feedback moves updated_at
+            (q, trial_id, read[q]["updated_at"], kind(relabel(read[q]))) if q in read else (q, trial_id, u, "none")
+            for q, u in stale
+        ]
+        with conn.cursor() as cur:  # a reader beside settle's never overwrites a newer read of a query with an older
+            cur.executemany(
+                """INSERT INTO trial_outcomes (query_id, trial_id, seen_at, kind) VALUES (%s, %s, %s, %s)
+                   ON CONFLICT (query_id) DO UPDATE SET trial_id = excluded.trial_id, seen_at = excluded.seen_at,
+                   kind = excluded.kind WHERE trial_outcomes.seen_at <= excluded.seen_at""",
+                rows,
+            )
+    return [
+        k for (k,) in conn.execute("SELECT kind FROM trial_outcomes WHERE trial_id = %s ORDER BY query_id", (trial_id,))
+    ]
+
+
 def verdict(conn: psycopg.Connection, trial: Trial, relabel: Callable[[dict], dict]) -> Verdict:
-    """The rule read on the trial's log now; `relabel` is the one definition of "used" applied to each record."""
-    return tally([relabel(r) for r in trial_records(conn, trial.id)]).verdict(trial.rule)
+    """The rule read on the trial's log now (`outcomes`); `relabel` is the one definition of "used" applied to each
+    record read."""
+    counts = {k: 0 for k in ("win", "loss", "tie", "same")}
+    for k in outcomes(conn, trial.id, relabel):
+        counts[k] = counts.get(k, 0) + 1
+    return Tally(counts["win"], counts["loss"], counts["tie"], counts["same"]).verdict(trial.rule)
 
 
 def settle(conn: psycopg.Connection, trial_id: int, relabel: Callable[[dict], dict]) -> Trial | None:

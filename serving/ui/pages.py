@@ -176,9 +176,8 @@ def read_routes(router: APIRouter, service: Service, sessions: Sessions) -> None
             if v.grant.admin:  # a trial's tallies span every scope: admins only (as GET /stats)
                 trial = trials.running(conn)
                 if trial is not None:
-                    records = [service.relabel(r) for r in trials.trial_records(conn, trial.id)]
                     evidence = trials.verdict(conn, trial, service.relabel).as_dict()
-                    series = _trial_series(records)
+                    series = _trial_series(trials.outcomes(conn, trial.id, service.relabel))
             past = trials.recent(conn, 10) if v.grant.admin else []
         return show(
             request, v, "loop.html", title="Loop", serving=service.picker.selector.version, deployments=deps,
@@ -196,14 +195,14 @@ def read_routes(router: APIRouter, service: Service, sessions: Sessions) -> None
         return show(request, v, "health.html", title="Health", h=h)
 
 
-def _trial_series(records: list[dict]) -> dict:
-    """The challenger's wins and losses, cumulated over the trial's judged queries in order, as a plot."""
+def _trial_series(kinds: list[str]) -> dict:
+    """The challenger's wins and losses, cumulated over the trial's judged queries in order (`trials.outcomes`), as a
+    plot."""
     wins, losses, w, lo = [], [], 0, 0
-    for rec in records:
-        t = trials.tally([rec])
-        if t.wins + t.losses + t.ties == 0:
+    for k in kinds:
+        if k not in ("win", "loss", "tie"):
             continue
-        w, lo = w + t.wins, lo + t.losses
+        w, lo = w + (k == "win"), lo + (k == "loss")
         wins.append(w)
         losses.append(lo)
     return steps_plot({"wins": wins, "losses": losses})

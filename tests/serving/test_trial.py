@@ -206,6 +206,45 @@ def test_a_cited_preview_of_one_sides_own_credits_that_side(notes, db_url, first
             assert (v.wins, v.losses, v.judged) == (tally[CHALLENGER], tally[CHAMPION], sum(tally.values()))
 
 
+def test_each_trial_query_is_read_once_and_again_when_its_feedback_changes(notes, db_url, first_stage_service):
+    """The outcomes kept beside the log (migration 022): a settle reads the queries logged or changed since the last
+    one, and the rest from their rows; a changed feedback is read again, a deleted query leaves the tally."""
+
+    def kinds():
+        with connect(db_url) as conn:
+            return dict(conn.execute("SELECT query_id, kind FROM trial_outcomes WHERE trial_id = %s", (trial.id,)))
+
+    def tally():
+        with connect(db_url) as conn:
+            v = trials.verdict(conn, trials.get(conn, trial.id), lambda rec: rec)
+        return v.wins, v.losses, v.ties
+
+    with running_service(first_stage_service, db_url) as client:
+        client.db_url = db_url
+        trial = start(db_url)
+        wait_for(lambda: client.get("/selector").json()["trial"] == trial.id)
+        won = ask_and_cite(client, CHALLENGER)
+        assert kinds() == {won["query_id"]: "win"} and tally() == (1, 0, 0)  # the settle after the feedback kept it
+        unanswered = client.post("/query", json={"query": "comets"}).json()["query_id"]
+        assert tally() == (1, 0, 0) and kinds()[unanswered] == "none"  # logged, not cited: not counted
+        with connect(db_url) as conn:  # a kept row is read as it is while its query does not change...
+            conn.execute("UPDATE trial_outcomes SET kind = 'tie' WHERE query_id = %s", (won["query_id"],))
+        assert tally() == (0, 0, 1)
+        with connect(db_url) as conn:
+            teams = dict(
+                conn.execute(
+                    "SELECT rank, team FROM query_candidates WHERE query_id = %s AND shown", (won["query_id"],)
+                ).fetchall()
+            )
+        loser = next(rank for rank, team in teams.items() if team == CHAMPION)
+        # ...and read again once its feedback changes: the answer now cites the champion's own chunk
+        again = client.post("/feedback", json={"query_id": won["query_id"], "answer": f"No, [{loser}]."}).json()
+        assert again.get("replaced") and kinds()[won["query_id"]] == "loss" and tally() == (0, 1, 0)
+        with connect(db_url) as conn:  # a query gone from the log (retention) leaves the tally with its row
+            conn.execute("DELETE FROM queries WHERE id = %s", (won["query_id"],))
+        assert tally() == (0, 0, 0) and won["query_id"] not in kinds()
+
+
 def test_a_restarted_service_resumes_the_running_trial_and_its_tallies(notes, db_url, first_stage_service):
     trial = start(db_url)
     with running_service(first_stage_service, db_url) as client:
