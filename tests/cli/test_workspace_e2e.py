@@ -81,12 +81,13 @@ def test_two_stores_retrained_from_one_checkout_keep_their_own_logs_models_and_m
     try:
         # each store's own traffic: a slice of SciFact's train claims, served and cited (pai lab simulate)
         pai("a", "lab", "simulate", "--max-queries", "45", "--corpus-limit", "20", "--json")
-        pai("b", "lab", "simulate", "--max-queries", "35", "--offset", "45", "--corpus-limit", "20", "--json")
+        # B's 40: its retrain needs 30 cited queries, and a consumer's draws cite in about 80 % of them
+        pai("b", "lab", "simulate", "--max-queries", "40", "--offset", "45", "--corpus-limit", "20", "--json")
         counts = {}  # each store's logged queries, one text per query (a claim asked twice counts twice)
         for k, url in urls.items():
             with connect(url) as conn:
                 counts[k] = [t for (t,) in conn.execute("SELECT text FROM queries ORDER BY id")]
-        assert len(counts["a"]) >= 45 and len(counts["b"]) >= 35 and not set(counts["a"]) & set(counts["b"])
+        assert len(counts["a"]) >= 45 and len(counts["b"]) >= 40 and not set(counts["a"]) & set(counts["b"])
 
         pai("a", "retrain", "--ranker-only")
         a_log, a_mark = pulled(clone)
