@@ -162,10 +162,9 @@ def kind(rec: dict) -> str:
     return "win" if t.wins else "loss" if t.losses else "tie" if t.ties else "same" if t.same else "none"
 
 
-def outcomes(conn: psycopg.Connection, trial_id: int, relabel: Callable[[dict], dict]) -> list[str]:
-    """Each of the trial's queries' outcome (`kind`), in query order. Kept in trial_outcomes (migration 022): only the
-    queries logged or changed since the last read (no row, or their updated_at moved) are read from the log again,
-    with `relabel`, the one definition of "used" applied to each record; the rest are one small row each."""
+def _refresh(conn: psycopg.Connection, trial_id: int, relabel: Callable[[dict], dict]) -> None:
+    """Bring trial_outcomes (migration 022) up to date: only the queries logged or changed since the last read (no
+    row, or their updated_at moved) are read from the log again, with `relabel`, the one definition of "used"."""
     stale = [
         (qid, updated)
         for qid, updated in conn.execute(
@@ -188,18 +187,24 @@ def outcomes(conn: psycopg.Connection, trial_id: int, relabel: Callable[[dict], 
                    kind = excluded.kind WHERE trial_outcomes.seen_at <= excluded.seen_at""",
                 rows,
             )
-    return [
-        k for (k,) in conn.execute("SELECT kind FROM trial_outcomes WHERE trial_id = %s ORDER BY query_id", (trial_id,))
-    ]
+
+
+def outcomes(conn: psycopg.Connection, trial_id: int, relabel: Callable[[dict], dict]) -> list[str]:
+    """Each of the trial's queries' outcome (`kind`), in query order, as kept (`_refresh`: the rest are one small row
+    each)."""
+    _refresh(conn, trial_id, relabel)
+    sql = "SELECT kind FROM trial_outcomes WHERE trial_id = %s ORDER BY query_id"
+    return [k for (k,) in conn.execute(sql, (trial_id,))]
 
 
 def verdict(conn: psycopg.Connection, trial: Trial, relabel: Callable[[dict], dict]) -> Verdict:
-    """The rule read on the trial's log now (`outcomes`); `relabel` is the one definition of "used" applied to each
-    record read."""
-    counts = {k: 0 for k in ("win", "loss", "tie", "same")}
-    for k in outcomes(conn, trial.id, relabel):
-        counts[k] = counts.get(k, 0) + 1
-    return Tally(counts["win"], counts["loss"], counts["tie"], counts["same"]).verdict(trial.rule)
+    """The rule read on the trial's log now: its kept outcomes counted (`_refresh`); `relabel` is the one definition of
+    "used" applied to each record read."""
+    _refresh(conn, trial.id, relabel)
+    counts = dict(
+        conn.execute("SELECT kind, count(*) FROM trial_outcomes WHERE trial_id = %s GROUP BY kind", (trial.id,))
+    )
+    return Tally(*(counts.get(k, 0) for k in ("win", "loss", "tie", "same"))).verdict(trial.rule)
 
 
 def settle(conn: psycopg.Connection, trial_id: int, relabel: Callable[[dict], dict]) -> Trial | None:
