@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from retrieval.contracts.recalled import Bank
 from retrieval.logs.feedback_records import above_threshold, ipw, split_of
 from retrieval.logs.used import used_labels
 from retrieval.params import UsedParams
@@ -70,6 +71,7 @@ def feedback_items(
                 "relevant_ids": relevant,
                 "relevant_weights": weights,
                 "answers": [],
+                "scope": rec.get("scope"),
                 "candidates": [
                     {
                         "id": str(c["chunk_id"]),
@@ -85,3 +87,19 @@ def feedback_items(
         if limit and len(items) >= limit:
             break
     return items
+
+
+def with_recalled(items: list[dict], feedback_dir: Path, embed) -> None:
+    """Each candidate's `recalled` evidence: what the pulled log's questions like the item's cited of it
+    (`retrieval.contracts.recalled.Bank`; the item's own text left out, as the service and train_ranker read it), as
+    the service would read the same log. Nothing where no log was pulled. `embed(texts)` gives query vectors."""
+    path = feedback_dir / "feedback.jsonl"
+    if not items or not path.exists():
+        return
+    bank = Bank.from_records([json.loads(line) for line in open(path, encoding="utf-8") if line.strip()], embed)
+    if not bank.texts:
+        return
+    for it, q in zip(items, embed([it["query"] for it in items])):
+        cands = it["candidates"]
+        for c, ev in zip(cands, bank.evidence(it["query"], q, [str(c["id"]) for c in cands], it.get("scope"))):
+            c["recalled"] = ev

@@ -185,7 +185,11 @@ def selector_pick(selector, item: dict, handed: list[str], k: int, floor: int = 
     shown = [by_id[i] for i in handed]
     cands = [
         PromptCandidate(
-            c.get("source") or c.get("title") or c["id"], c.get("title"), c["text"], c.get("parent_heading")
+            c.get("source") or c.get("title") or c["id"],
+            c.get("title"),
+            c["text"],
+            c.get("parent_heading"),
+            recalled=tuple(c.get("recalled") or ()),
         )
         for c in shown
     ]

@@ -278,7 +278,9 @@ class Picker:
         pick for the next same query."""
         selector = selector or self.selector
         n = len(candidates)
-        shown = [PromptCandidate(c.source, c.heading, c.text, c.parent_heading, c.vector) for c in candidates]
+        shown = [
+            PromptCandidate(c.source, c.heading, c.text, c.parent_heading, c.vector, c.recalled) for c in candidates
+        ]
         t0 = time.perf_counter()
         job = self._generate_pool.submit(selector.answer, query, shown, self.k, query_vec)
         selection, failure = choose(lambda: job.result(timeout=self.timeout_s), n, self.k, self.timeout_s)

@@ -31,6 +31,7 @@ from retrieval.contracts.ranking_features import (
     gated_scores,
     general_floor,
 )
+from retrieval.contracts.recalled import RECALL_FLOOR, recalled_feature
 from retrieval.contracts.selection import PromptCandidate, render_answer
 from retrieval.embed import DIM, get_embedder
 
@@ -96,6 +97,11 @@ class RankerSelector:
                 f"{model_dir}: general_plain_floor {plain!r} or name_ramp {ramp!r} or rare_ramp {rare!r} out of range"
             )
         self.general_plain_floor, self.name_ramp, self.rare_ramp = float(plain), float(ramp), float(rare)
+        # rankers saved before `recalled`: no weight on it, so no threshold is read
+        threshold = cfg.get("recall_threshold", 1.0)
+        if not (_finite(threshold) and RECALL_FLOOR <= threshold <= 1):
+            raise SelectorLoadError(f"{model_dir}: recall_threshold {threshold!r} is not in [{RECALL_FLOOR}, 1]")
+        self.recall_threshold = float(threshold)
         self.embedder = get_embedder()
         self.version = version
         self._lock = threading.Lock()  # one forward pass at a time: on a few cores concurrent ones only fight
@@ -146,6 +152,9 @@ class RankerSelector:
             general_bm25_floor=None
             if share >= 1.0
             else general_floor(query, self.bm25_sd_floor, self.general_plain_floor, self.name_ramp, self.rare_ramp),
+            recalled=recalled_feature([c.recalled for c in candidates], self.recall_threshold)
+            if self.weights["recalled"]
+            else None,
         )
         return gated_scores(feats, self.weights, self.general, share)
 

@@ -24,7 +24,7 @@ from psycopg_pool import ConnectionPool
 from retrieval.contracts.selection import PROMPT_VERSION, Pick
 from retrieval.conversation.capture import CaptureParams, Extractor
 from retrieval.embed import Embedder
-from retrieval.logs import feedback, trials
+from retrieval.logs import feedback, recall, trials
 from retrieval.logs.used import used_labels
 from retrieval.params import ForgetParams, IngestParams, MaintainParams, SearchParams, StagingParams, UsedParams
 from retrieval.query import staging
@@ -106,7 +106,10 @@ def run_query(
             conn, text, qvec, service.search, keyword.result(), usage=service.maintain.usage_prior, scopes=reads
         )
         learned = feedback.learned_answers(conn, text, scopes=reads)
-    shown = result.above  # what the staging file lists and the selector sees, numbered 1..N
+        # what past questions like this one cited of each candidate: the learned ranker reads it (`recalled`)
+        recalled = recall.evidence(conn, text, qvec, [c.chunk_id for c in result.above], reads)
+    # what the staging file lists and the selector sees, numbered 1..N
+    shown = [replace(c, recalled=recalled[c.chunk_id]) if c.chunk_id in recalled else c for c in result.above]
     served = service.picker.serve(text, shown, qvec, inline)  # the policy: fast inline, slow in the background
     chosen, version, status, context = served.chosen, served.version, served.status, served.context
     if k is not None and k < len(context):  # a chunk cut is never shown: P(shown) 0, log_query's default
@@ -143,6 +146,7 @@ def run_query(
             previewed={c.rank: served.preview_propensity.get(c.rank, 1.0) for c in served.previews}
             if service.picker.previews
             else None,
+            embedding=qvec,
         )
     if served.later is not None:  # the slow selector refines for next time
         service.picker.select_later(text, shown, lambda p: _log_pick(service, qid, p), served.later)

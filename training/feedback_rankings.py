@@ -64,6 +64,8 @@ def rankings(
                     "texts": [passage_text(c["heading"], c["text"], c.get("parent_heading")) for c in cands],
                     "used": used,
                     "weights": [ipw(c, ipw_clip) if c["used"] is not None else 0.0 for c in cands],
+                    "ids": [str(c.get("chunk_id")) for c in cands],  # what past questions cited is read by chunk id
+                    "scope": rec.get("scope"),
                 }
             )
     asked = Counter(normalize_query(g["query"]) for g in out)

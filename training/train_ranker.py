@@ -51,6 +51,8 @@ from retrieval.contracts.ranking_features import (
     general_floor,
     ranker_scores,
 )
+from retrieval.contracts.recalled import RECALL_FLOOR, Bank, recalled_feature
+from retrieval.embed import get_embedder
 from retrieval.files import write_atomic
 from retrieval.logs.feedback_records import FEEDBACK_FILE
 from retrieval.params import UsedParams, load_section
@@ -63,8 +65,10 @@ from .ranker_fit import fit_adapter, fit_gate, fit_weights, out_of_fold
 
 ADAPTER_FILE, QUERIES_FILE = "adapter.npy", "queries.npy"
 CONFIG_FILE, METRICS_FILE = "ranker_config.json", "metrics.json"
-# the fusion's fitted features: the retrieval position (`prior`) is reported as a baseline, never fitted
-FITTED = tuple(f for f in FEATURES if f != "prior")
+# the fusion's fitted features: the retrieval position (`prior`) is reported as a baseline, never fitted; `recalled` is
+# weighed afterwards, by the held-out Recall@k it gives (`recalled_weight`)
+FITTED = tuple(f for f in FEATURES if f not in ("prior", "recalled"))
+RECALLED_WEIGHTS = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0)  # the `recalled` weights tried, the smallest best kept
 
 
 @dataclass(frozen=True)
@@ -120,6 +124,11 @@ class RankerParams:
     """where the fitted weights' held-out (inverse-propensity) Recall@5 trails the general weights' by more than this,
     and surely (paired 95 % CI below 0), the general weights serve in domain too: a few heavily weighed explored
     labels can fit a ranker far off"""
+    recall_threshold: float = 0.6
+    """the `recalled` feature (what past questions like the query cited, retrieval/contracts/recalled.py) reads a past
+    question from this cosine similarity to the query up, weighed from 0 here to 1 at an identical question; its
+    weight is the one that gives the best held-out Recall@k (`recalled_weight`; docs/measurements.md, "What similar
+    questions cited")"""
     cross_folds: int = 5
     """cross-fitting: this many adapters, each without one fold of train + calibration, score the fusion's data, and the
     one served learns from them all (docs/measurements.md, "Cross-fitting"); 0 = the calibration band alone"""
@@ -142,9 +151,27 @@ class RankerParams:
             out.append("train_ranker: need name_ramp and rare_ramp in [0, 1]")
         if not 0 < self.ipw_clip <= 1:
             out.append("train_ranker: need 0 < ipw_clip <= 1")
+        if not RECALL_FLOOR <= self.recall_threshold <= 1:
+            out.append(f"train_ranker: need recall_threshold in [{RECALL_FLOOR}, 1]")
         if self.fallback_tolerance < 0 or self.cross_folds < 0 or self.cross_folds == 1:
             out.append("train_ranker: need fallback_tolerance >= 0 and cross_folds 0 (off) or >= 2")
         return out
+
+
+def recalled_weight(feats: list[dict], groups: list[dict], weights: dict[str, float], k: int) -> float:
+    """The `recalled` weight: of RECALLED_WEIGHTS, the smallest giving the best inverse-propensity Recall@k on the
+    fusion's (held-out) scores, the other weights as fitted. Chosen by the metric, not the listwise loss: the loss's
+    softmax wants calibrated scores, while a chunk that similar questions cited needs only to cross the k-th place,
+    and the loss held it at about a third of the weight the held-out Recall@k asks for (docs/measurements.md, "What
+    similar questions cited")."""
+    if not any(f["recalled"].any() for f in feats):
+        return 0.0
+    best, best_w = -1.0, 0.0
+    for r in RECALLED_WEIGHTS:
+        v = ips_recall(groups, [ranker_scores(f, weights | {"recalled": r}) for f in feats], k)
+        if v > best + 1e-9:
+            best, best_w = v, r
+    return best_w
 
 
 class TooLittleFeedback(ValueError):
@@ -168,12 +195,23 @@ def train(
 
     # 1. embed  2. adapter on train  3. fusion weights on calibration (cross-fitted: on every fold's held-out scores)
     embed_groups(groups, progress)
+    # what the log's other questions like each one cited: one question left out, as the service reads it
+    bank = Bank.from_records(records, get_embedder().encode)
+    for g in (g for gs in groups.values() for g in gs):
+        g["recalled"] = recalled_feature(bank.evidence(g["query"], g["q"], g["ids"], g["scope"]), p.recall_threshold)
     adapter_args = dict(l2=p.adapter_l2, steps=p.adapter_steps, lr=p.adapter_lr, temperature=p.temperature, seed=p.seed)
 
     def features_of(g: dict, w: np.ndarray) -> dict:
         floor = general_floor(g["query"], p.bm25_sd_floor, p.general_plain_floor, p.name_ramp, p.rare_ramp)
         return features(
-            g["query"], g["q"], g["P"], g["texts"], w, bm25_sd_floor=p.bm25_sd_floor, general_bm25_floor=floor
+            g["query"],
+            g["q"],
+            g["P"],
+            g["texts"],
+            w,
+            bm25_sd_floor=p.bm25_sd_floor,
+            general_bm25_floor=floor,
+            recalled=g["recalled"],
         )
 
     pool, held_out = groups["train"] + groups["calibration"], None
@@ -182,19 +220,24 @@ def train(
     if held_out is not None:
         fusion_split = "cross-fitted"
         weights = fit_weights(held_out, pool, p.fusion_l2, FITTED)
+        weights["recalled"] = recalled_weight(held_out, pool, weights, p.k)
         w, gate_groups = fit_adapter(pool, **adapter_args), pool  # the served adapter learns from them all
     else:
         w, pool = fit_adapter(groups["train"], **adapter_args), groups["train"]
         gate_groups = groups[fusion_split]
         fitted = [features_of(g, w) for g in gate_groups]
         weights = fit_weights(fitted, gate_groups, p.fusion_l2, FITTED)
+        weights["recalled"] = recalled_weight(fitted, gate_groups, weights, p.k)
     fv = [features_of(g, w) for g in groups["val"]]
 
     # 4. the domain gate, fitted on the in-domain queries the fusion saw (each one's own copy left out of its own)
     train_vecs = np.stack([g["q"] for g in pool]).astype(np.float32)
     gate_args = dict(k=p.domain_k, quantile=p.domain_quantile, ramp=p.domain_ramp)
     gate = fit_gate(train_vecs, gate_groups, gate_groups is pool, **gate_args)
+    # what similar past questions cited speaks for the query wherever it has evidence (a past question at least
+    # recall_threshold alike): the general weights read it as the fitted ones do, outside the domain too
     general = {name: 0.0 for name in FEATURES} | {"similarity": 1.0, "bm25": p.general_bm25}
+    general["recalled"] = weights["recalled"]
 
     # 5. val, side by side
     val = groups["val"]

@@ -10,7 +10,9 @@ list of 10 as on a list of 20:
   model): the domain's way of asking, learned without re-embedding a passage;
 - `bm25`: BM25 of the query over the candidates (`retrieval.contracts.lexical.lexical_scores`), its sd floored at
   the ranker's `bm25_sd_floor` (0 in rankers saved before it: the plain standardisation);
-- `prior`: -log(1 + position) in retrieval order (the first stage's own ranking).
+- `prior`: -log(1 + position) in retrieval order (the first stage's own ranking);
+- `recalled`: what past questions like this one cited (`retrieval.contracts.recalled`), raw in [0, 1], not
+  standardised: most candidates have none.
 score = sum of weight x feature. Weights are fitted on held-out queries; a weight of 0 drops a feature.
 
 The fitted weights speak for the feedback's domain only, so a ranker carries a **domain gate**: a query's
@@ -42,10 +44,12 @@ __all__ = [
     "standardise",
 ]  # defined in retrieval.fusion (the general order), read here too
 
-RANKER_FORMAT = "ranker-input/3"  # /2: the domain gate and general weights; /3: the general weights' per-query floor
-# formats a service still computes: a /2 ranker has no per-query floor and is served as it was trained
-SERVED_FORMATS = ("ranker-input/2", RANKER_FORMAT)
-FEATURES = ("similarity", "adapted", "bm25", "prior")
+# /2: the domain gate and general weights; /3: the general weights' per-query floor; /4: `recalled`
+RANKER_FORMAT = "ranker-input/4"
+# formats a service still computes: a /2 ranker has no per-query floor and is served as it was trained; /2 and /3
+# have no `recalled` weight (0)
+SERVED_FORMATS = ("ranker-input/2", "ranker-input/3", RANKER_FORMAT)
+FEATURES = ("similarity", "adapted", "bm25", "prior", "recalled")
 GENERAL_BM25 = "bm25_general"  # the general weights read their BM25 from here when `features` computed it
 
 
@@ -67,9 +71,11 @@ def features(
     lexical: bool = True,
     bm25_sd_floor: float = 0.0,
     general_bm25_floor: float | None = None,
+    recalled: np.ndarray | None = None,
 ) -> dict[str, np.ndarray]:
-    """Every feature of the candidates (rows of `passage_vecs`, in retrieval order), standardised. With
-    `general_bm25_floor` also `bm25_general`: the same BM25 under the general weights' floor (`gated_scores`)."""
+    """Every feature of the candidates (rows of `passage_vecs`, in retrieval order), standardised but `recalled`
+    (`retrieval.contracts.recalled.recalled_feature`; None: no evidence, 0). With `general_bm25_floor` also
+    `bm25_general`: the same BM25 under the general weights' floor (`gated_scores`)."""
     n = len(texts)
     raw = bm25_raw(query, texts) if lexical and n else np.zeros(n)
     out = {
@@ -77,6 +83,7 @@ def features(
         "adapted": standardise(passage_vecs @ adapt_query(query_vec, adapter)),
         "bm25": np.asarray(floored(raw, bm25_sd_floor)),
         "prior": standardise(-np.log1p(np.arange(n))),
+        "recalled": np.zeros(n) if recalled is None else np.asarray(recalled, dtype=np.float64),
     }
     if general_bm25_floor is not None:
         out[GENERAL_BM25] = np.asarray(floored(raw, general_bm25_floor))

@@ -86,6 +86,8 @@ class PromptCandidate:
     text: str
     parent_heading: str | None = None  # the heading path's upper part (nested markdown headings)
     vector: np.ndarray | None = field(default=None, compare=False, repr=False)  # the stored embedding, if known
+    # what past questions like the query cited of it: (similarity, share) each (`retrieval.contracts.recalled`)
+    recalled: tuple[tuple[float, float], ...] = field(default=(), compare=False, repr=False)
 
 
 def display_source(source: str) -> str:

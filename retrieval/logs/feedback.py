@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import UTC
 
+import numpy as np
 import psycopg
 
 from ..query.search import Candidate
@@ -38,15 +39,20 @@ def log_query(
     teams: dict[int, str] | None = None,
     scope: str = DEFAULT,
     previewed: dict[int, float] | None = None,
+    embedding=None,
 ) -> int:
     """Record a served query with its candidates: `picked`, the served order (candidate ranks, best
     first); `shown`, the ranks in the context given to the consumer (None: `picked`, all of them; neither
     given: exposure unknown, stored NULL, and feedback labels every candidate as before);
     `propensity`, rank -> P(shown) under the serving policy (absent: 1 if shown, else 0); `scope`, the
     caller's scope (its feedback and the pull see it there); `previewed`, rank -> P(previewed) of the candidates
-    listed after the context as previews (None: no previews, stored NULL). The text is scrubbed of secrets first,
-    as everything stored is."""
-    text = scrub_text(text)
+    listed after the context as previews (None: no previews, stored NULL); `embedding`, the query's vector, kept so
+    later queries like it read what its answer cited (`recall.evidence`). The text is scrubbed of secrets first, as
+    everything stored is, and a text the scrubber changed keeps no vector (the vector is of the text before)."""
+    scrubbed = scrub_text(text)
+    if scrubbed != text:
+        embedding = None
+    text = scrubbed
     pick = {r: i for i, r in enumerate(picked or [], start=1)}
     # exposure unknown (no served order, no context given: a caller other than the service): NULL, the old rule
     exposed = None if picked is None and shown is None else set(picked or []) if shown is None else set(shown)
@@ -57,8 +63,18 @@ def log_query(
     with conn.transaction():
         (qid,) = conn.execute(
             "INSERT INTO queries (text, selector_version, prompt_version, selection_status, staging_path, threshold,"
-            " trial_id, scope) VALUES (%s, %s, %s, %s, %s, %s, %s, %s) RETURNING id",
-            (text, selector_version, prompt_version, selection_status, staging_path, threshold, trial_id, scope),
+            " trial_id, scope, embedding) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s::halfvec) RETURNING id",
+            (
+                text,
+                selector_version,
+                prompt_version,
+                selection_status,
+                staging_path,
+                threshold,
+                trial_id,
+                scope,
+                None if embedding is None else np.asarray(embedding, dtype=np.float32),
+            ),
         ).fetchone()
         conn.execute(  # one statement for all N candidates (this is on the query path)
             "INSERT INTO query_candidates"

@@ -94,10 +94,15 @@ def affected_queries(
     return listed, shown, mentioned
 
 
+# a query's vector is of its text: where the text held what is forgotten, the vector goes with it
+_VECTOR_OF_TEXT = "CASE WHEN strpos(text, %(t)s) > 0 THEN NULL ELSE embedding END"
+
+
 def rewrite_queries(conn: psycopg.Connection, shown: list[int], text: str | None, affected: list[int]) -> int:
     """The answer and correction of a query that showed a forgotten chunk may quote it: both go (its labels are
-    stored apart and stay). `text` is replaced wherever else the log holds it. Each row's updated_at moves, so the
-    pull exports its new state."""
+    stored apart and stay). `text` is replaced wherever else the log holds it, and a query text that held it loses its
+    vector (`recall`: later questions read no copy of it). Each row's updated_at moves, so the pull exports its new
+    state."""
     n = conn.execute(
         "UPDATE queries SET answer = NULL, correction = NULL, updated_at = now() WHERE id = ANY(%s)", (shown,)
     ).rowcount
@@ -105,12 +110,12 @@ def rewrite_queries(conn: psycopg.Connection, shown: list[int], text: str | None
         n += conn.execute(
             "UPDATE queries SET text = replace(text, %(t)s, %(f)s), answer = replace(answer, %(t)s, %(f)s),"
             " correction = replace(correction, %(t)s, %(f)s), staging_path = replace(staging_path, %(t)s, %(f)s),"
-            " updated_at = now() WHERE id = ANY(%(ids)s) AND NOT id = ANY(%(shown)s)",
+            f" embedding = {_VECTOR_OF_TEXT}, updated_at = now() WHERE id = ANY(%(ids)s) AND NOT id = ANY(%(shown)s)",
             {"t": text, "f": FORGOTTEN, "ids": affected, "shown": shown},
         ).rowcount
         conn.execute(
             "UPDATE queries SET text = replace(text, %(t)s, %(f)s),"
-            " staging_path = replace(staging_path, %(t)s, %(f)s) WHERE id = ANY(%(shown)s)",
+            f" staging_path = replace(staging_path, %(t)s, %(f)s), embedding = {_VECTOR_OF_TEXT} WHERE id = ANY(%(shown)s)",
             {"t": text, "f": FORGOTTEN, "shown": shown},
         )
     return n

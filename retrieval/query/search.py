@@ -35,6 +35,8 @@ class Candidate:
     vector: np.ndarray | None = field(default=None, compare=False, repr=False)  # the stored embedding
     date: str | None = None  # when its document was written (ISO 8601, UTC): a file's mtime, else when stored
     near_chunk_id: int | None = None  # the chunk of another document ingest found it near (cosine), if any
+    # what past questions like the query cited of it: (similarity, share) each (`retrieval.logs.recall.evidence`)
+    recalled: tuple[tuple[float, float], ...] = field(default=(), compare=False, repr=False)
 
 
 class ChunkRow(NamedTuple):

@@ -77,3 +77,42 @@ def test_both_finance_notes_reach_the_context_dated_and_the_newer_marked(
     assert (old["newer_than"], new["newer_than"]) == ([], [old["rank"]])
     md = Path(body["staging_file"]).read_text()
     assert f"written 2026-10-10 · newer than #{old['rank']}\n" in md and "written 2026-10-03\n" in md
+
+
+def test_a_chunk_a_similar_question_cited_is_served_first(db_url, embedder, tmp_path, first_stage_service, make_ranker):
+    """The ranker's `recalled`: a note the answer to a similar past question cited is put first for a new question
+    that its own words rank it low for; a ranker with no weight on it moves nothing (another scope's citations:
+    tests/retrieval/logs/test_recall.py)."""
+    from retrieval.logs.feedback import record_feedback
+    from serving.picker import Picker
+    from serving.ranker import RankerSelector
+
+    notes = dict(NOTES) | {"apiaries.md": "# Apiaries\n\nHives in the orchard, inspected every spring by the keeper."}
+    for name, text in notes.items():
+        (tmp_path / "notes").mkdir(exist_ok=True)
+        (tmp_path / "notes" / name).write_text(text)
+    with connect(db_url) as conn:
+        ingest_paths(conn, [tmp_path / "notes"], IngestParams(), SearchParams(), embedder)
+
+    def service(weights, **kw):
+        folder = make_ranker(
+            tmp_path / f"ranker-{len(weights)}-{weights.get('recalled')}", weights, recall_threshold=0.6
+        )
+        picker = Picker(RankerSelector(folder, "pai-selector:1"), timeout_s=5)
+        return first_stage_service(picker=picker, search=SearchParams(threshold=0.0), **kw)
+
+    asked, again = "how do bees make honey?", "how is honey made by bees?"
+    plain = service({"similarity": 1.0})
+    with in_process(plain):
+        before = run_query(plain, again, inline=True)
+        first = run_query(plain, asked, inline=True)
+    apiaries = next(c for c in first["candidates"] if c["source"].endswith("apiaries.md"))
+    assert not before["context"][0]["source"].endswith("apiaries.md")
+    with connect(db_url) as conn:  # the answer to the first question cited the apiaries note
+        record_feedback(conn, first["query_id"], used_chunk_ids=[apiaries["chunk_id"]])
+    remembering, plain = service({"similarity": 1.0, "recalled": 6.0}), service({"similarity": 1.0})
+    with in_process(remembering), in_process(plain):
+        after = run_query(remembering, again, inline=True)
+        unweighed = run_query(plain, again, inline=True)
+    assert after["context"][0]["source"].endswith("apiaries.md")
+    assert [c["source"] for c in unweighed["context"]] == [c["source"] for c in before["context"]]

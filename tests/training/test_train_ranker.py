@@ -75,7 +75,10 @@ def test_the_ranker_learns_what_the_first_stage_order_misses(trained):
     # the candidates come in file order, so the retrieval order knows nothing: the ranker learned to weigh the evidence
     assert m["val_recall@5"] > m["val_recall@5_retrieval_order"] + 0.1
     assert record["weights"]["prior"] == 0.0 and record["weights"]["bm25"] > 0  # HotpotQA's answers share its words
-    assert record["input_format"] == "ranker-input/3"
+    assert (
+        record["weights"]["recalled"] == record["general_weights"]["recalled"] == 0.0
+    )  # no question cites another's chunks
+    assert record["input_format"] == "ranker-input/4"
     assert "dataset_sha256" not in record and "git_commit" not in record  # the stage stamps them (`main`)
     gate = record["domain_gate"]
     assert gate["lo"] == pytest.approx(gate["hi"] - 0.1) and 0 < gate["hi"] < 1
@@ -324,3 +327,19 @@ def test_too_little_feedback_is_a_typed_one_line_error_before_anything_loads(tmp
         e.value.code == "train_ranker: no train query with a used candidate ({'train': 0, 'calibration': 0, 'val': 0})"
     )
     assert not (tmp_path / "out").exists()
+
+
+def test_the_recalled_weight_is_the_one_the_held_out_recall_asks_for():
+    """`recalled_weight`: where what similar questions cited is the used chunk that the other features rank last, the
+    weight that lifts it into the top k; where it points at chunks the consumer passed over, 0; no evidence, 0."""
+    from training.train_ranker import RECALLED_WEIGHTS, recalled_weight
+
+    n = 10
+    similarity = -0.5 * np.arange(n, dtype=float)  # the text ranks the candidates in order: the 5th at -2, the 9th -4
+    groups = [{"texts": ["t"] * n, "used": [8], "weights": [1.0] * n} for _ in range(4)]
+    lifted = [{"similarity": similarity, "recalled": np.eye(n)[8]} for _ in groups]
+    assert recalled_weight(lifted, groups, {"similarity": 1.0}, 5) == min(r for r in RECALLED_WEIGHTS if r > 2) == 3.0
+    misled = [{"similarity": similarity, "recalled": np.eye(n)[9] * 0.5} for _ in groups]
+    assert recalled_weight(misled, groups, {"similarity": 1.0}, 5) == 0.0
+    none = [{"similarity": similarity, "recalled": np.zeros(n)} for _ in groups]
+    assert recalled_weight(none, groups, {"similarity": 1.0}, 5) == 0.0
