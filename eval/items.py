@@ -92,14 +92,15 @@ def feedback_items(
 def with_recalled(items: list[dict], feedback_dir: Path, embed) -> None:
     """Each candidate's `recalled` evidence: what the pulled log's questions like the item's cited of it
     (`retrieval.contracts.recalled.Bank`; the item's own text left out, as the service and train_ranker read it), as
-    the service would read the same log. Nothing where no log was pulled. `embed(texts)` gives query vectors."""
+    the service would read the same log; none where no log was pulled. `embed(texts)` gives query vectors."""
     path = feedback_dir / "feedback.jsonl"
-    if not items or not path.exists():
-        return
-    bank = Bank.from_records([json.loads(line) for line in open(path, encoding="utf-8") if line.strip()], embed)
-    if not bank.texts:
-        return
-    for it, q in zip(items, embed([it["query"] for it in items])):
+    records = [json.loads(line) for line in open(path, encoding="utf-8") if line.strip()] if path.exists() else []
+    bank = Bank.from_records(records, embed)
+    vecs = embed([it["query"] for it in items]) if items and bank.texts else [None] * len(items)
+    for it, q in zip(items, vecs):
         cands = it["candidates"]
-        for c, ev in zip(cands, bank.evidence(it["query"], q, [str(c["id"]) for c in cands], it.get("scope"))):
+        ids = [str(c["id"]) for c in cands]
+        for c, ev in zip(
+            cands, bank.evidence(it["query"], q, ids, it.get("scope")) if q is not None else [()] * len(ids)
+        ):
             c["recalled"] = ev

@@ -26,6 +26,7 @@ from eval.items import checked_items
 from eval.systems import bm25_ranking, passage_texts, prefill_vectors
 from retrieval.contracts.interleaving import TrialParams
 from retrieval.contracts.passage import passage_text
+from retrieval.contracts.recalled import Bank
 from retrieval.contracts.selection import PromptCandidate
 from retrieval.embed import get_embedder
 from retrieval.files import write_atomic
@@ -121,14 +122,19 @@ def trainer(params: Path, vectors: dict, folder: Path):
         w, vecs, record, m = train_ranker.train(records, rp, val_fraction, used)
         train_ranker.write(out, w, vecs, record, m)
         selector = RankerSelector(out, f"lab:{count[0]}")
+        # what the log's questions like each item cited, as the log stood at this retrain (the service reads its
+        # log as it grows; the lab's served orders are fixed per retrain)
+        bank = Bank.from_records(records, get_embedder().encode) if selector.weights["recalled"] else None
 
         def orders(items: list[dict]) -> loop_trial.Orders:
             ranked = {}
             for it in items:
                 q, P = vectors[it["qid"]]
+                ids = [str(loop_trial.lab_chunk_id(c["id"])) for c in it["candidates"]]
+                recalled = bank.evidence(it["query"], q, ids) if bank else [() for _ in ids]
                 cands = [
-                    PromptCandidate(c["id"], c.get("title"), c["text"], c.get("parent_heading"), vector=v)
-                    for c, v in zip(it["candidates"], P)
+                    PromptCandidate(c["id"], c.get("title"), c["text"], c.get("parent_heading"), vector=v, recalled=r)
+                    for c, v, r in zip(it["candidates"], P, recalled)
                 ]
                 s = selector.scores(it["query"], cands, q)
                 ranked[it["qid"]] = [it["candidates"][i]["id"] for i in sorted(range(len(s)), key=lambda i: (-s[i], i))]

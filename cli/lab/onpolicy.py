@@ -32,7 +32,7 @@ from rich.table import Table
 
 from eval.consumer import ReplayParams
 from eval.evaluate import EvaluateParams
-from eval.items import bench_name, load_items
+from eval.items import bench_name, load_items, with_recalled
 from eval.systems import run_systems
 from retrieval.contracts.metrics import mean_ci, paired_bootstrap, per_query
 from retrieval.db import connect
@@ -124,6 +124,7 @@ def run_on_policy(
                 w, vecs, record, m = train_ranker.train_on_log(replace(rp, feedback=str(folder)), val_fraction, used)
                 train_ranker.write(folder / "ranker", w, vecs, record, m)
                 new = RankerSelector(folder / "ranker", f"ranker:cycle{cycle}")
+                with_recalled(items, folder, embedder.encode)  # what the log's questions like each claim cited
                 v = recalls(run_systems(items, embedder, 5, others={"ranker": new}, rule=rule)["ranker"])
                 mean, lo, hi = mean_ci(v, seed=cycle)
                 d, dlo, dhi = paired_bootstrap(v, hybrid, seed=cycle)
@@ -180,6 +181,7 @@ def run_on_policy(
         for path in (b for b in ep.benchmarks.split(",") if b and b != tests[0] and Path(b).exists()):
             them = [it for it in load_items(Path(path), max_queries) if it.get("relevant_ids")]
             rel = {it["qid"]: set(it["relevant_ids"]) for it in them}
+            with_recalled(them, folder, embedder.encode)
             got = run_systems(them, embedder, 5, others={"ranker": champion}, rule=rule)
             v, g = (per_query(rel, {q: got[s][q].ids for q in rel})["recall@5"] for s in ("ranker", "general"))
             d, dlo, dhi = paired_bootstrap(v, g, seed=0)

@@ -72,6 +72,12 @@ def expose(order: list[str], k: int, rate: float, rng: random.Random) -> tuple[l
     return context, propensity
 
 
+def lab_chunk_id(cid: str) -> int:
+    """A lab candidate's chunk id: the same for the same candidate id in every query (what similar past questions
+    cited is read by it: `retrieval.contracts.recalled`), as a store's chunk id is."""
+    return int.from_bytes(hashlib.sha256(str(cid).encode()).digest()[:6], "big")
+
+
 def record(
     query_id: int,
     item: dict,
@@ -96,7 +102,7 @@ def record(
         cands.append(
             {
                 "rank": rank,
-                "chunk_id": rank,
+                "chunk_id": lab_chunk_id(cid),
                 "content_hash": hashlib.sha256(c["text"].encode()).hexdigest(),
                 "score": round(fused[cid], 6),
                 "source": f"{item.get('domain', 'lab')}/{cid}",

@@ -45,6 +45,13 @@ def test_serve_logs_the_context_as_the_pull_stage_exports_it():
     assert [x["propensity"] for x in c] == [1.0] * 5 + [0.0] * 5  # no exploration: the top 5, surely
     assert [x["used"] for x in c] == [False] * 5 + [None] * 5  # nothing relevant shown, nothing cited
     assert c[9]["text"] == "the answer to 0" and c[9]["source"] == "lab/0-rel"
+    # a candidate is the same chunk in every query it is listed in, another one another chunk: what similar questions
+    # cited is read by it (retrieval/contracts/recalled.py)
+    shared = [{**it, "candidates": [{"id": "common", "text": "x"}, *it["candidates"][1:]]} for it in ITEMS[:2]]
+    first = {it["qid"]: [c["id"] for c in it["candidates"]] for it in shared}
+    two, _ = serve(shared, first, first, Consumer(1.0, 0.0), 5, 0.0, random.Random(0), 1)
+    ids = [[x["chunk_id"] for x in r["candidates"]] for r in two]
+    assert ids[0][0] == ids[1][0] and len({i for row in ids for i in row}) == 19
 
 
 def test_exploration_logs_the_probability_it_drew_with():
