@@ -126,7 +126,7 @@ class RankerParams:
     labels can fit a ranker far off"""
     recall_threshold: float = 0.6
     """the `recalled` feature (what past questions like the query cited, retrieval/contracts/recalled.py) reads a past
-    question from this cosine similarity to the query up, weighed from 0 here to 1 at an identical question; its
+    question from this cosine similarity to the query up, weighed from 0 here to 1 at an identical question (1 = off); its
     weight is the one that gives the best held-out Recall@k (`recalled_weight`; docs/measurements.md, "What similar
     questions cited")"""
     cross_folds: int = 5
@@ -158,20 +158,19 @@ class RankerParams:
         return out
 
 
-def recalled_weight(feats: list[dict], groups: list[dict], weights: dict[str, float], k: int) -> float:
+def recalled_weight(feats: list[dict], groups: list[dict], weights: dict[str, float], k: int) -> tuple[float, dict]:
     """The `recalled` weight: of RECALLED_WEIGHTS, the smallest giving the best inverse-propensity Recall@k on the
-    fusion's (held-out) scores, the other weights as fitted. Chosen by the metric, not the listwise loss: the loss's
-    softmax wants calibrated scores, while a chunk that similar questions cited needs only to cross the k-th place,
-    and the loss held it at about a third of the weight the held-out Recall@k asks for (docs/measurements.md, "What
-    similar questions cited")."""
+    fusion's (held-out) scores, the other weights as fitted; and each weight's Recall@k (for the metrics). Chosen by
+    the metric, not the listwise loss: the loss's softmax wants calibrated scores, while a chunk that similar
+    questions cited needs only to cross the k-th place, and the loss held it at about a third of the weight the
+    held-out Recall@k asks for (docs/measurements.md, "What similar questions cited")."""
     if not any(f["recalled"].any() for f in feats):
-        return 0.0
-    best, best_w = -1.0, 0.0
-    for r in RECALLED_WEIGHTS:
-        v = ips_recall(groups, [ranker_scores(f, weights | {"recalled": r}) for f in feats], k)
-        if v > best + 1e-9:
-            best, best_w = v, r
-    return best_w
+        return 0.0, {}
+    grid = {
+        r: ips_recall(groups, [ranker_scores(f, weights | {"recalled": r}) for f in feats], k) for r in RECALLED_WEIGHTS
+    }
+    best = max(grid.values())
+    return min(r for r, v in grid.items() if v >= best - 1e-9), {str(r): round(v, 4) for r, v in grid.items()}
 
 
 class TooLittleFeedback(ValueError):
@@ -220,14 +219,14 @@ def train(
     if held_out is not None:
         fusion_split = "cross-fitted"
         weights = fit_weights(held_out, pool, p.fusion_l2, FITTED)
-        weights["recalled"] = recalled_weight(held_out, pool, weights, p.k)
+        weights["recalled"], recalled_grid = recalled_weight(held_out, pool, weights, p.k)
         w, gate_groups = fit_adapter(pool, **adapter_args), pool  # the served adapter learns from them all
     else:
         w, pool = fit_adapter(groups["train"], **adapter_args), groups["train"]
         gate_groups = groups[fusion_split]
         fitted = [features_of(g, w) for g in gate_groups]
         weights = fit_weights(fitted, gate_groups, p.fusion_l2, FITTED)
-        weights["recalled"] = recalled_weight(fitted, gate_groups, weights, p.k)
+        weights["recalled"], recalled_grid = recalled_weight(fitted, gate_groups, weights, p.k)
     fv = [features_of(g, w) for g in groups["val"]]
 
     # 4. the domain gate, fitted on the in-domain queries the fusion saw (each one's own copy left out of its own)
@@ -282,6 +281,9 @@ def train(
         "gate_lo": gate["lo"],
         "gate_hi": gate["hi"],
         **{f"weight_{n}": v for n, v in weights.items()},
+        # the fusion's held-out Recall@k at each `recalled` weight tried ({} where no query had evidence)
+        "recalled_weight_recall": recalled_grid,
+        "queries_with_recalled": sum(bool(g["recalled"].any()) for gs in groups.values() for g in gs),
         "seconds": round(time.perf_counter() - t0, 1),
     }
     record = {

@@ -6,7 +6,8 @@
 # .pai). Writes OUT/<config>-s<seed>/.
 # usage: eval/bench/previews_sweep.sh OUT [SEEDS...]   (default seeds: 0 1 2; CYCLES=3; CONFIGS, default
 # "none p0.3 p0.5 p0.8": a config `pX` expands a relevant preview with p X; `pX-noexplore` also turns search.explore_rate
-# off, the context's last slot never explored; `-linesN` lists N preview lines instead of search.previews)
+# off, the context's last slot never explored; `-linesN` lists N preview lines instead of search.previews; `-norecall`
+# trains rankers without `recalled`, what similar past questions cited: train_ranker.recall_threshold 1)
 set -euo pipefail
 out=${1:?usage: previews_sweep.sh OUT [SEEDS...]}
 shift
@@ -32,6 +33,8 @@ else:
 for flag in config.split("-")[1:]:
     if flag == "noexplore":
         raw["search"]["explore_rate"] = 0.0
+    elif flag == "norecall":
+        raw["train_ranker"]["recall_threshold"] = 1.0
     elif flag.startswith("lines"):
         raw["search"]["previews"] = int(flag.removeprefix("lines"))
     else:

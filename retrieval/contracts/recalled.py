@@ -39,10 +39,12 @@ def cited(candidate: dict, rating: int | None) -> bool:
 
 def recalled_feature(evidence: Sequence[Evidence], threshold: float) -> np.ndarray:
     """Per candidate: max over its evidence of kernel(similarity) x share, the kernel (s - threshold) / (1 -
-    threshold) above `threshold`, else 0; 0 without evidence."""
-    span = max(1.0 - threshold, 1e-6)
+    threshold) above `threshold` (capped at 1), else 0; 0 without evidence; all 0 at a threshold of 1 (off)."""
+    if threshold >= 1.0:
+        return np.zeros(len(evidence))
+    span = 1.0 - threshold
     return np.array(
-        [max((max(0.0, (s - threshold) / span) * share for s, share in ev), default=0.0) for ev in evidence],
+        [max((min(1.0, max(0.0, (s - threshold) / span)) * share for s, share in ev), default=0.0) for ev in evidence],
         dtype=np.float64,
     )
 

@@ -338,8 +338,10 @@ def test_the_recalled_weight_is_the_one_the_held_out_recall_asks_for():
     similarity = -0.5 * np.arange(n, dtype=float)  # the text ranks the candidates in order: the 5th at -2, the 9th -4
     groups = [{"texts": ["t"] * n, "used": [8], "weights": [1.0] * n} for _ in range(4)]
     lifted = [{"similarity": similarity, "recalled": np.eye(n)[8]} for _ in groups]
-    assert recalled_weight(lifted, groups, {"similarity": 1.0}, 5) == min(r for r in RECALLED_WEIGHTS if r > 2) == 3.0
+    assert (
+        recalled_weight(lifted, groups, {"similarity": 1.0}, 5)[0] == min(r for r in RECALLED_WEIGHTS if r > 2) == 3.0
+    )
     misled = [{"similarity": similarity, "recalled": np.eye(n)[9] * 0.5} for _ in groups]
-    assert recalled_weight(misled, groups, {"similarity": 1.0}, 5) == 0.0
+    assert recalled_weight(misled, groups, {"similarity": 1.0}, 5)[0] == 0.0
     none = [{"similarity": similarity, "recalled": np.zeros(n)} for _ in groups]
-    assert recalled_weight(none, groups, {"similarity": 1.0}, 5) == 0.0
+    assert recalled_weight(none, groups, {"similarity": 1.0}, 5) == (0.0, {})

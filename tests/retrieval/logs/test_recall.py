@@ -39,6 +39,7 @@ def ask(conn, embedder, text, ids, cited, *, scope="default", rating=None):
 def test_the_feature_is_the_strongest_evidence_above_the_threshold():
     f = recalled_feature([(), ((0.8, 1.0),), ((0.7, 1.0), (0.9, 0.5)), ((0.55, 1.0),), ((1.0, 0.25),)], 0.6)
     assert f == pytest.approx([0.0, 0.5, 0.375, 0.0, 0.25])
+    assert not recalled_feature([((1.0000001, 1.0),), ((0.9, 1.0),)], 1.0).any()  # a threshold of 1: off
 
 
 def test_the_service_reads_what_a_similar_question_cited(conn, embedder):
