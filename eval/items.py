@@ -104,3 +104,25 @@ def with_recalled(items: list[dict], feedback_dir: Path, embed) -> None:
             cands, bank.evidence(it["query"], q, ids, it.get("scope")) if q is not None else [()] * len(ids)
         ):
             c["recalled"] = ev
+
+
+def against_general(path: Path, selector, embedder, rule, feedback_dir: Path, limit: int = 0) -> dict:
+    """A judged set's items with a relevant candidate, `selector` against the general baseline: Recall@5 of each and
+    the paired difference with its 95 % CI, the selector reading what the pulled log in `feedback_dir` cited for
+    questions like each item (`with_recalled`), as the service reads its own log."""
+    from retrieval.contracts.metrics import paired_bootstrap, per_query
+
+    from .systems import run_systems
+
+    items = [it for it in load_items(path, limit) if it.get("relevant_ids")]
+    rel = {it["qid"]: set(it["relevant_ids"]) for it in items}
+    with_recalled(items, feedback_dir, embedder.encode)
+    got = run_systems(items, embedder, 5, others={"selector": selector}, rule=rule)
+    v, g = (per_query(rel, {q: got[s][q].ids for q in rel})["recall@5"] for s in ("selector", "general"))
+    d, lo, hi = paired_bootstrap(v, g, seed=0)
+    return {
+        "queries": len(items),
+        "general": round(float(g.mean()), 4),
+        "ranker": round(float(v.mean()), 4),
+        "vs_general": {"diff": round(d, 4), "ci95_low": round(lo, 4), "ci95_high": round(hi, 4)},
+    }

@@ -17,7 +17,9 @@ It runs only in a store that holds nothing but SciFact (a fresh home, or one it 
       queries, what the trial could see by the qrels (the questions on which one side alone showed a relevant chunk;
       the wins and losses a chunk that was not relevant decided), what users got (served Recall beside general alone)
       and the previews' tokens.
-   So each part is served by whatever won before it. After the last cycle, the LLM's lines: its loss first -> last,
+   So each part is served by whatever won before it. Then the champion as its users get it at the end: reading what
+   the whole log's questions cited (`recalled`: all the traffic served, the last trial's too), against general on
+   every judged set. After the last cycle, the LLM's lines: its loss first -> last,
    and per judged test set Recall@5 of its base model as served, the fine-tuned one and general, the share of
    outputs that parse, fine-tuned - base and fine-tuned - general with their paired CIs, and the chain's stage times.
 3. first-stage retrieval on SciFact test, vector vs hybrid
@@ -51,7 +53,17 @@ from serving.server import BackgroundServer, build_service
 from .. import workspace
 from ..repro import dvc_repro, stage_metrics
 from ..terminal import LAB_FEEDBACK, BenchDirOpt, ParamsOpt, _fail, console, emit, judged_dir, progress_bar
-from .cycle_steps import challenger_row, cycle_line, llm_lines, read_json, served_line, served_version, traffic
+from .cycle_steps import (
+    challenger_row,
+    champion_line,
+    champion_now,
+    cycle_line,
+    llm_lines,
+    read_json,
+    served_line,
+    served_version,
+    traffic,
+)
 from .replay import load_queries, replay
 
 app = typer.Typer()
@@ -137,8 +149,13 @@ def run_cycle(
         after = served_version(srv.url)
         result["service"] = {"before": before, "after": after, "swapped": before != after}
         if result["cycles"]:  # the cycles' lines as data, beside the stages' metrics
+            # what the last champion's users get now: it reads what the whole log cited, all the traffic served
+            if now := champion_now(params, after):
+                result["champion_now"] = {"version": after, "sets": now}
+                log(champion_line(after, now))
             out = Path(load_section(params, "evaluate", EvaluateParams).out) / "cycle.json"
-            write_atomic(out, json.dumps({k: result[k] for k in ("day_one", "cycles")}, indent=2, default=str) + "\n")
+            keep = ("day_one", "cycles", "champion_now")
+            write_atomic(out, json.dumps({k: result[k] for k in keep if k in result}, indent=2, default=str) + "\n")
         result["pipeline"] = {name: read_json(path) for name, path in stage_metrics(params).items()}
     with connect() as conn:
         task = bar.add_task(f"3. search {len(queries)} {split} queries x 2 systems", total=2 * len(queries))
@@ -156,6 +173,8 @@ def print_cycle(result: dict, console) -> None:
         console.print(f"2. {served_line('day one', d['served_by'], d['served'])}", soft_wrap=True, highlight=False)
     for row in result["cycles"]:
         console.print(f"2. {cycle_line(row)}", soft_wrap=True, highlight=False)
+    if now := result.get("champion_now"):
+        console.print(f"2. {champion_line(now['version'], now['sets'])}", soft_wrap=True, highlight=False)
     if not result["cycles"]:
         console.print("2. cycles: none (--no-replay: one retrain on the log as it is)")
     f, d, tr = (result["pipeline"][k] or {} for k in ("feedback", "dataset", "train"))

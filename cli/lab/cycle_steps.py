@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import json
 import random
+import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -16,9 +17,16 @@ from eval.bench.trial_audit import audit_records
 from eval.consumer import ReplayParams
 from eval.evaluate import EvaluateParams
 from eval.gate import DeployParams
+from eval.items import against_general, bench_name
+from eval.registry import record_of
+from retrieval.contracts.selection import FIRST_STAGE
 from retrieval.db import connect
+from retrieval.embed import get_embedder
+from retrieval.fusion import GeneralRule
 from retrieval.logs import trials
-from retrieval.params import UsedParams, load_section
+from retrieval.params import SearchParams, UsedParams, load_section
+from serving.selectors import resolve
+from training.pull import PullParams, pull
 
 from .replay import replay
 
@@ -195,3 +203,32 @@ def llm_lines(pipeline: dict, stage_seconds: dict[str, float] | None = None) -> 
             f"  LLM chain: {sum(timed.values()):.0f} s (" + ", ".join(f"{s} {t:.0f} s" for s, t in timed.items()) + ")"
         )
     return out
+
+
+def champion_now(params: Path, version: str) -> dict:
+    """The champion as its users get it at the end: with what the whole log's questions cited (`recalled`, read from a
+    pull of the whole log, as the service reads it live), against general on every judged set evaluate reads, paired
+    95 % CIs. {} while the first stage serves (it reads no evidence)."""
+    if version == FIRST_STAGE:
+        return {}
+    ep = load_section(params, "evaluate", EvaluateParams)
+    rule = GeneralRule.of(load_section(params, "search", SearchParams))
+    selector, embedder = resolve(record_of(version)), get_embedder()
+    with tempfile.TemporaryDirectory() as tmp:
+        pull(PullParams(out=tmp, lag_seconds=0.0))
+        return {
+            bench_name(b): against_general(Path(b), selector, embedder, rule, Path(tmp))
+            for b in ep.benchmarks.split(",")
+            if b and Path(b).exists()
+        }
+
+
+def champion_line(version: str, sets: dict) -> str:
+    return (
+        f"the champion now: {version}, with what the whole log cited: "
+        + "; ".join(
+            f"{name} {s['vs_general']['diff']:+.3f} [{s['vs_general']['ci95_low']:+.3f}, {s['vs_general']['ci95_high']:+.3f}]"
+            for name, s in sets.items()
+        )
+        + " against general"
+    )

@@ -32,7 +32,7 @@ from rich.table import Table
 
 from eval.consumer import ReplayParams
 from eval.evaluate import EvaluateParams
-from eval.items import bench_name, load_items, with_recalled
+from eval.items import against_general, bench_name, load_items, with_recalled
 from eval.systems import run_systems
 from retrieval.contracts.metrics import mean_ci, paired_bootstrap, per_query
 from retrieval.db import connect
@@ -179,20 +179,10 @@ def run_on_policy(
         # the last champion out of SciFact's domain: every other judged set evaluate reads, against general
         guards = {}
         for path in (b for b in ep.benchmarks.split(",") if b and b != tests[0] and Path(b).exists()):
-            them = [it for it in load_items(Path(path), max_queries) if it.get("relevant_ids")]
-            rel = {it["qid"]: set(it["relevant_ids"]) for it in them}
-            with_recalled(them, folder, embedder.encode)
-            got = run_systems(them, embedder, 5, others={"ranker": champion}, rule=rule)
-            v, g = (per_query(rel, {q: got[s][q].ids for q in rel})["recall@5"] for s in ("ranker", "general"))
-            d, dlo, dhi = paired_bootstrap(v, g, seed=0)
-            guards[bench_name(path)] = {
-                "queries": len(them),
-                "general": round(float(g.mean()), 4),
-                "ranker": round(float(v.mean()), 4),
-                "vs_general": {"diff": round(d, 4), "ci95_low": round(dlo, 4), "ci95_high": round(dhi, 4)},
-            }
+            guards[bench_name(path)] = g = against_general(Path(path), champion, embedder, rule, folder, max_queries)
+            d, dlo, dhi = (g["vs_general"][x] for x in ("diff", "ci95_low", "ci95_high"))
             log(
-                f"loop: last champion on {bench_name(path)}: {v.mean():.4f} vs general {g.mean():.4f}, {d:+.4f} [{dlo:+.4f}, {dhi:+.4f}]"
+                f"loop: last champion on {bench_name(path)}: {g['ranker']:.4f} vs general {g['general']:.4f}, {d:+.4f} [{dlo:+.4f}, {dhi:+.4f}]"
             )
     worse = [r["cycle"] for r in rows if r.get("vs_previous") and r["vs_previous"]["ci95_high"] < 0]
     return {

@@ -126,6 +126,15 @@ def test_pai_cycle_in_a_fresh_clone(db_url, benchmark_dir, tmp_path):
     served = result["service"]
     promoted = [c for c in cycles if (c["trial"] or {}).get("status") == "promoted"]
     assert served["before"] == "first-stage" and served["swapped"] == bool(promoted)
+    # a promoted champion read as its users get it at the end: with what the whole log cited, on every judged set
+    now = result.get("champion_now")
+    assert (now is not None) == served["swapped"]
+    if now:
+        assert now["version"] == served["after"] and "scifact-test" in now["sets"]
+        assert all(
+            s["queries"] > 0 and s["vs_general"]["ci95_low"] <= s["vs_general"]["ci95_high"]
+            for s in now["sets"].values()
+        )
     assert [r["queries"] for r in result["retrieval"]] == [10, 10]
     assert (clone / "dvc.lock").exists() and (clone / "data" / "datasets" / "train.jsonl").exists()
     assert (home / "mlflow.db").exists()  # the training run was tracked, in the test's own store
