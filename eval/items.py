@@ -7,10 +7,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from retrieval.contracts.metrics import paired_bootstrap, per_query
 from retrieval.contracts.recalled import Bank
 from retrieval.logs.feedback_records import above_threshold, ipw, split_of
 from retrieval.logs.used import used_labels
 from retrieval.params import UsedParams
+
+from .systems import run_systems
 
 
 def bench_name(path: str) -> str:
@@ -110,10 +113,6 @@ def against_general(path: Path, selector, embedder, rule, feedback_dir: Path, li
     """A judged set's items with a relevant candidate, `selector` against the general baseline: Recall@5 of each and
     the paired difference with its 95 % CI, the selector reading what the pulled log in `feedback_dir` cited for
     questions like each item (`with_recalled`), as the service reads its own log."""
-    from retrieval.contracts.metrics import paired_bootstrap, per_query
-
-    from .systems import run_systems
-
     items = [it for it in load_items(path, limit) if it.get("relevant_ids")]
     rel = {it["qid"]: set(it["relevant_ids"]) for it in items}
     with_recalled(items, feedback_dir, embedder.encode)
