@@ -153,7 +153,7 @@ class RankerSelector:
             if share >= 1.0
             else general_floor(query, self.bm25_sd_floor, self.general_plain_floor, self.name_ramp, self.rare_ramp),
             recalled=recalled_feature([c.recalled for c in candidates], self.recall_threshold)
-            if self.weights["recalled"]
+            if self.weights["recalled"] or self.general["recalled"]
             else None,
         )
         return gated_scores(feats, self.weights, self.general, share)
