@@ -35,7 +35,7 @@ from serving.selectors import resolve
 
 from . import registry
 from .base_llm import BASE_SYSTEM, CachedBaseSelector
-from .items import bench_name, feedback_items, load_items, with_recalled
+from .items import bench_name, feedback_items, load_items, log_bank, with_recalled
 from .reader import ReaderError, answer_quality, make_reader, packaged_reader_gguf
 from .registry import RegistryError, folder_record, has_model
 from .scoring import recall_curve, score
@@ -114,8 +114,9 @@ def evaluate(
     held_out = feedback_items(Path(p.feedback), val_fraction, p.max_queries, p.ipw_clip, used=used)
     if held_out:
         benches[FEEDBACK_VAL] = held_out
-    for items in benches.values():  # the ranker reads what the log's questions like each one cited
-        with_recalled(items, Path(p.feedback), embedder.encode)
+    bank = log_bank(Path(p.feedback), embedder.encode)  # the ranker reads what the log's questions like each one cited
+    for items in benches.values():
+        with_recalled(items, bank, embedder.encode)
     result, curve = {}, []
     for name, all_items in benches.items():
         # a query with no relevant candidate (MS MARCO has unanswerable ones) has no recall: skipped, counted

@@ -92,30 +92,33 @@ def feedback_items(
     return items
 
 
-def with_recalled(items: list[dict], feedback_dir: Path, embed) -> None:
-    """Each candidate's `recalled` evidence: what the pulled log's questions like the item's cited of it
-    (`retrieval.contracts.recalled.Bank`; the item's own text left out, as the service and train_ranker read it), as
-    the service would read the same log; none where no log was pulled. `embed(texts)` gives query vectors."""
+def log_bank(feedback_dir: Path, embed) -> Bank:
+    """The pulled log in `feedback_dir` as a `retrieval.contracts.recalled.Bank` (empty where none was pulled), read
+    and embedded once for every set scored against it. `embed(texts)` gives query vectors."""
     path = feedback_dir / "feedback.jsonl"
     records = [json.loads(line) for line in open(path, encoding="utf-8") if line.strip()] if path.exists() else []
-    bank = Bank.from_records(records, embed)
+    return Bank.from_records(records, embed)
+
+
+def with_recalled(items: list[dict], bank: Bank, embed) -> None:
+    """Each candidate's `recalled` evidence: what the log's questions like the item's cited of it (the item's own
+    text left out, as the service and train_ranker read it), as the service would read the same log; none from an
+    empty bank."""
     vecs = embed([it["query"] for it in items]) if items and bank.texts else [None] * len(items)
     for it, q in zip(items, vecs):
-        cands = it["candidates"]
-        ids = [str(c["id"]) for c in cands]
-        for c, ev in zip(
-            cands, bank.evidence(it["query"], q, ids, it.get("scope")) if q is not None else [()] * len(ids)
-        ):
+        ids = [str(c["id"]) for c in it["candidates"]]
+        evidence = bank.evidence(it["query"], q, ids, it.get("scope")) if q is not None else [()] * len(ids)
+        for c, ev in zip(it["candidates"], evidence):
             c["recalled"] = ev
 
 
-def against_general(path: Path, selector, embedder, rule, feedback_dir: Path, limit: int = 0) -> dict:
+def against_general(path: Path, selector, embedder, rule, bank: Bank, limit: int = 0) -> dict:
     """A judged set's items with a relevant candidate, `selector` against the general baseline: Recall@5 of each and
-    the paired difference with its 95 % CI, the selector reading what the pulled log in `feedback_dir` cited for
-    questions like each item (`with_recalled`), as the service reads its own log."""
+    the paired difference with its 95 % CI, the selector reading what the log's questions (`bank`: `log_bank`) cited
+    for questions like each item (`with_recalled`), as the service reads its own log."""
     items = [it for it in load_items(path, limit) if it.get("relevant_ids")]
     rel = {it["qid"]: set(it["relevant_ids"]) for it in items}
-    with_recalled(items, feedback_dir, embedder.encode)
+    with_recalled(items, bank, embedder.encode)
     got = run_systems(items, embedder, 5, others={"selector": selector}, rule=rule)
     v, g = (per_query(rel, {q: got[s][q].ids for q in rel})["recall@5"] for s in ("selector", "general"))
     d, lo, hi = paired_bootstrap(v, g, seed=0)

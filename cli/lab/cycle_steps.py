@@ -17,7 +17,7 @@ from eval.bench.trial_audit import audit_records
 from eval.consumer import ReplayParams
 from eval.evaluate import EvaluateParams
 from eval.gate import DeployParams
-from eval.items import against_general, bench_name
+from eval.items import against_general, bench_name, log_bank
 from eval.registry import record_of
 from retrieval.contracts.selection import FIRST_STAGE
 from retrieval.db import connect
@@ -216,8 +216,9 @@ def champion_now(params: Path, version: str) -> dict:
     selector, embedder = resolve(record_of(version)), get_embedder()
     with tempfile.TemporaryDirectory() as tmp:
         pull(PullParams(out=tmp, lag_seconds=0.0))
+        bank = log_bank(Path(tmp), embedder.encode)
         return {
-            bench_name(b): against_general(Path(b), selector, embedder, rule, Path(tmp))
+            bench_name(b): against_general(Path(b), selector, embedder, rule, bank)
             for b in ep.benchmarks.split(",")
             if b and Path(b).exists()
         }

@@ -32,7 +32,7 @@ from rich.table import Table
 
 from eval.consumer import ReplayParams
 from eval.evaluate import EvaluateParams
-from eval.items import against_general, bench_name, load_items, with_recalled
+from eval.items import against_general, bench_name, load_items, log_bank, with_recalled
 from eval.systems import run_systems
 from retrieval.contracts.metrics import mean_ci, paired_bootstrap, per_query
 from retrieval.db import connect
@@ -124,7 +124,8 @@ def run_on_policy(
                 w, vecs, record, m = train_ranker.train_on_log(replace(rp, feedback=str(folder)), val_fraction, used)
                 train_ranker.write(folder / "ranker", w, vecs, record, m)
                 new = RankerSelector(folder / "ranker", f"ranker:cycle{cycle}")
-                with_recalled(items, folder, embedder.encode)  # what the log's questions like each claim cited
+                bank = log_bank(folder, embedder.encode)  # what the log's questions like each claim cited
+                with_recalled(items, bank, embedder.encode)
                 v = recalls(run_systems(items, embedder, 5, others={"ranker": new}, rule=rule)["ranker"])
                 mean, lo, hi = mean_ci(v, seed=cycle)
                 d, dlo, dhi = paired_bootstrap(v, hybrid, seed=cycle)
@@ -179,7 +180,7 @@ def run_on_policy(
         # the last champion out of SciFact's domain: every other judged set evaluate reads, against general
         guards = {}
         for path in (b for b in ep.benchmarks.split(",") if b and b != tests[0] and Path(b).exists()):
-            guards[bench_name(path)] = g = against_general(Path(path), champion, embedder, rule, folder, max_queries)
+            guards[bench_name(path)] = g = against_general(Path(path), champion, embedder, rule, bank, max_queries)
             d, dlo, dhi = (g["vs_general"][x] for x in ("diff", "ci95_low", "ci95_high"))
             log(
                 f"loop: last champion on {bench_name(path)}: {g['ranker']:.4f} vs general {g['general']:.4f}, {d:+.4f} [{dlo:+.4f}, {dhi:+.4f}]"
