@@ -32,6 +32,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import random
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -54,6 +55,7 @@ from .. import workspace
 from ..repro import dvc_repro, stage_metrics
 from ..terminal import LAB_FEEDBACK, BenchDirOpt, ParamsOpt, _fail, console, emit, judged_dir, progress_bar
 from .cycle_steps import (
+    again,
     challenger_row,
     champion_line,
     champion_now,
@@ -95,10 +97,17 @@ def demo_database() -> str | None:
 
 
 def run_cycle(
-    params: Path, benchmark_dir: Path, split: str, bar, cycles: int = 3, serve: bool = True, log=print
+    params: Path,
+    benchmark_dir: Path,
+    split: str,
+    bar,
+    cycles: int = 1,
+    serve: bool = True,
+    log=print,
+    passes: int = 3,
 ) -> dict:
-    """The demo: ingest, then `cycles` on-policy cycles (serve a slice, retrain, the trial decides); with `serve`
-    off, one retrain on the log as it is."""
+    """The demo: ingest, then day one (its slice asked `passes` times), then `cycles` on-policy cycles (retrain, the
+    trial decides on the next slice); with `serve` off, one retrain on the log as it is."""
     corpus = benchmark_dir / "scifact" / "corpus.jsonl"
     if not corpus.exists():
         raise FileNotFoundError(f"{corpus}: not found (pass --benchmark-dir)")
@@ -130,10 +139,15 @@ def run_cycle(
     with workspace.held(Path.cwd(), me, log), BackgroundServer(build_service(params)) as srv:
         before = served_version(srv.url)
         if serve:
-            task = bar.add_task(f"2. day one: serve {len(parts[0])} train claims", total=len(parts[0]))
+            n = len(parts[0])
+            task = bar.add_task(f"2. day one: serve {n} train claims, {passes} passes", total=n * passes)
             day_one = replay(srv.url, parts[0], functools.partial(bar.advance, task), consumer)
-            result["day_one"] = {"served_by": before, "served": day_one.as_dict()}
-            log(served_line("day one", before, day_one.as_dict()))
+            rng = random.Random(f"day-one:{consumer.seed}")
+            asked = n + sum(
+                again(srv.url, parts[0], rng, consumer, functools.partial(bar.advance, task)) for _ in range(passes - 1)
+            )
+            result["day_one"] = {"served_by": before, "served": day_one.as_dict(), "queries_asked": asked}
+            log(served_line("day one", before, day_one.as_dict()) + f"; {asked} queries in {passes} passes")
         for c in range(1, cycles + 1) if serve else ():
             served_by = served_version(srv.url)
             seconds = dvc_repro(bar, () if c == cycles else ("deploy",))  # the LLM's chain once, after the last
@@ -231,7 +245,16 @@ def cycle(
             max=20,
             help="on-policy cycles: each serves a slice of SciFact train, retrains, and the trial decides",
         ),
-    ] = 2,
+    ] = 1,
+    passes: Annotated[
+        int,
+        typer.Option(
+            "--day-one-passes",
+            min=1,
+            max=20,
+            help="how often day one asks each of its claims (fresh consumer draws) before the first retrain",
+        ),
+    ] = 3,
     replay: Annotated[
         bool,
         typer.Option(
@@ -254,7 +277,7 @@ def cycle(
         split = load_section(params, "benchmark", BenchmarkParams).split if split is None else split
         with progress_bar() as bar:
             log = lambda line: bar.console.print(f"   {line}", soft_wrap=True, highlight=False)  # noqa: E731
-            result = run_cycle(params, benchmark_dir, split, bar, cycles, replay, log)
+            result = run_cycle(params, benchmark_dir, split, bar, cycles, replay, log, passes)
     except (ParamsError, DatabaseError, FileNotFoundError, RuntimeError) as e:  # WorkspaceError too
         _fail(str(e))
     emit(result, as_json, None, lambda c: print_cycle(result, c))

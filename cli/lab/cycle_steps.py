@@ -75,10 +75,9 @@ def traffic(
     asked, trial = len(claims), _trial(trial_id)
     task = bar.add_task(f"2. cycle {cycle}: the traffic goes on until trial {trial_id} decides", total=None)
     while trial is not None and trial.status == "running" and asked < cap:
-        again = rng.sample(claims, len(claims))
-        replay(url, again, functools.partial(bar.advance, task), replace(consumer, seed=rng.randrange(2**31)))
-        asked += len(again)
+        asked += again(url, claims, rng, consumer, functools.partial(bar.advance, task))
         trial = _trial(trial_id)
+    bar.update(task, total=asked - len(claims))  # done: its line stops counting
     if trial is not None and trial.status == "running":
         with connect() as conn:
             trial = trials.stop(conn, f"the demo's traffic cap: {asked} queries without a decision")
@@ -89,6 +88,13 @@ def traffic(
             time.sleep(0.2)
     closed = trial.as_dict() if trial else {"id": trial_id, "status": "gone"}
     return first.as_dict(), {**closed, "queries_asked": asked, "audit": audit}
+
+
+def again(url: str, claims: list, rng: random.Random, consumer: ReplayParams, advance) -> int:
+    """One more pass of `claims`: another order, fresh consumer draws (the same questions asked again, as users do).
+    How many were asked."""
+    replay(url, rng.sample(claims, len(claims)), advance, replace(consumer, seed=rng.randrange(2**31)))
+    return len(claims)
 
 
 def what_the_trial_saw(trial_id: int, claims: list, used: UsedParams) -> dict:
