@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `bash eval/bench/user_path.sh [REPO]` (default: this checkout, its .venv): the user's path at full scale in a fresh clone with no ../shared: SciFact's corpus as markdown notes, ingest,
-# serve, 500 train claims replayed (realistic consumer), pai retrain --ranker-only -> trial, then the other 309
+# serve, 500 train claims replayed (realistic consumer, PASSES times), pai retrain --ranker-only -> trial, then the other 309
 # train claims (never learned from) replayed in passes with new consumer seeds until the trial decides.
 set -euo pipefail
 d=$(mktemp -d /tmp/userpath.XXXX); echo "workdir $d"
@@ -20,8 +20,13 @@ $PY -m cli.main serve --port 8599 > "$d/serve.log" 2>&1 &
 SERVE=$!
 trap 'kill $SERVE 2>/dev/null' EXIT
 until curl -sf localhost:8599/health >/dev/null; do sleep 1; done
-$PY -m cli.main lab simulate --url http://127.0.0.1:8599 --no-ingest --max-queries 500 --json > "$d/replay.json"
-t2=$(date +%s); echo "replay: $((t2-t1)) s"; cat "$d/replay.json" | head -30
+# before the first retrain the 500 claims are asked PASSES times (default 3, as `pai lab cycle`'s day one), fresh
+# consumer draws each time: a memory in use is asked the same things again
+for pass in $(seq 1 "${PASSES:-3}"); do
+  sed -i -E "s/^  seed: [0-9]+( +# the realistic consumer's draws)/  seed: $((100 + pass))\1/" params.yaml
+  $PY -m cli.main lab simulate --url http://127.0.0.1:8599 --no-ingest --max-queries 500 --json > "$d/replay-$pass.json"
+done
+t2=$(date +%s); echo "replay: $((t2-t1)) s"; head -30 "$d/replay-1.json"
 $PY -m cli.main retrain --ranker-only 2>&1 | tail -40
 t3=$(date +%s); echo "retrain: $((t3-t2)) s"
 cp metrics/deploy.json metrics/eval.json "$d/"

@@ -78,6 +78,7 @@ def test_pai_cycle_in_a_fresh_clone(db_url, benchmark_dir, tmp_path):
     assert result["ingest"]["documents_new"] >= 150
     cycles, day_one = result["cycles"], result["day_one"]
     assert day_one["served_by"] == "first-stage" and day_one["served"]["queries"] == 10
+    assert day_one["queries_asked"] == 30  # its 10 claims asked in the default 3 passes, before the first retrain
     assert [c["cycle"] for c in cycles] == [1, 2] and [c["served"]["queries"] for c in cycles] == [10, 10]
     assert all(s["errors"] == 0 and s["previews"] > 0 for s in [day_one["served"], *(c["served"] for c in cycles)])
     assert cycles[0]["served_by"] == "first-stage" and cycles[1]["served_by"] == cycles[0]["champion"]
@@ -89,7 +90,7 @@ def test_pai_cycle_in_a_fresh_clone(db_url, benchmark_dir, tmp_path):
             assert c["trial"]["evidence"]["judged"] <= 15 or c["trial"]["status"] == "promoted"
             assert (c["champion"] == c["challenger"]) == (c["trial"]["status"] == "promoted")
     # the last retrain read day one's traffic and the first cycle's (and the passes its trial took)
-    assert result["pipeline"]["feedback"]["queries"] >= 20 + (cycles[0]["trial"] or {}).get("queries_asked", 10) - 10
+    assert result["pipeline"]["feedback"]["queries"] >= 30 + (cycles[0]["trial"] or {}).get("queries_asked", 10)
     assert result["pipeline"]["dataset"]["train_examples"] > 0
     assert result["pipeline"]["train"]["profile"] == "cpu" and result["pipeline"]["train"]["steps"] > 0
     hotpot = result["pipeline"]["eval"]["hotpotqa/test"]["systems"]  # the ranker's chain: no LLM in it
