@@ -42,11 +42,10 @@ def stage_metrics(params: Path) -> dict[str, Path]:
     }
 
 
-def dvc_repro(bar, targets: tuple[str, ...] = (), single: bool = False) -> dict[str, float]:
+def dvc_repro(bar, targets: tuple[str, ...] = ()) -> dict[str, float]:
     """`dvc repro [targets]`, its stages' `python` being this environment's (the README runs `.venv/bin/pai` with
     no venv activated), each stage's start and summary line shown as it runs; the wall seconds of each stage that
-    ran (from its start to the next one's, or to the end). `single`: the targets alone, in their order (`dvc repro
-    --single-item`), none of their upstream stages (an always-changed pull would read the log again)."""
+    ran (from its start to the next one's, or to the end)."""
     env = os.environ | {
         "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
         "COLUMNS": str(LOG_WIDTH),
@@ -60,7 +59,7 @@ def dvc_repro(bar, targets: tuple[str, ...] = (), single: bool = False) -> dict[
     seconds: dict[str, float] = {}
     running, started = None, time.monotonic()
     with subprocess.Popen(
-        [str(Path(sys.executable).with_name("dvc")), "repro", *(["--single-item"] if single else []), *targets],
+        [str(Path(sys.executable).with_name("dvc")), "repro", *targets],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,

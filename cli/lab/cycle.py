@@ -8,10 +8,9 @@ It runs only in a store that holds nothing but SciFact (a fresh home, or one it 
    the first stage's order (a consumer asks each claim, reads the context and the previews it expands, `replay`,
    and posts its answer citing [n]), each claim asked `passes` times (fresh draws, another order), as a memory in
    use is asked the same things again before its first retrain. Then each cycle:
-   a. `dvc repro deploy` (dvc.yaml): pull -> train_ranker -> evaluate -> deploy. With `deploy.promotion: trial`
-      the challenger that passes the checks goes on trial. After the last cycle's, the LLM's chain (build -> train
-      -> export -> evaluate_llm -> deploy_llm, on the same pull) runs in the background while b. goes on, as a GPU
-      box beside the service would;
+   a. `dvc repro` (dvc.yaml): pull -> train_ranker -> evaluate -> deploy, the LLM's chain (build -> train ->
+      export -> evaluate_llm -> deploy_llm) after the last cycle only. With `deploy.promotion: trial` the
+      challenger that passes the checks goes on trial;
    b. the next part of the traffic, claims the challenger never learned from, is served (the trial's share
       interleaved), and asked again in fresh passes until the trial's rule promotes or rejects it (`trial`:
       share, alpha, max_judged judged and max_cited cited trial queries);
@@ -35,7 +34,6 @@ import functools
 import json
 import os
 import random
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -58,7 +56,6 @@ from .. import workspace
 from ..repro import dvc_repro, stage_metrics
 from ..terminal import LAB_FEEDBACK, BenchDirOpt, ParamsOpt, _fail, console, emit, judged_dir, progress_bar
 from .cycle_steps import (
-    LLM_STAGES,
     again,
     challenger_row,
     champion_line,
@@ -140,11 +137,7 @@ def run_cycle(
     parts = [claims[len(claims) * i // (cycles + 1) : len(claims) * (i + 1) // (cycles + 1)] for i in range(cycles + 1)]
     # the service a user runs, following deployments: a promotion swaps its selector in place; the checkout holds
     # this store's outputs (another store's parked) until they are read
-    with (
-        workspace.held(Path.cwd(), me, log),
-        BackgroundServer(build_service(params)) as srv,
-        ThreadPoolExecutor(1) as background,
-    ):
+    with workspace.held(Path.cwd(), me, log), BackgroundServer(build_service(params)) as srv:
         before = served_version(srv.url)
         if serve:
             n = len(parts[0])
@@ -156,13 +149,10 @@ def run_cycle(
             )
             result["day_one"] = {"served_by": before, "served": day_one.as_dict(), "queries_asked": asked}
             log(served_line("day one", before, day_one.as_dict()) + f"; {asked} queries in {passes} passes")
-        llm = None  # the LLM's chain, once, after the last retrain: in the background, as on a GPU box
         for c in range(1, cycles + 1) if serve else ():
             served_by = served_version(srv.url)
-            seconds = dvc_repro(bar, ("deploy",))  # the ranker's chain: pull -> train_ranker -> evaluate -> deploy
+            seconds = dvc_repro(bar, () if c == cycles else ("deploy",))  # the LLM's chain once, after the last
             row = {"cycle": c, "served_by": served_by, **challenger_row(params), "stage_seconds": seconds}
-            if c == cycles:  # it reads the pull the ranker's chain made, while the trial's traffic goes on
-                llm = background.submit(dvc_repro, bar, LLM_STAGES, single=True)
             row["served"], row["trial"] = traffic(
                 srv.url, parts[c], row.get("trial_id"), consumer, c, bar, used=load_section(params, "used", UsedParams)
             )
@@ -171,18 +161,16 @@ def run_cycle(
             log(cycle_line(row))
         if not serve:
             dvc_repro(bar)
+        after = served_version(srv.url)
+        result["service"] = {"before": before, "after": after, "swapped": before != after}
         if result["cycles"]:  # the cycles' lines as data, beside the stages' metrics
             # what the last champion's users get now: it reads what the whole log cited, all the traffic served
-            if now := champion_now(params, champion := served_version(srv.url)):
-                result["champion_now"] = {"version": champion, "sets": now}
-                log(champion_line(champion, now))
-            if llm is not None:
-                result["cycles"][-1]["stage_seconds"] |= llm.result()
+            if now := champion_now(params, after):
+                result["champion_now"] = {"version": after, "sets": now}
+                log(champion_line(after, now))
             out = Path(load_section(params, "evaluate", EvaluateParams).out) / "cycle.json"
             keep = ("day_one", "cycles", "champion_now")
             write_atomic(out, json.dumps({k: result[k] for k in keep if k in result}, indent=2, default=str) + "\n")
-        after = served_version(srv.url)
-        result["service"] = {"before": before, "after": after, "swapped": before != after}
         result["pipeline"] = {name: read_json(path) for name, path in stage_metrics(params).items()}
     with connect() as conn:
         task = bar.add_task(f"3. search {len(queries)} {split} queries x 2 systems", total=2 * len(queries))
